@@ -83,13 +83,26 @@ class DecodeError(AsyncWifiError):
 
 
 class TransportError(AsyncWifiError):
-    """The request did not produce an HTTP response (connection, timeout, TLS)."""
+    """The request did not produce a complete HTTP response (connection, timeout, TLS).
 
-    def __init__(self, message: str, *, method: str = "", path: str = "") -> None:
+    ``kind`` says what failed: ``"connect"`` (nothing was sent: safe to retry any method),
+    ``"timeout"``, ``"disconnected"`` or ``"payload"`` (the request may have been executed:
+    a write must be checked before it is retried), ``"tls"``.
+    """
+
+    def __init__(
+        self, message: str, *, method: str = "", path: str = "", kind: str = "disconnected"
+    ) -> None:
         super().__init__(f"{method} {path}: {message}" if method else message)
         self.message = message
         self.method = method
         self.path = path
+        self.kind = kind
+
+    @property
+    def request_may_have_been_executed(self) -> bool:
+        """False only when the request certainly never reached the server."""
+        return self.kind not in ("connect", "tls")
 
 
 class QuotaExhaustedError(AsyncWifiError):
