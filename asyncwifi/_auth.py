@@ -1,0 +1,260 @@
+"""Token lifecycle (spec §3, "Access token"): one login at a time, refresh before ``exp``.
+
+The lifecycle is a transition table (h11 style); an illegal move raises. The JWT's claims
+are read, not verified (the client cannot know the signing key): ``exp`` drives the
+refresh, and a token whose claims cannot be read is given the documented one day.
+Tokens and secrets live in :class:`Secret`, whose repr never shows them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import enum
+import json
+import logging
+from collections.abc import Awaitable, Callable
+
+from asyncwifi._clock import Clock
+from asyncwifi.errors import ClientStateError
+
+__all__ = ["Secret", "Token", "TokenManager", "TokenState", "read_jwt_claims"]
+
+log = logging.getLogger("asyncwifi.auth")
+
+# spec §5.4: the token expires after one day
+TOKEN_LIFETIME = 86_400.0
+
+
+class Secret:
+    """A string that never shows itself in a repr, a str() or a log line."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The secret itself, for the one place that sends it."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        raise TypeError("a Secret cannot be pickled")
+
+
+class TokenState(enum.Enum):
+    """States of the access token (spec §3)."""
+
+    NONE = "none"
+    VALID = "valid"
+    EXPIRED = "expired"
+    REVOKED = "revoked"
+    CLOSED = "closed"
+
+
+class _Ev(enum.Enum):
+    LOGIN = "login"
+    EXPIRE = "expire"
+    REJECT = "reject"
+    LOGOUT = "logout"
+    CLOSE = "close"
+
+
+# spec §3: (state, trigger) -> next state; a missing pair is an illegal move
+_TRANSITIONS: dict[tuple[TokenState, _Ev], TokenState] = {
+    (TokenState.NONE, _Ev.LOGIN): TokenState.VALID,
+    (TokenState.VALID, _Ev.LOGIN): TokenState.VALID,
+    (TokenState.VALID, _Ev.EXPIRE): TokenState.EXPIRED,
+    (TokenState.VALID, _Ev.REJECT): TokenState.EXPIRED,
+    (TokenState.VALID, _Ev.LOGOUT): TokenState.REVOKED,
+    (TokenState.EXPIRED, _Ev.LOGIN): TokenState.VALID,
+    (TokenState.EXPIRED, _Ev.EXPIRE): TokenState.EXPIRED,
+    (TokenState.EXPIRED, _Ev.REJECT): TokenState.EXPIRED,
+    (TokenState.REVOKED, _Ev.LOGIN): TokenState.VALID,
+    (TokenState.NONE, _Ev.LOGOUT): TokenState.NONE,
+    (TokenState.EXPIRED, _Ev.LOGOUT): TokenState.EXPIRED,
+    (TokenState.REVOKED, _Ev.LOGOUT): TokenState.REVOKED,
+    **{(state, _Ev.CLOSE): TokenState.CLOSED for state in TokenState},
+}
+
+
+def read_jwt_claims(token: str) -> dict[str, object]:
+    """The payload claims of a JWT, unverified; ``{}`` when they cannot be read."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return {}
+    payload = parts[1] + "=" * (-len(parts[1]) % 4)
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(payload.encode("ascii")))
+    except (ValueError, UnicodeError):
+        return {}
+    return claims if isinstance(claims, dict) else {}
+
+
+class Token:
+    """An access token with its expiry; ``generation`` counts the logins of one manager."""
+
+    __slots__ = ("expires_at", "generation", "issued_at", "value")
+
+    def __init__(self, value: str, *, generation: int, issued_at: float, expires_at: float) -> None:
+        self.value = Secret(value)
+        self.generation = generation
+        self.issued_at = issued_at
+        self.expires_at = expires_at
+
+    @property
+    def bearer(self) -> str:
+        """The ``Authorization`` header value."""
+        return "Bearer " + self.value.reveal()
+
+    def __repr__(self) -> str:
+        return f"Token(generation={self.generation}, expires_at={self.expires_at:.0f}, value=***)"
+
+
+Login = Callable[[], Awaitable[str]]
+Logout = Callable[[Token], Awaitable[None]]
+
+
+class TokenManager:
+    """Hands out a valid token; logs in once however many coroutines ask at the same time.
+
+    ``refresh_margin``: a token is renewed this many seconds before its ``exp``.
+    ``relogin_cooldown``: a 403 on a token younger than this is a permission refusal, not
+    an expiry, so it does not cause another login (this is what stops a token storm).
+    """
+
+    __slots__ = (
+        "_clock",
+        "_generation",
+        "_lock",
+        "_login",
+        "_logout",
+        "_token",
+        "logins",
+        "refresh_margin",
+        "relogin_cooldown",
+        "state",
+    )
+
+    def __init__(
+        self,
+        login: Login,
+        logout: Logout,
+        *,
+        clock: Clock,
+        refresh_margin: float = 300.0,
+        relogin_cooldown: float = 60.0,
+    ) -> None:
+        self._login = login
+        self._logout = logout
+        self._clock = clock
+        self._lock = asyncio.Lock()
+        self._token: Token | None = None
+        self._generation = 0
+        #: how many logins this manager made
+        self.logins = 0
+        self.refresh_margin = refresh_margin
+        self.relogin_cooldown = relogin_cooldown
+        self.state = TokenState.NONE
+
+    def _move(self, event: _Ev) -> None:
+        try:
+            self.state = _TRANSITIONS[(self.state, event)]
+        except KeyError:
+            raise ClientStateError(
+                f"token manager: cannot {event.value} in state {self.state.value}"
+            ) from None
+
+    def _usable(self, now: float) -> Token | None:
+        token = self._token
+        if token is None or self.state is not TokenState.VALID:
+            return None
+        lifetime = token.expires_at - token.issued_at
+        margin = min(self.refresh_margin, max(0.0, lifetime) * 0.1)
+        if now >= token.expires_at - margin:
+            self._move(_Ev.EXPIRE)
+            return None
+        return token
+
+    async def get(self) -> Token:
+        """A valid token, logging in first when there is none or it is about to expire."""
+        if self.state is TokenState.CLOSED:
+            raise ClientStateError("the client is closed")
+        token = self._usable(self._clock.now())
+        if token is not None:
+            return token
+        async with self._lock:  # single flight: the first caller logs in, the rest reuse it
+            token = self._usable(self._clock.now())
+            if token is not None:
+                return token
+            if self.state is TokenState.CLOSED:
+                raise ClientStateError("the client is closed")
+            value = await self._login()
+            now = self._clock.now()
+            claims = read_jwt_claims(value)
+            issued = claims.get("iat")
+            expires = claims.get("exp")
+            issued_at = float(issued) if isinstance(issued, int | float) else now
+            expires_at = (
+                float(expires) if isinstance(expires, int | float) else issued_at + TOKEN_LIFETIME
+            )
+            self._generation += 1
+            self.logins += 1
+            # Trust our own clock for "issued": the server's clock may differ.
+            self._token = Token(
+                value,
+                generation=self._generation,
+                issued_at=now,
+                expires_at=now + max(0.0, expires_at - issued_at),
+            )
+            self._move(_Ev.LOGIN)
+            log.debug("logged in (token generation %d)", self._generation)
+            return self._token
+
+    def rejected(self, token: Token) -> bool:
+        """A request with ``token`` got a 403: is one new login (or newer token) worth a retry?
+
+        True when a newer token exists already, or when ``token`` is old enough that an
+        expiry or revocation is plausible (it is then marked expired, and the next
+        :meth:`get` logs in once). False when the token is fresh: the 403 is a refusal.
+        """
+        current = self._token
+        if current is None or current.generation != token.generation:
+            return current is not None
+        if self.state is not TokenState.VALID:
+            return True
+        if self._clock.now() - current.issued_at < self.relogin_cooldown:
+            return False
+        self._move(_Ev.REJECT)
+        log.info("token generation %d refused with 403; one new login is due", token.generation)
+        return True
+
+    async def logout(self) -> bool:
+        """Revoke the current token on the server (spec §4.1); False when there was none."""
+        async with self._lock:
+            token = self._token
+            if token is None or self.state is not TokenState.VALID:
+                return False
+            await self._logout(token)
+            self._move(_Ev.LOGOUT)
+            self._token = None
+            return True
+
+    def close(self) -> None:
+        """Forget the token; every later :meth:`get` raises."""
+        self._token = None
+        self._move(_Ev.CLOSE)
+
+    def __repr__(self) -> str:
+        return f"TokenManager(state={self.state.value}, logins={self.logins})"

@@ -1,0 +1,194 @@
+"""Sans-I/O pieces of the HTTP protocol: argument checks, query strings, paths, error mapping.
+
+Nothing here does I/O or reads the time: every function takes what it needs, so the rules
+(which argument is refused, which status becomes which exception) are tested directly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import msgspec
+
+from asyncwifi.errors import ApiError, RateLimitedError, ValidationError, error_for_status
+
+__all__ = [
+    "EVENT_TYPES",
+    "build_query",
+    "error_from_response",
+    "format_datetime",
+    "path_segment",
+    "require_text",
+]
+
+# spec §4.5: the accepted values of the events API's `events` parameter
+EVENT_TYPES: frozenset[str] = frozenset(
+    {
+        "visit",
+        "signup",
+        "login",
+        "send_email",
+        "open_email",
+        "click_email",
+        "send_sms",
+        "click_sms",
+        "survey",
+        "promo",
+    }
+)
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def require_text(value: object, what: str) -> str:
+    """A non-empty string without control characters, else ``ValidationError``."""
+    if not isinstance(value, str):
+        raise ValidationError(f"{what} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise ValidationError(f"{what} must not be empty")
+    if _CONTROL.search(value):
+        raise ValidationError(f"{what} must not contain control characters")
+    return value
+
+
+def path_segment(value: object, what: str) -> str:
+    """Percent-encode an id into exactly one path segment.
+
+    ``/``, ``?``, ``#``, ``%`` and every other reserved character are encoded, and ``.``/``..``
+    (which URL normalisation would resolve to another endpoint) are encoded as ``%2E``: an id
+    can never reach a path other than the one it is an id in.
+    """
+    text = require_text(value, what)
+    encoded = quote(text, safe="-_~!$&'()*+,;=:@")
+    if encoded in (".", ".."):
+        encoded = encoded.replace(".", "%2E")
+    return encoded
+
+
+def format_datetime(value: object, what: str) -> str:
+    """An ISO 8601 UTC timestamp with milliseconds (``2026-01-01T00:00:00.000Z``).
+
+    Accepts timezone-aware ``datetime`` objects and ISO 8601 strings that carry a zone
+    (``Z`` or an offset); naive values are refused because their zone would be a guess.
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValidationError(f"{what}: not an ISO 8601 timestamp: {value!r}") from None
+        value = parsed
+    if not isinstance(value, datetime):
+        raise ValidationError(f"{what} must be a datetime or an ISO 8601 string")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValidationError(
+            f"{what} has no time zone; pass an aware datetime or a string ending in Z"
+        )
+    utc = value.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def _query_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | str):
+        return str(value)
+    if isinstance(value, datetime):
+        return format_datetime(value, "query parameter")
+    if isinstance(value, Iterable):
+        return ",".join(_query_value(v) for v in value)
+    raise ValidationError(f"cannot put a {type(value).__name__} in a query string")
+
+
+def build_query(params: Mapping[str, object], extra: Mapping[str, object] | None = None) -> dict[str, str]:
+    """Query parameters as strings: ``None`` dropped, booleans as ``true``/``false``, lists
+    comma-joined. ``extra`` (the caller's own parameters, for what the spec does not show)
+    may not silently override a parameter the SDK sets."""
+    query = {key: _query_value(val) for key, val in params.items() if val is not None}
+    for key, val in (extra or {}).items():
+        require_text(key, "extra parameter name")
+        if key in query:
+            raise ValidationError(f"extra parameter {key!r} collides with a named argument")
+        if val is not None:
+            query[key] = _query_value(val)
+    return query
+
+
+class _ErrorBody(msgspec.Struct):
+    message: str | None = None
+
+
+_error_decoder = msgspec.json.Decoder(_ErrorBody)
+_TITLE = re.compile(rb"<title>(.*?)</title>|<h1>(.*?)</h1>", re.IGNORECASE | re.DOTALL)
+
+
+def _message_of(status: int, body: bytes) -> str:
+    """The server's message, read defensively: JSON ``{message}``, HTML title, text, or
+    the reason phrase when the body is empty (the gateway's bodyless 429)."""
+    text = body.strip()
+    if text.startswith(b"{"):
+        try:
+            message = _error_decoder.decode(text).message
+        except msgspec.DecodeError:
+            message = None
+        if message:
+            return message
+    elif text.startswith(b"<"):
+        match = _TITLE.search(text)
+        if match:
+            raw = match.group(1) or match.group(2) or b""
+            return raw.decode("utf-8", "replace").strip()[:200]
+    elif text:
+        return text.decode("utf-8", "replace").strip()[:200]
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "HTTP error"
+
+
+def _seconds(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
+
+
+def error_from_response(
+    method: str,
+    path: str,
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    now: float,
+) -> ApiError:
+    """The exception for an error response (one class per documented status, spec §7)."""
+    cls = error_for_status(status)
+    message = _message_of(status, body)
+    request_id = headers.get("X-Kong-Request-Id") or headers.get("X-Request-Id")
+    if cls is RateLimitedError:
+        retry_after = _seconds(headers.get("Retry-After")) or _seconds(headers.get("RateLimit-Reset"))
+        rate: dict[str, Any] = {
+            k.lower(): v for k, v in headers.items() if "ratelimit" in k.lower() or k.lower() == "retry-after"
+        }
+        return RateLimitedError(
+            message,
+            method=method,
+            path=path,
+            request_id=request_id,
+            body=body,
+            retry_after=retry_after,
+            reset_at=None if retry_after is None else now + retry_after,
+            rate_limit=rate,
+        )
+    return cls(message, status=status, method=method, path=path, request_id=request_id, body=body)

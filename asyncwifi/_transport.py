@@ -1,0 +1,225 @@
+"""The one I/O seam: a ``Transport`` sends a ``Request`` and returns a ``Response``.
+
+Only this module imports aiohttp's client. Foreign exceptions are translated here, once,
+into :class:`~asyncwifi.errors.TransportError` (``raise ... from exc``), with ``kind`` saying
+whether the request could have reached the server. :class:`MockTransport` is public so that
+users can test their own code without a network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import ssl
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import aiohttp
+from multidict import CIMultiDict, CIMultiDictProxy
+from yarl import URL
+
+from asyncwifi._version import __version__
+from asyncwifi.errors import ConfigurationError, TransportError
+
+__all__ = ["AiohttpTransport", "MockTransport", "Request", "Response", "Transport"]
+
+USER_AGENT = f"asyncwifi/{__version__}"
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One HTTP request, before authentication: ``path`` is already percent-encoded."""
+
+    method: str
+    path: str
+    params: Mapping[str, str] | None = None
+    body: bytes | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        # headers may hold the bearer token: never shown
+        return f"Request({self.method} {self.path}, params={dict(self.params or {})!r})"
+
+
+@dataclass(slots=True)
+class Response:
+    """A complete HTTP response: status, case-insensitive headers, the whole body."""
+
+    status: int
+    headers: CIMultiDictProxy[str]
+    body: bytes
+    #: seconds between sending and the last byte of the body
+    elapsed: float = 0.0
+
+    @property
+    def request_id(self) -> str | None:
+        """The gateway's request id (``X-Kong-Request-Id``), kept on errors for support."""
+        return self.headers.get("X-Kong-Request-Id") or self.headers.get("X-Request-Id")
+
+    def __repr__(self) -> str:
+        return f"Response(status={self.status}, bytes={len(self.body)})"
+
+
+def make_headers(items: Mapping[str, str] | None = None) -> CIMultiDictProxy[str]:
+    """Case-insensitive read-only headers, for fakes and tests."""
+    return CIMultiDictProxy(CIMultiDict(items or {}))
+
+
+class Transport(Protocol):
+    """What the client needs of the network: send one request, close."""
+
+    async def send(self, request: Request) -> Response:
+        """Send ``request`` and return the complete response, or raise TransportError."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...
+
+
+class AiohttpTransport:
+    """The production transport: one ``aiohttp.ClientSession`` with a bounded keep-alive pool.
+
+    TLS certificates are verified (the default ``ssl`` context); ``Accept: application/json``
+    is sent so that the gateway answers its 429 in JSON (gateway.md), and compressed bodies
+    are accepted and decompressed.
+    """
+
+    __slots__ = ("_base", "_connector_limit", "_session", "_ssl", "_timeout")
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        max_connections: int = 32,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        self._base = URL(base_url.rstrip("/"))
+        if not self._base.scheme or not self._base.host:
+            raise ConfigurationError(f"base_url must be an absolute URL, got {base_url!r}")
+        self._timeout = aiohttp.ClientTimeout(
+            total=timeout, connect=connect_timeout, sock_connect=connect_timeout
+        )
+        self._connector_limit = max_connections
+        self._ssl: ssl.SSLContext | bool = ssl_context if ssl_context is not None else True
+        self._session: aiohttp.ClientSession | None = None
+
+    def _open(self) -> aiohttp.ClientSession:
+        connector = aiohttp.TCPConnector(
+            limit=self._connector_limit, ssl=self._ssl, enable_cleanup_closed=False
+        )
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            timeout=self._timeout,
+            headers={
+                "Accept": "application/json",
+                "Accept-Encoding": "gzip, deflate",
+                "User-Agent": USER_AGENT,
+            },
+            raise_for_status=False,
+            auto_decompress=True,
+        )
+        return self._session
+
+    def url(self, path: str) -> URL:
+        """The absolute URL of an already-encoded ``path`` (never re-normalised)."""
+        return URL(str(self._base) + path, encoded=True)
+
+    async def send(self, request: Request) -> Response:
+        session = self._session or self._open()
+        url = self.url(request.path)
+        if request.params:
+            url = url.update_query(request.params)
+        started = time.perf_counter()
+        try:
+            async with session.request(
+                request.method, url, data=request.body, headers=dict(request.headers)
+            ) as resp:
+                body = await resp.read()
+                return Response(
+                    status=resp.status,
+                    headers=resp.headers,
+                    body=body,
+                    elapsed=time.perf_counter() - started,
+                )
+        except (aiohttp.ClientSSLError, ssl.SSLError) as exc:
+            raise TransportError(
+                f"TLS failure: {type(exc).__name__}",
+                method=request.method,
+                path=request.path,
+                kind="tls",
+            ) from exc
+        except aiohttp.ConnectionTimeoutError as exc:
+            raise TransportError(
+                "connect timeout", method=request.method, path=request.path, kind="connect"
+            ) from exc
+        except aiohttp.ClientConnectorError as exc:
+            raise TransportError(
+                f"cannot connect: {exc.os_error.strerror or type(exc).__name__}",
+                method=request.method,
+                path=request.path,
+                kind="connect",
+            ) from exc
+        except (TimeoutError, asyncio.TimeoutError) as exc:
+            raise TransportError(
+                "timed out waiting for the response",
+                method=request.method,
+                path=request.path,
+                kind="timeout",
+            ) from exc
+        except aiohttp.ClientPayloadError as exc:
+            raise TransportError(
+                "response body incomplete", method=request.method, path=request.path, kind="payload"
+            ) from exc
+        except aiohttp.ClientError as exc:
+            raise TransportError(
+                f"connection lost: {type(exc).__name__}",
+                method=request.method,
+                path=request.path,
+                kind="disconnected",
+            ) from exc
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
+
+    def __repr__(self) -> str:
+        return f"AiohttpTransport({str(self._base)!r})"
+
+
+Handler = Callable[[Request], "Response | Awaitable[Response]"]
+
+
+class MockTransport:
+    """A transport that calls ``handler(request)`` instead of the network (for users' tests).
+
+    The handler may be sync or async and returns a :class:`Response` (see ``make_headers``)
+    or raises :class:`~asyncwifi.errors.TransportError` to fake a network failure.
+    ``requests`` records every request sent, in order.
+    """
+
+    __slots__ = ("handler", "requests")
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        #: every request this transport was asked to send
+        self.requests: list[Request] = []
+
+    async def send(self, request: Request) -> Response:
+        self.requests.append(request)
+        result = self.handler(request)
+        if inspect.isawaitable(result):
+            result = await result
+        assert isinstance(result, Response)
+        return result
+
+    async def aclose(self) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        return f"MockTransport(requests={len(self.requests)})"
