@@ -1,0 +1,87 @@
+"""Typed models of every documented resource, and their decoding and encoding.
+
+Models are hand-written msgspec Structs grouped by resource (``contacts``, ``hotspots``,
+``segments``, ``events``, ``auth``); ``decode``/``decode_page``/``encode`` use decoders built
+once at import. See :mod:`asyncwifi.models._decode` for the page fallback rules.
+"""
+
+from asyncwifi.models._base import KeyValue, Model, parse_timestamp
+from asyncwifi.models._decode import (
+    DecodedPage,
+    ItemError,
+    decode,
+    decode_generic,
+    decode_page,
+    encode,
+)
+from asyncwifi.models.auth import ErrorBody, LoginRequest, LoginResponse
+from asyncwifi.models.contacts import (
+    Contact,
+    ContactPage,
+    CustomField,
+    ExtId,
+    Metrics,
+    Policy,
+    SegmentRef,
+)
+from asyncwifi.models.events import (
+    EmailInfo,
+    Event,
+    EventPage,
+    Promo,
+    Signup,
+    SmsInfo,
+    Survey,
+    Visit,
+)
+from asyncwifi.models.generic import GenericResponse
+from asyncwifi.models.hotspots import (
+    Hotspot,
+    HotspotCreate,
+    HotspotDeleteResult,
+    HotspotEnvelope,
+    HotspotPage,
+    HotspotUpdate,
+    HotspotWriteResult,
+)
+from asyncwifi.models.segments import Segment, SegmentPage
+
+__all__ = [
+    "Contact",
+    "ContactPage",
+    "CustomField",
+    "DecodedPage",
+    "EmailInfo",
+    "ErrorBody",
+    "Event",
+    "EventPage",
+    "ExtId",
+    "GenericResponse",
+    "Hotspot",
+    "HotspotCreate",
+    "HotspotDeleteResult",
+    "HotspotEnvelope",
+    "HotspotPage",
+    "HotspotUpdate",
+    "HotspotWriteResult",
+    "ItemError",
+    "KeyValue",
+    "LoginRequest",
+    "LoginResponse",
+    "Metrics",
+    "Model",
+    "Policy",
+    "Promo",
+    "Segment",
+    "SegmentPage",
+    "SegmentRef",
+    "Signup",
+    "SmsInfo",
+    "Survey",
+    "Visit",
+    "decode",
+    "decode_generic",
+    "decode_page",
+    "encode",
+    "parse_timestamp",
+]

@@ -1,0 +1,135 @@
+"""Contacts (customers): spec §2.1 and the contact list envelope of §4.2.
+
+Every field is optional and nullable: the spec says the contact "differs between
+endpoints" and leaves required fields "not shown", so a missing or null value never fails
+decoding. Timestamps stay strings; parse them with :func:`asyncwifi.models.parse_timestamp`.
+"""
+
+from __future__ import annotations
+
+from asyncwifi.models._base import KeyValue, Model
+
+__all__ = [
+    "Contact",
+    "ContactPage",
+    "CustomField",
+    "ExtId",
+    "Metrics",
+    "Policy",
+    "SegmentRef",
+]
+
+
+class Metrics(Model):
+    """A contact's visit metrics (spec §2.1, "Metrics object")."""
+
+    frequency_monthly_visit: float | None = None
+    compass_top_location: str | None = None
+    compass_top_location_count: int | None = None
+    top_frequency_buckets: str | None = None
+    last_visit_venue: str | None = None
+    pref_visit_w_day: int | None = None
+    #: ISO 8601 UTC
+    last_visit_date_utc: str | None = None
+    avg_visit_length: float | None = None
+    count_visited_locations: int | None = None
+    pref_visit_timebucket: str | None = None
+    pref_visit_time_hour: str | None = None
+    #: ISO 8601, the location's local (business) time, no zone
+    last_visit_date_business: str | None = None
+    count_total_visits: int | None = None
+    conversion_rate: float | None = None
+    avg_days_between_visits: float | None = None
+
+
+class Policy(Model):
+    """One consent the contact gave or refused (termsOfUse, privacy, mktgCommunications, ...)."""
+
+    name: str | None = None
+    accepted: bool | None = None
+    date: str | None = None
+    version: str | None = None
+
+
+class SegmentRef(Model):
+    """A segment the contact belongs to: ``{cid, name}``."""
+
+    cid: str | None = None
+    name: str | None = None
+
+
+class ExtId(Model):
+    """External identifiers of a contact (``extId``); the object may be empty."""
+
+    id: str | None = None
+    prop1: str | None = None
+    prop2: str | None = None
+
+
+class CustomField(KeyValue):
+    """One dashboard-defined custom field (``genericCustomField`` item): ``{key, value}``."""
+
+
+class Contact(Model):
+    """A contact (customer), the general shape of spec §2.1."""
+
+    cid: str | None = None
+    title: str | None = None
+    first_name: str | None = None
+    last_name: str | None = None
+    gender: str | None = None
+    #: year only
+    birth_date: str | None = None
+    #: MM-DD
+    birth_day: str | None = None
+    # spec §2.1: a number, but a string in the generic shape
+    age: int | str | None = None
+    country: str | None = None
+    zip_code: str | None = None
+    created: str | None = None
+    created_business: str | None = None
+    modified: str | None = None
+    email: str | None = None
+    email_verified: bool | None = None
+    email_valid: bool | None = None
+    phone: str | None = None
+    phone_number: str | None = None
+    phone_prefix: str | None = None
+    phone_verified: bool | None = None
+    signup_method: str | None = None
+    external_identity_id: str | None = None
+    username: str | None = None
+    locked: bool | None = None
+    enabled: bool | None = None
+    organization_cid: str | None = None
+    location_cid: str | None = None
+    location_name: str | None = None
+    system: str | None = None
+    type: str | None = None
+    personal_id: str | None = None
+    external_source: str | None = None
+    #: ISO 8601 with milliseconds
+    last_login: str | None = None
+    logins: int | None = None
+    # spec §2.1: a string (not an array), unlike ``segments``
+    segment_cids: str | None = None
+    segments: list[SegmentRef] | None = None
+    policies: list[Policy] | None = None
+    ext_id: ExtId | None = None
+    language: str | None = None
+    splash_language: str | None = None
+    generic_custom_field: list[CustomField] | None = None
+    metrics: Metrics | None = None
+
+
+class ContactPage(Model):
+    """The contact list envelope (spec §2.1): one scroll page of contacts.
+
+    ``s_id`` (wire ``sId``) is the scroll id to send with the next request (spec §4.2).
+    """
+
+    generated: str | None = None
+    total_count: int | None = None
+    count: int | None = None
+    s_id: str | None = None
+    customers: list[Contact] | None = None
