@@ -1,0 +1,193 @@
+"""The durable-mode worker: hands spooled events to the handlers, with retries.
+
+It claims due events from the spool in batches (the claim raises each event's attempt
+count durably before a handler sees it), calls the handlers one event at a time in arrival
+order, and records the outcomes in the same commit as the next claim. A handler that
+raises is retried with exponential backoff; after ``max_attempts`` the event moves to the
+dead-letter table. Events whose retry is not yet due do not hold up the others.
+
+Delivery is at least once: if the process dies after a handler returned but before its
+outcome was committed, the event is delivered again after the restart with
+``context.attempt > 1`` (see :class:`~asyncwifi.webhooks.WebhookContext`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+
+from asyncwifi.errors import ConfigurationError
+from asyncwifi.models.webhook import WebhookPayload
+from asyncwifi.webhooks._receiver import Receiver, Rejection, WebhookContext
+from asyncwifi.webhooks._spool import Outcome, Spool, SpooledEvent
+
+__all__ = ["Dispatcher", "RetryPolicy"]
+
+_log = logging.getLogger("asyncwifi.webhooks")
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often and how patiently a failing handler is retried (durable mode).
+
+    Attempt ``n`` (1-based) that fails is retried after
+    ``min(max_delay, initial_delay * multiplier ** (n - 1))`` seconds of the receiver's clock;
+    the ``max_attempts``-th failure moves the event to the dead-letter table.
+    """
+
+    max_attempts: int = 8
+    initial_delay: float = 1.0
+    multiplier: float = 2.0
+    max_delay: float = 300.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ConfigurationError("max_attempts must be at least 1")
+        if self.initial_delay < 0 or self.max_delay < 0 or self.multiplier < 1:
+            raise ConfigurationError("delays must be >= 0 and the multiplier >= 1")
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt number ``attempt``."""
+        return min(self.max_delay, self.initial_delay * self.multiplier ** max(0, attempt - 1))
+
+
+def _describe(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= 1000 else text[:997] + "..."
+
+
+class Dispatcher:
+    """Runs the handlers of a :class:`Receiver` over the events of a :class:`Spool`."""
+
+    def __init__(
+        self,
+        receiver: Receiver,
+        spool: Spool,
+        *,
+        retry: RetryPolicy | None = None,
+        batch_size: int = 64,
+        prune_interval: float = 60.0,
+    ) -> None:
+        self.receiver = receiver
+        self.spool = spool
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.batch_size = batch_size
+        self.prune_interval = prune_interval
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._task: asyncio.Task[None] | None = None
+        #: events handled, retried and dead-lettered since start (for health checks)
+        self.stats = {"handled": 0, "retried": 0, "dead": 0}
+
+    def __repr__(self) -> str:
+        running = self._task is not None and not self._task.done()
+        return f"Dispatcher(running={running}, stats={self.stats!r})"
+
+    def notify(self) -> None:
+        """Wake the worker: an event was spooled (or requeued)."""
+        self._wake.set()
+
+    def start(self) -> None:
+        """Start the worker task (it first delivers what a previous run left pending)."""
+        if self._task is None:
+            self._stopping = False
+            self._task = asyncio.create_task(self._run(), name="asyncwifi-webhook-dispatcher")
+
+    async def stop(self, grace: float = 10.0) -> None:
+        """Let the current handler finish and record its outcome, then stop.
+
+        After ``grace`` real seconds the worker is cancelled; the event in hand is then
+        delivered again (``attempt > 1``) at the next start.
+        """
+        task = self._task
+        if task is None:
+            return
+        self._stopping = True
+        self._wake.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), grace)
+        except TimeoutError:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        finally:
+            self._task = None
+
+    async def _run(self) -> None:
+        clock = self.receiver.clock
+        outcomes: list[Outcome] = []
+        last_prune = clock.now()
+        while True:
+            # Cleared before the claim, so a notify() during the claim is not lost.
+            self._wake.clear()
+            now = clock.now()
+            prune = now - last_prune >= self.prune_interval
+            if prune:
+                last_prune = now
+            try:
+                claimed, next_due = await self.spool.settle_and_claim(
+                    outcomes, now=now, limit=0 if self._stopping else self.batch_size, prune=prune
+                )
+            except Exception:
+                _log.exception("webhook spool failed; retrying in 1 s")
+                await asyncio.sleep(1.0)
+                continue
+            outcomes = []
+            if self._stopping:
+                return
+            if claimed:
+                for index, event in enumerate(claimed):
+                    if self._stopping:
+                        # Never handed out: take the claim back, the next run's try is a first.
+                        outcomes.extend(Outcome(e.id, "unclaimed", now) for e in claimed[index:])
+                        break
+                    outcomes.append(await self._deliver(event))
+                continue
+            timeout = None if next_due is None else clock.real(next_due - clock.now())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+
+    async def _deliver(self, event: SpooledEvent) -> Outcome:
+        receiver = self.receiver
+        clock = receiver.clock
+        context = WebhookContext(
+            body=event.body,
+            headers=event.headers,
+            received_at=event.received_at,
+            attempt=event.attempt,
+            spool_id=event.id,
+        )
+        payload = receiver.decode(event.body)
+        if isinstance(payload, Rejection):
+            # Accepted by an earlier version with other models: no retry can help.
+            self.stats["dead"] += 1
+            return Outcome(event.id, "dead", clock.now(), f"undecodable: {payload.message}")
+        try:
+            await _call(receiver, payload, context)
+        except Exception as exc:
+            _log.warning(
+                "webhook handler failed (event %s, type %r, attempt %d): %s",
+                event.id,
+                event.type,
+                event.attempt,
+                _describe(exc),
+            )
+            if event.attempt >= self.retry.max_attempts:
+                self.stats["dead"] += 1
+                return Outcome(event.id, "dead", clock.now(), _describe(exc))
+            self.stats["retried"] += 1
+            at = clock.now() + self.retry.delay(event.attempt)
+            return Outcome(event.id, "retry", at, _describe(exc))
+        self.stats["handled"] += 1
+        return Outcome(event.id, "handled", clock.now())
+
+
+async def _call(receiver: Receiver, payload: WebhookPayload, context: WebhookContext) -> None:
+    """``receiver.dispatch`` under the receiver's handler timeout."""
+    if receiver.handler_timeout is None:
+        await receiver.dispatch(payload, context)
+        return
+    async with asyncio.timeout(receiver.clock.real(receiver.handler_timeout)):
+        await receiver.dispatch(payload, context)
