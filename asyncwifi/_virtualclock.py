@@ -1,0 +1,148 @@
+"""Discrete-event time for tests: a whole simulated day runs in a second of real time.
+
+``VirtualClock`` is a :class:`~asyncwifi._clock.Clock` whose ``sleep()`` registers a timer
+instead of waiting. Its event loop (``clock.run(main())``, or ``clock.new_event_loop()``)
+watches for the moment when no callback is ready to run, which is when every task is
+blocked; only then does the clock jump to its earliest timer and wake exactly the sleepers
+due at that instant (in the order they went to sleep). Time never passes while something
+can still run, so the outcome depends only on the program, never on the machine's speed,
+and ``now()`` at a wake-up equals the requested time exactly.
+
+Rules: code under a virtual clock must wait through the clock (``clock.sleep``), futures
+or events. Real timers (``asyncio.sleep``, ``wait_for`` timeouts) still run in real time
+and count as "blocked", so virtual time may jump past them; real sockets work but virtual
+time does not wait for them. Use :class:`~asyncwifi._clock.ScaledClock` for real I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import selectors
+from collections.abc import Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import FileDescriptorLike
+
+__all__ = ["VirtualClock", "VirtualEventLoop"]
+
+T = TypeVar("T")
+
+#: 2023-11-14 22:13:20 UTC, a fixed default so that runs are reproducible
+DEFAULT_START = 1_700_000_000.0
+
+
+class VirtualClock:
+    """A clock whose time advances only when every task waits (see the module docstring)."""
+
+    __slots__ = ("_now", "_seq", "_timers", "wakeups")
+
+    def __init__(self, start: float = DEFAULT_START) -> None:
+        self._now = float(start)
+        self._timers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._seq = itertools.count()
+        #: how many times the clock has jumped forward (a cost measure for tests)
+        self.wakeups = 0
+
+    def now(self) -> float:
+        return self._now
+
+    async def sleep(self, seconds: float) -> None:
+        loop = asyncio.get_running_loop()
+        if not isinstance(loop, VirtualEventLoop) or loop.clock is not self:
+            raise RuntimeError(
+                "VirtualClock.sleep() needs the clock's own event loop: use clock.run(main())"
+            )
+        if not seconds > 0:
+            await asyncio.sleep(0)
+            return
+        fut: asyncio.Future[None] = loop.create_future()
+        heapq.heappush(self._timers, (self._now + seconds, next(self._seq), fut))
+        try:
+            await fut
+        finally:
+            if not fut.done():
+                fut.cancel()  # the entry stays in the heap and is skipped when due
+
+    def real(self, seconds: float) -> float:
+        """Virtual seconds are the loop's seconds (timeouts should go through ``sleep``)."""
+        return max(0.0, seconds)
+
+    def pending(self) -> int:
+        """Sleepers still waiting."""
+        return sum(1 for _, _, f in self._timers if not f.done())
+
+    def advance(self) -> bool:
+        """Jump to the earliest live timer and wake everyone due then; False if none."""
+        timers = self._timers
+        while timers and timers[0][2].done():
+            heapq.heappop(timers)
+        if not timers:
+            return False
+        at = timers[0][0]
+        if at > self._now:
+            self._now = at
+        self.wakeups += 1
+        while timers and timers[0][0] <= self._now:
+            _, _, fut = heapq.heappop(timers)
+            if not fut.done():
+                fut.set_result(None)
+        return True
+
+    def new_event_loop(self) -> VirtualEventLoop:
+        return VirtualEventLoop(self)
+
+    def run(self, main: Coroutine[Any, Any, T], *, debug: bool | None = None) -> T:
+        """Run ``main`` to completion on a fresh virtual-time event loop."""
+        with asyncio.Runner(debug=debug, loop_factory=self.new_event_loop) as runner:
+            return runner.run(main)
+
+    def __repr__(self) -> str:
+        return f"VirtualClock(now={self._now:.6f}, pending={self.pending()})"
+
+
+class _IdleSelector(selectors.BaseSelector):
+    """Wraps the real selector; where the loop would block, advance the clock instead."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self._clock = clock
+        self._inner = selectors.DefaultSelector()
+
+    def register(
+        self, fileobj: FileDescriptorLike, events: int, data: Any = None
+    ) -> selectors.SelectorKey:
+        return self._inner.register(fileobj, events, data)
+
+    def unregister(self, fileobj: FileDescriptorLike) -> selectors.SelectorKey:
+        return self._inner.unregister(fileobj)
+
+    def modify(
+        self, fileobj: FileDescriptorLike, events: int, data: Any = None
+    ) -> selectors.SelectorKey:
+        return self._inner.modify(fileobj, events, data)
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        events = self._inner.select(0)
+        if events or (timeout is not None and timeout <= 0):
+            return events
+        # nothing is ready to run: every task waits, so virtual time may move on
+        if self._clock.advance():
+            return []
+        return self._inner.select(timeout)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def get_map(self) -> Mapping[FileDescriptorLike, selectors.SelectorKey]:
+        return self._inner.get_map()
+
+
+class VirtualEventLoop(asyncio.SelectorEventLoop):
+    """An ordinary selector event loop whose idle moments advance a :class:`VirtualClock`."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        super().__init__(_IdleSelector(clock))
+        #: the clock this loop advances
+        self.clock = clock

@@ -1,0 +1,223 @@
+"""Parse the gateway's rate-limit headers, tolerantly (gateway.md, spec §8).
+
+``X-RateLimit-Limit-<Period>`` / ``X-RateLimit-Remaining-<Period>`` per counted period,
+``X-RateLimit-(Limit|Remaining)-<Object>-Day`` per object, ``RateLimit-Limit``,
+``RateLimit-Remaining`` and ``RateLimit-Reset`` for the most constrained period, and
+``Retry-After`` on a 429. Names are matched case-insensitively; a value that is not a
+number is ignored (never an error): a response is evidence, not a contract. When a header
+is repeated, the conservative reading wins (the lowest remaining, the longest wait).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+
+__all__ = ["PERIODS", "ObjectCounts", "RateLimitHeaders"]
+
+#: the period names of the gateway's counters, and their length in seconds
+PERIODS: dict[str, float] = {
+    "second": 1.0,
+    "minute": 60.0,
+    "hour": 3_600.0,
+    "day": 86_400.0,
+    "month": 2_592_000.0,
+    "year": 31_536_000.0,
+}
+
+_PREFIX = "x-ratelimit-"
+
+
+def _number(raw: str) -> float | None:
+    """The leading number of a header value ("60", "60, 60;w=60", " 7 "), or None."""
+    token = raw.strip().split(",", 1)[0].split(";", 1)[0].strip()
+    if not token:
+        return None
+    try:
+        value = float(token)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _count(raw: str) -> int | None:
+    """A non-negative count; negative values read as 0 (the conservative reading)."""
+    value = _number(raw)
+    if value is None:
+        return None
+    return max(0, int(value))
+
+
+def _seconds(raw: str) -> float | None:
+    value = _number(raw)
+    if value is None or value < 0:
+        return None
+    return value
+
+
+def _min(old: int | None, new: int | None) -> int | None:
+    if new is None:
+        return old
+    return new if old is None else min(old, new)
+
+
+def _max(old: float | None, new: float | None) -> float | None:
+    if new is None:
+        return old
+    return new if old is None else max(old, new)
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectCounts:
+    """A per-object daily quota as the gateway reported it (either figure may be missing)."""
+
+    limit: int | None = None
+    remaining: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimitHeaders:
+    """What one response said about the rate limits; every figure is optional.
+
+    ``limits`` and ``remaining`` are keyed by lower-case period name (``"minute"``,
+    ``"day"``); ``objects`` by lower-case object name (``"hotspots"``) for the day period.
+    ``retry_after`` is a delay in seconds, ``retry_after_at`` an absolute epoch time (when
+    ``Retry-After`` was an HTTP date); ``reset`` is ``RateLimit-Reset`` in seconds.
+    """
+
+    limits: Mapping[str, int] = field(default_factory=dict)
+    remaining: Mapping[str, int] = field(default_factory=dict)
+    objects: Mapping[str, ObjectCounts] = field(default_factory=dict)
+    limit: int | None = None
+    remaining_any: int | None = None
+    reset: float | None = None
+    retry_after: float | None = None
+    retry_after_at: float | None = None
+
+    @classmethod
+    def from_headers(
+        cls, headers: Mapping[str, str] | Iterable[tuple[str, str]] | None
+    ) -> RateLimitHeaders:
+        """Read a response's headers (a dict in any case, or aiohttp's CIMultiDictProxy)."""
+        if headers is None:
+            return _EMPTY
+        items = headers.items() if isinstance(headers, Mapping) else headers
+        limits: dict[str, int] = {}
+        remaining: dict[str, int] = {}
+        obj_limit: dict[str, int] = {}
+        obj_remaining: dict[str, int] = {}
+        limit = remaining_any = None
+        reset = retry_after = retry_after_at = None
+        for key, value in items:
+            if not isinstance(key, str) or not isinstance(value, str):
+                continue
+            lk = key.strip().lower()
+            if lk.startswith(_PREFIX):
+                kind, _, tail = lk[len(_PREFIX) :].partition("-")
+                if kind == "limit":
+                    period_map, object_map = limits, obj_limit
+                elif kind == "remaining":
+                    period_map, object_map = remaining, obj_remaining
+                else:
+                    continue
+                name, _, period = tail.rpartition("-")
+                n = _count(value)
+                if n is None or period not in PERIODS:
+                    continue
+                if not name:
+                    # spec §8: X-Ratelimit-(Limit|Remaining)-Minute / -Day
+                    period_map[period] = (
+                        n if period not in period_map else min(period_map[period], n)
+                    )
+                elif period == "day":
+                    # spec §8: X-Ratelimit-(Limit|Remaining)-<object>-Day
+                    object_map[name] = n if name not in object_map else min(object_map[name], n)
+            elif lk == "ratelimit-limit":
+                limit = _min(limit, _count(value))
+            elif lk == "ratelimit-remaining":
+                remaining_any = _min(remaining_any, _count(value))
+            elif lk == "ratelimit-reset":
+                reset = _max(reset, _seconds(value))
+            elif lk == "retry-after":
+                delay = _seconds(value)
+                if delay is not None:
+                    retry_after = _max(retry_after, delay)
+                else:
+                    retry_after_at = _max(retry_after_at, _http_date(value))
+        if not (limits or remaining or obj_limit or obj_remaining) and (
+            limit is None
+            and remaining_any is None
+            and reset is None
+            and retry_after is None
+            and retry_after_at is None
+        ):
+            return _EMPTY
+        objects = {
+            name: ObjectCounts(obj_limit.get(name), obj_remaining.get(name))
+            for name in sorted(obj_limit.keys() | obj_remaining.keys())
+        }
+        return cls(
+            limits=limits,
+            remaining=remaining,
+            objects=objects,
+            limit=limit,
+            remaining_any=remaining_any,
+            reset=reset,
+            retry_after=retry_after,
+            retry_after_at=retry_after_at,
+        )
+
+    @property
+    def empty(self) -> bool:
+        """True when the response carried no rate-limit information at all."""
+        return self is _EMPTY or self == _EMPTY
+
+    def delay(self, now: float) -> float | None:
+        """The wait the server named, in seconds from ``now``: Retry-After, else RateLimit-Reset."""
+        if self.retry_after is not None:
+            return self.retry_after
+        if self.retry_after_at is not None:
+            return max(0.0, self.retry_after_at - now)
+        return self.reset
+
+    def reset_for(self, period: str) -> float | None:
+        """``RateLimit-Reset`` if it describes ``period`` (it describes the most constrained one).
+
+        It does when ``RateLimit-Limit`` equals that period's limit and no other period shares
+        the figure, or (without ``RateLimit-Limit``) when that period alone has nothing left.
+        """
+        if self.reset is None:
+            return None
+        if self.limit is not None and self.limits.get(period) == self.limit:
+            if sum(1 for v in self.limits.values() if v == self.limit) == 1:
+                return self.reset
+            return None
+        if self.limit is None and self.remaining.get(period) == 0:
+            spent = [p for p, v in self.remaining.items() if v == 0]
+            if spent == [period]:
+                return self.reset
+        return None
+
+    def spent_periods(self) -> list[str]:
+        """Periods the server reported with nothing left, shortest first."""
+        return sorted((p for p, v in self.remaining.items() if v <= 0), key=PERIODS.__getitem__)
+
+    def spent_objects(self) -> list[str]:
+        """Objects the server reported with nothing left today."""
+        return [n for n, c in self.objects.items() if c.remaining is not None and c.remaining <= 0]
+
+
+def _http_date(raw: str) -> float | None:
+    try:
+        parsed = parsedate_to_datetime(raw.strip())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if parsed.tzinfo is None:
+        return None
+    stamp = parsed.timestamp()
+    return stamp if math.isfinite(stamp) else None
+
+
+_EMPTY = RateLimitHeaders()

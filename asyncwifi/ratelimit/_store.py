@@ -1,0 +1,182 @@
+"""Where the admission log lives: the ``Store`` interface and the in-process ``MemoryStore``.
+
+A store owns the sliding-window logs (what was admitted when). Everything the server said
+(pauses, remaining counts, object quotas) stays in the scheduler; the store only answers
+"may one more go now, and if not, when?" for its windows. ``MemoryStore`` answers
+synchronously and exactly; a shared store (``RedisStore``) answers over the network.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from asyncwifi.errors import ValidationError
+from asyncwifi.ratelimit._limits import WindowSpec
+from asyncwifi.ratelimit._window import WindowLog, project, record, try_admit
+
+__all__ = ["MemoryStore", "Store", "WindowUsage"]
+
+
+class WindowUsage(NamedTuple):
+    """One window of a store as seen at a moment: how many used, and when it frees up."""
+
+    limit: int
+    used: int
+    next_at: float
+    reset_at: float | None
+
+
+class Store(abc.ABC):
+    """The admission log of one API key, shared by every scheduler that uses the store."""
+
+    #: True when ``try_acquire`` answers synchronously and exactly (no I/O)
+    synchronous: bool = False
+
+    def __init__(self) -> None:
+        self._listeners: list[Callable[[str, str], None]] = []
+
+    def listen(self, callback: Callable[[str, str], None]) -> None:
+        """Call ``callback(kind, reason)`` on "fallback" and "restored" (shared store health)."""
+        self._listeners.append(callback)
+
+    def _emit(self, kind: str, reason: str) -> None:
+        for cb in list(self._listeners):
+            cb(kind, reason)
+
+    @abc.abstractmethod
+    def bind(self, specs: Sequence[WindowSpec]) -> None:
+        """Set the windows to enforce (called by each scheduler that uses the store)."""
+
+    @abc.abstractmethod
+    def configure(self, name: str, *, count: int | None = None, paced: bool | None = None) -> None:
+        """Lower a window's count (the server said so) or switch its paced mode."""
+
+    def try_acquire(self, now: float) -> object | None:
+        """Synchronous admission (only when ``synchronous``): a ticket, or None."""
+        raise NotImplementedError
+
+    @abc.abstractmethod
+    async def acquire(self, now: float) -> tuple[object | None, float]:
+        """Admit one at ``now``: ``(ticket, now)``, or ``(None, t)``: retry at time ``t``."""
+
+    @abc.abstractmethod
+    def next_free(self, now: float) -> tuple[float, str]:
+        """Best local estimate of the next admission time and the window that sets it."""
+
+    @abc.abstractmethod
+    def refund(self, ticket: object) -> None:
+        """Give back an admission whose request was never sent."""
+
+    def pause(self, until: float) -> None:  # noqa: B027 - optional hook
+        """Share a server-ordered pause with other users of the store (optional)."""
+
+    @abc.abstractmethod
+    def project(self, now: float, k: int) -> list[float]:
+        """Estimated times of the next ``k`` admissions, each as early as allowed."""
+
+    @abc.abstractmethod
+    def usage(self, now: float) -> dict[str, WindowUsage]:
+        """Per window: count, used, next admission time, and when it is fully free again."""
+
+    @property
+    def status(self) -> str:
+        """Short description for the quota snapshot ("memory", "redis", "redis-fallback")."""
+        return type(self).__name__
+
+    @property
+    def degraded(self) -> str | None:
+        """Why the store is running a conservative fallback, or None."""
+        return None
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release connections (no-op for in-process stores)."""
+
+
+def _check_specs(old: Sequence[WindowSpec], new: Sequence[WindowSpec]) -> None:
+    if [(s.name, s.count, s.span) for s in old] != [(s.name, s.count, s.span) for s in new]:
+        raise ValidationError(
+            "this store is already bound to different limits; give each set of limits its own store"
+        )
+
+
+class MemoryStore(Store):
+    """The default: the admission log in this process, exact and synchronous.
+
+    One ``MemoryStore`` may be shared by several schedulers of the same process (one API
+    key used by several clients); they then share one budget.
+    """
+
+    synchronous = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._specs: tuple[WindowSpec, ...] | None = None
+        self._logs: list[WindowLog] = []
+
+    def bind(self, specs: Sequence[WindowSpec]) -> None:
+        if self._specs is not None:
+            _check_specs(self._specs, specs)
+            return
+        self._specs = tuple(specs)
+        self._logs = [WindowLog.from_spec(s) for s in specs]
+
+    def _log(self, name: str) -> WindowLog:
+        for w in self._logs:
+            if w.name == name:
+                return w
+        raise KeyError(name)
+
+    def configure(self, name: str, *, count: int | None = None, paced: bool | None = None) -> None:
+        w = self._log(name)
+        if count is not None:
+            w.count = max(1, min(w.count, count))
+        if paced is not None:
+            w.paced = paced
+
+    def try_acquire(self, now: float) -> float | None:
+        return try_admit(self._logs, now)
+
+    async def acquire(self, now: float) -> tuple[object | None, float]:
+        ticket = try_admit(self._logs, now)
+        if ticket is not None:
+            return ticket, now
+        return None, self.next_free(now)[0]
+
+    def force(self, now: float) -> float:
+        """Log an admission without checking (merging admissions made elsewhere)."""
+        return record(self._logs, now)
+
+    def next_free(self, now: float) -> tuple[float, str]:
+        best, why = now, ""
+        for w in self._logs:
+            t = w.next_free(now)
+            if t > best:
+                best, why = t, w.name
+        return best, why
+
+    def refund(self, ticket: object) -> None:
+        if isinstance(ticket, float):
+            for w in self._logs:
+                w.remove(ticket)
+
+    def project(self, now: float, k: int) -> list[float]:
+        return project(self._logs, now, k)
+
+    def usage(self, now: float) -> dict[str, WindowUsage]:
+        out: dict[str, WindowUsage] = {}
+        for w in self._logs:
+            used = w.used(now)
+            newest = w.newest()
+            out[w.name] = WindowUsage(
+                w.count, used, w.next_free(now), None if newest is None else newest + w.span
+            )
+        return out
+
+    @property
+    def status(self) -> str:
+        return "memory"
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({', '.join(map(repr, self._logs))})"
