@@ -102,10 +102,10 @@ def _split_path(message: str) -> tuple[str, str | None]:
 
 def _excerpt(data: bytes | bytearray | memoryview | str, message: str) -> bytes:
     """A bounded excerpt of ``data``: around the failing byte when msgspec names it."""
-    raw = data.encode() if isinstance(data, str) else bytes(data[: 1 << 20])
+    raw = data.encode() if isinstance(data, str) else data
     match = _AT_BYTE.search(message)
     start = max(0, int(match.group(1)) - EXCERPT_BYTES // 2) if match else 0
-    return raw[start : start + EXCERPT_BYTES]
+    return bytes(raw[start : start + EXCERPT_BYTES])
 
 
 def _error(exc: Exception, data: bytes | bytearray | memoryview | str, what: str) -> DecodeError:
@@ -220,7 +220,9 @@ class _PageKind:
         "wire",
     )
 
-    def __init__(self, envelope: type[Model], items_field: str, item: type[Model], what: str):
+    def __init__(
+        self, envelope: type[Model], items_field: str, item: type[Model], what: str
+    ) -> None:
         self.envelope = envelope
         self.field = items_field
         self.item = item
