@@ -1,0 +1,71 @@
+"""Resumable bulk exports: event backfills in time slices and contact exports, exactly once.
+
+The plan (:func:`plan_slices`, :func:`estimate`) is sans-I/O; :class:`ExportJob` streams the
+slices concurrently through the client, writes each record as the server's own JSON (JSON
+Lines, optionally gzip) and commits progress to a SQLite state file after every page, so a
+job killed at any moment resumes without losing or repeating a record.
+"""
+
+from asyncwifi.backfill._engine import (
+    ExportJob,
+    Outcome,
+    PageLike,
+    Progress,
+    Reporter,
+    StreamLike,
+    StreamRequest,
+    default_id,
+    event_date,
+    preflight,
+    utc_text,
+)
+from asyncwifi.backfill._errors import (
+    BackfillError,
+    OutputConflictError,
+    OutputNotWritableError,
+    StateMismatchError,
+)
+from asyncwifi.backfill._plan import (
+    PlanEstimate,
+    Slice,
+    estimate,
+    format_ms,
+    parse_duration,
+    parse_instant,
+    plan_slices,
+    requests_time,
+)
+from asyncwifi.backfill._sink import JsonlSink, encode_lines
+from asyncwifi.backfill._state import JobParams, SliceState, StateInfo, StateStore
+
+__all__ = [
+    "BackfillError",
+    "ExportJob",
+    "JobParams",
+    "JsonlSink",
+    "Outcome",
+    "OutputConflictError",
+    "OutputNotWritableError",
+    "PageLike",
+    "PlanEstimate",
+    "Progress",
+    "Reporter",
+    "Slice",
+    "SliceState",
+    "StateInfo",
+    "StateMismatchError",
+    "StateStore",
+    "StreamLike",
+    "StreamRequest",
+    "default_id",
+    "encode_lines",
+    "estimate",
+    "event_date",
+    "format_ms",
+    "parse_duration",
+    "parse_instant",
+    "plan_slices",
+    "preflight",
+    "requests_time",
+    "utc_text",
+]

@@ -1,0 +1,539 @@
+"""The export engine: slices streamed concurrently, pages committed exactly once.
+
+Per page, under one lock (so that pages of concurrent slices never interleave inside the
+file): choose the records to write (:mod:`._records`), append them to the output, flush and
+fsync, then commit the new length, the slice's cursor and the page's ids in one SQLite
+transaction (:mod:`._state`). The file I/O and the commit run in a worker thread, so the
+event loop keeps every scroll alive meanwhile; a cancelled worker waits for a commit that
+has begun, so a commit is never half done.
+
+On start the output is truncated to the committed length and every unfinished slice is
+streamed again with ``skip_ids`` = the ids it already delivered (and, when the slice's
+records came in date order, ``dateStart`` narrowed to its cursor), so a kill at any moment
+costs at most the pages in flight and never writes a record twice.
+
+When the day's quota is spent (:class:`~asyncwifi.errors.QuotaExhaustedError`, the client
+being configured to raise), everything committed stays committed; the engine then either
+sleeps until the reset (``wait=True``) or returns a ``paused`` outcome for the caller to
+exit with a distinct status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeVar
+
+from asyncwifi._clock import Clock
+from asyncwifi.backfill._errors import (
+    OutputConflictError,
+    OutputNotWritableError,
+    StateMismatchError,
+)
+from asyncwifi.backfill._plan import MS, Slice, format_ms
+from asyncwifi.backfill._records import Boundaries, drop, parse_key, select_page
+from asyncwifi.backfill._sink import JsonlSink
+from asyncwifi.backfill._state import JobParams, SliceState, StateStore
+from asyncwifi.errors import QuotaExhaustedError, ScrollExpiredError
+
+__all__ = [
+    "ExportJob",
+    "Outcome",
+    "PageLike",
+    "Progress",
+    "Reporter",
+    "StreamLike",
+    "StreamRequest",
+    "preflight",
+]
+
+T = TypeVar("T")
+
+#: a scroll that lapses this many times in a row without committing anything is an error
+MAX_EXPIRIES = 5
+#: clock seconds added to a quota reset before trying again (the counters are approximate)
+RESET_MARGIN = 1.0
+
+
+class PageLike(Protocol):
+    """What the engine reads of a page: typed items and, aligned, the server's bytes."""
+
+    @property
+    def items(self) -> Sequence[Any]: ...
+
+    @property
+    def raw_items(self) -> Sequence[bytes] | None: ...
+
+
+class StreamLike(Protocol):
+    """A scroll stream: pages, the number of requests it sent, and a way to stop it."""
+
+    def pages(self) -> AsyncIterator[Any]: ...
+
+    @property
+    def requests(self) -> int: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRequest:
+    """What the engine asks of a stream factory for one slice."""
+
+    slice: Slice
+    #: ``dateStart`` (spec §4.5: inclusive), narrowed on resume when that is safe
+    date_start: str
+    #: ``dateEnd`` (spec §4.5: inclusive): the slice's end minus one millisecond
+    date_end: str
+    #: ids this slice already delivered (the client may skip them; the engine does anyway)
+    skip_ids: frozenset[str]
+    #: whether this stream continues an interrupted one (after a kill or a lapsed scroll)
+    resume: bool
+
+
+OpenStream = Callable[[StreamRequest], StreamLike]
+
+
+@dataclass(slots=True)
+class Progress:
+    """A snapshot for progress displays and logs."""
+
+    slices_total: int = 0
+    slices_done: int = 0
+    #: records committed, over every run of the job
+    records: int = 0
+    #: records committed by this run
+    records_run: int = 0
+    pages_run: int = 0
+    #: requests sent by this run's streams
+    requests_run: int = 0
+    #: requests spent on committed work over every run (approximate)
+    requests_total: int = 0
+    #: duplicates dropped by this run (re-delivered ids)
+    duplicates_run: int = 0
+    #: estimate of the requests still needed, once a slice has finished (None before)
+    remaining_requests: int | None = None
+    #: when this run started, on the job's clock
+    started_at: float = 0.0
+
+
+class Reporter:
+    """Receives the engine's progress; the default does nothing. Override what you need."""
+
+    def started(self, progress: Progress, *, resumed: bool) -> None:
+        """The job is open (``resumed``: a state file existed)."""
+
+    def page(self, progress: Progress, *, slice_index: int, records: int) -> None:
+        """A page was committed."""
+
+    def slice_done(self, progress: Progress, *, slice_index: int) -> None:
+        """A slice was completed."""
+
+    def paused(self, progress: Progress, *, reset_at: float, waiting: bool) -> None:
+        """The day's quota is spent; ``waiting``: whether the engine sleeps until ``reset_at``."""
+
+    def resumed(self, progress: Progress) -> None:
+        """The quota was reset and the job goes on."""
+
+    def finished(self, progress: Progress) -> None:
+        """Every slice is complete."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a run ended: ``done``, or ``paused`` until ``reset_at`` (epoch seconds, UTC)."""
+
+    status: Literal["done", "paused"]
+    progress: Progress
+    reset_at: float | None = None
+
+
+# -- preflight: validate everything, write nothing ---------------------------------------------
+
+
+def _check_writable(path: Path, what: str) -> None:
+    if path.exists():
+        if path.is_dir():
+            raise OutputNotWritableError(f"{what} {path} is a directory")
+        if not os.access(path, os.W_OK):
+            raise OutputNotWritableError(f"{what} {path} is not writable")
+        return
+    parent = path.parent
+    if not parent.is_dir():
+        raise OutputNotWritableError(f"{what} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputNotWritableError(f"{what} {path}: directory {parent} is not writable")
+
+
+def preflight(
+    params: JobParams, *, state_path: Path, out_path: Path
+) -> Literal["new", "resume", "done"]:
+    """Check that the job can start, without creating or changing any file.
+
+    Raises :class:`OutputNotWritableError`, :class:`OutputConflictError` (an output that
+    exists without a state file, or is shorter than its state says) or
+    :class:`StateMismatchError` (a state file made for other options).
+    """
+    if state_path.resolve() == out_path.resolve():
+        raise OutputConflictError("the state file and the output must be different files")
+    _check_writable(out_path, "output")
+    _check_writable(state_path, "state file")
+    if not StateStore.exists(state_path):
+        if out_path.exists() and out_path.stat().st_size > 0:
+            raise OutputConflictError(
+                f"{out_path} already exists and has no state file ({state_path}); "
+                "move it away, or pass the --state it was written with"
+            )
+        return "new"
+    info = StateStore.read_only(state_path)
+    if info.params != params:
+        raise StateMismatchError(
+            f"state file {state_path} belongs to another job ({info.diff(params)}); "
+            "use the same options, or another --state"
+        )
+    size = out_path.stat().st_size if out_path.exists() else 0
+    if size < info.offset:
+        raise OutputConflictError(
+            f"{out_path} is {size} bytes but the state says {info.offset} were written: "
+            "the output was truncated or replaced; restore it or start a new job"
+        )
+    return "done" if info.done else "resume"
+
+
+# -- the job ----------------------------------------------------------------------------------
+
+
+class ExportJob:
+    """One resumable export: a plan of slices, a state file and an output file.
+
+    ``id_of(item, raw)`` names a record (the engine never writes one id twice);
+    ``date_of(item)`` gives its date for cursors and boundary checks (``None`` for
+    records without dates, such as contacts).
+    """
+
+    def __init__(
+        self,
+        *,
+        params: JobParams,
+        slices: Sequence[Slice],
+        state_path: Path,
+        out_path: Path,
+        open_stream: OpenStream,
+        clock: Clock,
+        id_of: Callable[[Any, bytes], str] | None = None,
+        date_of: Callable[[Any], object] | None = None,
+        reporter: Reporter | None = None,
+        concurrency: int = 1,
+        wait: bool = False,
+        max_wait: float | None = None,
+        fsync: bool = True,
+        compresslevel: int = 6,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.params = params
+        self.plan = list(slices)
+        self.state_path = state_path
+        self.out_path = out_path
+        self._open_stream = open_stream
+        self.clock = clock
+        self._id_of = id_of or default_id
+        self._date_of = date_of
+        self.reporter = reporter or Reporter()
+        self.concurrency = concurrency
+        self.wait = wait
+        self.max_wait = max_wait
+        self._fsync = fsync
+        self._compresslevel = compresslevel
+        self._lock = asyncio.Lock()
+        self._store: StateStore | None = None
+        self._sink: JsonlSink | None = None
+        self.progress = Progress()
+        self._boundary_moments = [s.start for s in self.plan[1:]] if date_of else []
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def _open(self) -> bool:
+        """Open (or create) the state and the output. Returns whether it was a resume.
+
+        Files this call creates are removed again if opening fails, so that a refused job
+        leaves nothing behind.
+        """
+        created: list[Path] = []
+        state_existed = StateStore.exists(self.state_path)
+        try:
+            if not self.state_path.exists():
+                created.append(self.state_path)
+            store, fresh = StateStore.open(self.state_path, self.params, slices=self.plan)
+            self._store = store
+            if not self.out_path.exists():
+                created.append(self.out_path)
+            sink = JsonlSink(
+                self.out_path,
+                gzip=self.params.gzip,
+                compresslevel=self._compresslevel,
+                fsync=self._fsync,
+            )
+            sink.open(store.offset)
+            self._sink = sink
+        except BaseException:
+            self._close()
+            for path in created:
+                for extra in ("", "-wal", "-shm"):
+                    Path(f"{path}{extra}").unlink(missing_ok=True)
+            raise
+        del fresh
+        return state_existed
+
+    def _close(self) -> None:
+        if self._sink is not None:
+            self._sink.close()
+            self._sink = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    async def run(self) -> Outcome:
+        """Run until every slice is done, or until the quota pauses the job (see ``wait``)."""
+        resumed = self._open()
+        try:
+            store = self._require_store()
+            self.progress = Progress(
+                slices_total=len(self.plan),
+                records=store.records,
+                requests_total=store.requests,
+                started_at=self.clock.now(),
+            )
+            self._refresh_slices()
+            self.reporter.started(self.progress, resumed=resumed)
+            while True:
+                if store.done:
+                    self.reporter.finished(self.progress)
+                    return Outcome("done", self.progress)
+                reset_at = await self._round()
+                if reset_at is None:
+                    await self._locked(store.mark_done)
+                    self.reporter.finished(self.progress)
+                    return Outcome("done", self.progress)
+                delay = reset_at - self.clock.now()
+                waiting = self.wait and (self.max_wait is None or delay <= self.max_wait)
+                self.reporter.paused(self.progress, reset_at=reset_at, waiting=waiting)
+                if not waiting:
+                    return Outcome("paused", self.progress, reset_at)
+                await self.clock.sleep(max(0.0, delay) + RESET_MARGIN)
+                self.reporter.resumed(self.progress)
+        finally:
+            self._close()
+
+    def _require_store(self) -> StateStore:
+        if self._store is None:
+            raise RuntimeError("the job is not open")
+        return self._store
+
+    def _refresh_slices(self) -> list[SliceState]:
+        states = self._require_store().slices()
+        self.progress.slices_done = sum(1 for s in states if s.done)
+        self.progress.remaining_requests = _remaining_requests(states)
+        return states
+
+    async def _round(self) -> float | None:
+        """Stream every unfinished slice; the quota's reset time if it ran out, else None."""
+        pending = deque(s for s in self._refresh_slices() if not s.done)
+        reset_at: float | None = None
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(min(self.concurrency, len(pending))):
+                    group.create_task(self._worker(pending))
+        except* QuotaExhaustedError as errors:
+            reset_at = max(
+                e.reset_at for e in errors.exceptions if isinstance(e, QuotaExhaustedError)
+            )
+        return reset_at
+
+    async def _worker(self, pending: deque[SliceState]) -> None:
+        while pending:
+            await self._run_slice(pending.popleft())
+
+    # -- one slice ---------------------------------------------------------------------------
+
+    async def _run_slice(self, state: SliceState) -> None:
+        store = self._require_store()
+        seen: set[str] = await self._locked(lambda: store.delivered_ids(state.index))
+        boundaries = Boundaries.around(
+            [m for m in self._boundary_moments if m in (state.start, state.end)]
+        )
+        expiries = 0
+        while True:
+            stream = self._open_stream(self._request_for(state, seen))
+            counted = 0
+            try:
+                async for page in stream.pages():
+                    used = stream.requests - counted
+                    counted += used
+                    if await self._commit_page(state, seen, boundaries, page, used):
+                        expiries = 0
+            except ScrollExpiredError:
+                # the client could not continue this scroll (contacts without resume mode):
+                # everything delivered is committed; start again, skipping it
+                expiries += 1
+                if expiries >= MAX_EXPIRIES:
+                    raise
+                continue
+            finally:
+                # requests that produced no committed page (the empty page ending a scroll)
+                self.progress.requests_run += stream.requests - counted
+                trailing = stream.requests - counted
+                await stream.aclose()
+            break
+        await self._locked(lambda: store.finish_slice(state.index, requests=trailing))
+        state.done = True
+        self.progress.slices_done += 1
+        self.progress.requests_total += trailing
+        self.progress.remaining_requests = _remaining_requests(await self._locked(store.slices))
+        self.reporter.slice_done(self.progress, slice_index=state.index)
+
+    def _request_for(self, state: SliceState, seen: set[str]) -> StreamRequest:
+        piece = state.slice
+        date_start = piece.date_start
+        resume = bool(seen) or state.pages > 0
+        if state.ordered and state.cursor is not None and seen:
+            # the slice's records came in date order (sortBy=utcTime): what is left is dated
+            # at or after the cursor; dateStart is inclusive, so records at the cursor's
+            # millisecond come again and are skipped by id
+            cursor = parse_key(state.cursor)
+            cursor = cursor.replace(microsecond=cursor.microsecond - cursor.microsecond % 1000)
+            if piece.start < cursor <= piece.end - MS:
+                date_start = format_ms(cursor)
+        return StreamRequest(
+            slice=piece,
+            date_start=date_start,
+            date_end=piece.date_end,
+            skip_ids=frozenset(seen),
+            resume=resume,
+        )
+
+    async def _commit_page(
+        self,
+        state: SliceState,
+        seen: set[str],
+        boundaries: Boundaries,
+        page: Any,
+        requests: int,
+    ) -> int:
+        """Write and commit one page; returns how many records it added."""
+        items: Sequence[Any] = page.items or ()
+        raws: Sequence[bytes] | None = getattr(page, "raw_items", None)
+        if raws is None or len(raws) != len(items):
+            raise RuntimeError(
+                "the stream must be opened with keep_raw=True (one raw record per item)"
+            )
+        id_of = self._id_of
+        ids = [id_of(item, raw) for item, raw in zip(items, raws, strict=True)]
+        date_of = self._date_of
+        dates = [date_of(item) for item in items] if date_of is not None else None
+        store = self._require_store()
+        sink = self._sink
+        if sink is None:
+            raise RuntimeError("the job is not open")
+
+        def work() -> int:
+            chosen = select_page(
+                ids,
+                dates,
+                raws,
+                seen=seen,
+                boundaries=boundaries,
+                cursor=state.cursor,
+                ordered=state.ordered,
+            )
+            if chosen.boundary_ids:
+                drop(chosen, store.seen_at_boundary(chosen.boundary_ids))
+            before = sink.offset
+            try:
+                offset = sink.append(sink.encode(chosen.raws)) if chosen.raws else before
+                store.commit_page(
+                    index=state.index,
+                    offset=offset,
+                    records=len(chosen.ids),
+                    ids=chosen.ids,
+                    cursor=chosen.cursor,
+                    ordered=chosen.ordered,
+                    requests=requests,
+                    boundary_ids=chosen.boundary_ids,
+                )
+            except BaseException:
+                # disk full, a SQLite error...: the page's bytes must not be counted by the
+                # next page committed (by another slice); the page is fetched again later
+                sink.rollback(before)
+                raise
+            # only now, with the commit durable, is the page part of the slice's past
+            seen.update(chosen.ids)
+            state.cursor = chosen.cursor
+            state.ordered = chosen.ordered
+            state.pages += 1
+            state.records += len(chosen.ids)
+            self.progress.duplicates_run += chosen.duplicates
+            return len(chosen.ids)
+
+        added = await self._locked(work)
+        progress = self.progress
+        progress.records += added
+        progress.records_run += added
+        progress.pages_run += 1
+        progress.requests_run += requests
+        progress.requests_total += requests
+        self.reporter.page(progress, slice_index=state.index, records=added)
+        return added
+
+    async def _locked(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` in a thread under the job's lock; once begun it always completes."""
+        async with self._lock:
+            task = asyncio.ensure_future(asyncio.to_thread(fn))
+            try:
+                return await asyncio.shield(task)
+            except asyncio.CancelledError:
+                # a cancelled caller still waits for the commit it began
+                if not task.done():
+                    await asyncio.wait([task])
+                raise
+
+
+def default_id(item: Any, raw: bytes) -> str:
+    """The record's ``id`` (events) or ``cid`` (contacts); a hash of its bytes if it has none."""
+    rid = getattr(item, "id", None) or getattr(item, "cid", None)
+    if isinstance(rid, str) and rid:
+        return rid
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def event_date(item: Any) -> object:
+    """An event's ``date`` (an assumption the SDK documents: spec §2.4 does not list it)."""
+    return getattr(item, "date", None)
+
+
+def _remaining_requests(states: Sequence[SliceState]) -> int | None:
+    """Requests still needed, extrapolated from the pages per second of range of done slices."""
+    done = [s for s in states if s.done]
+    if not done:
+        return None
+    span = sum((s.end - s.start).total_seconds() for s in done)
+    pages = sum(s.pages + 1 for s in done)
+    if span <= 0:
+        return None
+    rate = pages / span
+    left = 0.0
+    for s in states:
+        if not s.done:
+            left += max(1.0, rate * (s.end - s.start).total_seconds() - s.pages)
+    return round(left)
+
+
+def utc_text(epoch: float) -> str:
+    """``2026-01-02T00:00:00Z`` for an epoch time (for "resumes at ..." messages)."""
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,231 @@
+"""The plan of a backfill: time slices, and what they will cost in requests, time and quota.
+
+Sans-I/O: nothing here reads the time or touches a file. The job's range is half-open,
+``[since, until)``, so that two runs ``--since A --until B`` and ``--since B --until C``
+never overlap. spec §4.5: ``dateStart`` and ``dateEnd`` are both inclusive, so a slice
+``[start, end)`` is asked for as ``dateStart=start`` and ``dateEnd=end - 1 ms``, formatted with
+milliseconds: consecutive slices are disjoint and leave no gap at millisecond precision.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+__all__ = [
+    "MS",
+    "PlanEstimate",
+    "Slice",
+    "estimate",
+    "format_ms",
+    "parse_duration",
+    "parse_instant",
+    "plan_slices",
+    "requests_time",
+]
+
+#: the API's timestamp precision, and the gap between one slice's dateEnd and the next's dateStart
+MS = timedelta(milliseconds=1)
+
+_DURATION = re.compile(r"(\d+)\s*(w|d|h|m|s)", re.IGNORECASE)
+_UNIT_SECONDS = {"w": 604_800, "d": 86_400, "h": 3_600, "m": 60, "s": 1}
+
+
+def format_ms(value: datetime) -> str:
+    """``2026-01-01T00:00:00.000Z``: ISO 8601 UTC with milliseconds (the API's own shape)."""
+    utc = value.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def _floor_ms(value: datetime) -> datetime:
+    return value.replace(microsecond=value.microsecond - value.microsecond % 1000)
+
+
+def parse_instant(text: str) -> datetime:
+    """Parse a command-line instant: an ISO 8601 date or date-time; no zone means UTC.
+
+    ``2026-01-01``, ``2026-01-01T10:30``, ``2026-01-01 10:30:00Z`` and
+    ``2026-01-01T10:30:00+02:00`` are accepted. Raises ``ValueError`` with a message that
+    says what is expected. The result is aware (UTC) and floored to the millisecond.
+    """
+    raw = text.strip()
+    candidate = raw[:-1] + "+00:00" if raw.endswith(("Z", "z")) else raw
+    try:
+        parsed = datetime.fromisoformat(candidate)
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is not an ISO 8601 date or date-time "
+            "(e.g. 2026-01-01 or 2026-01-01T12:00:00Z)"
+        ) from None
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return _floor_ms(parsed.astimezone(UTC))
+
+
+def parse_duration(text: str) -> timedelta:
+    """Parse ``1d``, ``6h``, ``90m``, ``1h30m``, ``2w``: the size of a slice.
+
+    Raises ``ValueError`` for anything else, or for a duration under one second.
+    """
+    compact = text.strip().replace(" ", "")
+    total = 0
+    pos = 0
+    for match in _DURATION.finditer(compact):
+        if match.start() != pos:
+            break
+        total += int(match.group(1)) * _UNIT_SECONDS[match.group(2).lower()]
+        pos = match.end()
+    if not compact or pos != len(compact):
+        raise ValueError(f"{text!r} is not a duration (e.g. 1d, 6h, 30m, 1h30m)")
+    if total < 1:
+        raise ValueError(f"{text!r}: a slice must last at least one second")
+    return timedelta(seconds=total)
+
+
+@dataclass(frozen=True, slots=True)
+class Slice:
+    """One piece of the job's range: events with ``start <= date < end``."""
+
+    #: position in the plan, 0-based
+    index: int
+    #: inclusive start (UTC, millisecond precision)
+    start: datetime
+    #: exclusive end: the next slice's start, or the job's ``until``
+    end: datetime
+
+    @property
+    def date_start(self) -> str:
+        """The ``dateStart`` to ask for (spec §4.5: inclusive)."""
+        return format_ms(self.start)
+
+    @property
+    def date_end(self) -> str:
+        """The ``dateEnd`` to ask for: ``end - 1 ms`` (spec §4.5: ``dateEnd`` is inclusive)."""
+        return format_ms(self.end - MS)
+
+
+#: more slices than this is a mistake (a one-second slice over a year), not a plan
+MAX_SLICES = 100_000
+
+
+def plan_slices(since: datetime, until: datetime, size: timedelta) -> list[Slice]:
+    """Split ``[since, until)`` into consecutive slices of ``size`` (the last may be shorter).
+
+    Raises ``ValueError`` when the range is empty, a bound is naive, ``size`` is not
+    positive, or the plan would have more than :data:`MAX_SLICES` slices.
+    """
+    if since.tzinfo is None or until.tzinfo is None:
+        raise ValueError("since and until must carry a time zone")
+    if size <= timedelta(0):
+        raise ValueError("the slice size must be positive")
+    start = _floor_ms(since.astimezone(UTC))
+    stop = _floor_ms(until.astimezone(UTC))
+    if start >= stop:
+        raise ValueError("since must be before until")
+    if (stop - start) / size > MAX_SLICES:
+        raise ValueError(f"that makes more than {MAX_SLICES:,} slices; use a larger slice size")
+    slices: list[Slice] = []
+    while start < stop:
+        end = min(start + size, stop)
+        slices.append(Slice(len(slices), start, end))
+        start = end
+    return slices
+
+
+@dataclass(frozen=True, slots=True)
+class PlanEstimate:
+    """What a plan is expected to cost. Every figure is an estimate from ``events_per_day``."""
+
+    slices: int
+    events: int
+    #: data requests: ceil(events / page size) pages per slice, plus the empty page ending it
+    page_requests: int
+    #: one login per token day (spec §5.4: a token lasts a day)
+    logins: int
+    #: seconds of sending at the minute limit alone (no day limit)
+    seconds_at_rate: float
+    #: how many days of the daily quota the requests fill
+    days_of_quota: float
+    #: seconds until the last request, counting the waits for the daily reset
+    seconds_total: float
+
+    @property
+    def requests(self) -> int:
+        """Every request the job should spend, logins included (spec §8: all requests count)."""
+        return self.page_requests + self.logins
+
+
+def requests_time(
+    requests: int,
+    *,
+    minute_count: int,
+    minute_period: float,
+    day_count: int,
+    day_period: float,
+    day_remaining: int | None = None,
+    day_reset_in: float | None = None,
+) -> float:
+    """Seconds needed to send ``requests`` at the limits, waiting for each daily reset.
+
+    ``day_remaining`` is what is left of today's quota (a full day when unknown) and
+    ``day_reset_in`` the seconds until it resets (a full period when unknown).
+    """
+    if requests <= 0:
+        return 0.0
+    rate = minute_count / minute_period
+    left = day_count if day_remaining is None else max(0, day_remaining)
+    reset_in = day_period if day_reset_in is None else max(0.0, day_reset_in)
+    if requests <= left:
+        return requests / rate
+    # today's remainder, then whole days, then the last partial day
+    seconds = reset_in
+    rest = requests - left
+    full_days, last = divmod(rest, day_count)
+    if last == 0:
+        full_days, last = full_days - 1, day_count
+    return seconds + full_days * day_period + last / rate
+
+
+def estimate(
+    slices: list[Slice],
+    *,
+    events_per_day: float,
+    page_size: int,
+    minute_count: int = 60,
+    minute_period: float = 60.0,
+    day_count: int = 15_000,
+    day_period: float = 86_400.0,
+) -> PlanEstimate:
+    """Estimate a plan's cost assuming ``events_per_day`` events evenly spread over time.
+
+    The API has no count endpoint for events (spec §4.5 shows none), so a dry run cannot
+    learn the volume without spending quota: the assumption is the caller's, stated.
+    """
+    if page_size < 1:
+        raise ValueError("page_size must be at least 1")
+    events = 0
+    pages = 0
+    for piece in slices:
+        n = math.ceil(events_per_day * (piece.end - piece.start).total_seconds() / 86_400.0)
+        events += n
+        pages += math.ceil(n / page_size) + 1
+    # a run that spans several days of quota needs a fresh token per day
+    logins = max(1, math.ceil((pages + 1) / day_count))
+    total = pages + logins
+    return PlanEstimate(
+        slices=len(slices),
+        events=events,
+        page_requests=pages,
+        logins=logins,
+        seconds_at_rate=total / (minute_count / minute_period),
+        days_of_quota=total / day_count,
+        seconds_total=requests_time(
+            total,
+            minute_count=minute_count,
+            minute_period=minute_period,
+            day_count=day_count,
+            day_period=day_period,
+        ),
+    )

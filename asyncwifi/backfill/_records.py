@@ -1,0 +1,138 @@
+"""Per-page bookkeeping, sans-I/O: which records of a page to write, and what to commit.
+
+A page goes through :func:`select_page`: records already delivered by this slice (a
+resumed scroll, a server that repeats itself) are dropped by id; records dated within a
+second of an internal slice boundary are marked for the cross-slice check (belt and
+braces: slices are disjoint at millisecond precision, but a server that rounds its date
+filter would hand such a record to both neighbours); and the slice's date cursor and
+ordering are advanced, which is what lets a resumed slice narrow its ``dateStart``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+__all__ = [
+    "BOUNDARY_MARGIN",
+    "Boundaries",
+    "PageSelection",
+    "date_key",
+    "drop",
+    "key_of",
+    "parse_key",
+    "select_page",
+]
+
+#: records dated this close to an internal boundary are checked against the other side
+BOUNDARY_MARGIN = timedelta(seconds=1)
+
+
+def date_key(value: object) -> str | None:
+    """A sortable UTC key (``YYYY-MM-DDTHH:MM:SS.ffffffZ``) for a record's date, or ``None``.
+
+    The API's own shape (``...:SS.mmmZ``) takes a fast path; any other ISO 8601 form is
+    parsed (no zone means UTC). Anything else gives ``None``: not comparable.
+    """
+    if not isinstance(value, str) or not value:
+        return None
+    if len(value) == 24 and value[23] == "Z" and value[10] == "T" and value[19] == ".":
+        return value[:23] + "000Z"
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def key_of(moment: datetime) -> str:
+    """The :func:`date_key` of an aware ``datetime``."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True, slots=True)
+class Boundaries:
+    """The key ranges, around a slice's internal boundaries, whose records are cross-checked."""
+
+    ranges: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def around(cls, moments: Sequence[datetime]) -> Boundaries:
+        return cls(
+            tuple((key_of(m - BOUNDARY_MARGIN), key_of(m + BOUNDARY_MARGIN)) for m in moments)
+        )
+
+    def near(self, key: str) -> bool:
+        return any(lo <= key <= hi for lo, hi in self.ranges)
+
+
+@dataclass(slots=True)
+class PageSelection:
+    """What to write from one page, and the slice's cursor after it."""
+
+    raws: list[bytes] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    #: ids (among ``ids``) dated near a boundary: to check against, and add to, the
+    #: boundary table in the commit
+    boundary_ids: list[str] = field(default_factory=list)
+    duplicates: int = 0
+    cursor: str | None = None
+    ordered: bool = True
+
+
+def select_page(
+    ids: Sequence[str],
+    dates: Sequence[object] | None,
+    raws: Sequence[bytes],
+    *,
+    seen: set[str] | frozenset[str],
+    boundaries: Boundaries,
+    cursor: str | None,
+    ordered: bool,
+) -> PageSelection:
+    """Choose the records of a page to write; ``seen`` is the slice's delivered ids.
+
+    ``dates`` is ``None`` when records carry no date (contacts): no cursor, no boundary.
+    """
+    out = PageSelection(cursor=cursor, ordered=ordered)
+    in_page: set[str] = set()
+    check = bool(boundaries.ranges)
+    for i, rid in enumerate(ids):
+        if rid in seen or rid in in_page:
+            out.duplicates += 1
+            continue
+        in_page.add(rid)
+        out.ids.append(rid)
+        out.raws.append(raws[i])
+        if dates is None:
+            continue
+        key = date_key(dates[i])
+        if key is None:
+            out.ordered = False
+            continue
+        if out.cursor is None or key >= out.cursor:
+            out.cursor = key
+        else:
+            out.ordered = False
+        if check and boundaries.near(key):
+            out.boundary_ids.append(rid)
+    return out
+
+
+def drop(selection: PageSelection, ids: set[str]) -> None:
+    """Remove ``ids`` (already written by a neighbouring slice) from ``selection``."""
+    if not ids:
+        return
+    keep = [i for i, rid in enumerate(selection.ids) if rid not in ids]
+    selection.duplicates += len(selection.ids) - len(keep)
+    selection.raws = [selection.raws[i] for i in keep]
+    selection.ids = [selection.ids[i] for i in keep]
+    selection.boundary_ids = [rid for rid in selection.boundary_ids if rid not in ids]
+
+
+def parse_key(key: str) -> datetime:
+    """The ``datetime`` of a :func:`date_key`."""
+    return datetime.strptime(key, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)

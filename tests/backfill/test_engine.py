@@ -1,0 +1,361 @@
+"""The export engine against a fake scroll: exactly once through crashes, pauses and lapses."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from asyncwifi.backfill import (
+    ExportJob,
+    JobParams,
+    JsonlSink,
+    OutputConflictError,
+    OutputNotWritableError,
+    Progress,
+    Reporter,
+    StateMismatchError,
+    StateStore,
+    encode_lines,
+    event_date,
+    plan_slices,
+    preflight,
+)
+from asyncwifi.errors import ScrollExpiredError
+from tests.backfill.fakes import FakeClock, FakeServer, make_events, raw_of
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+DAYS = 4
+
+
+class Crash(BaseException):
+    """Stands for kill -9: nothing after it runs (BaseException, so no handler catches it)."""
+
+
+class Kill:
+    """Counts down to the simulated kill; once dead, stays dead."""
+
+    def __init__(self, countdown: int) -> None:
+        self.countdown = countdown
+        self.dead = False
+
+    def tick(self) -> bool:
+        self.countdown -= 1
+        self.dead = self.dead or self.countdown == 0
+        return self.countdown == 0
+
+
+def assert_exactly_once(path: Path, events: list[Any]) -> None:
+    counts = ids_in(path)
+    assert set(counts) == {e.id for e in events}, "an event is missing"
+    assert max(counts.values()) == 1, "an event was written twice"
+
+
+def crashed(exc: BaseException) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return all(crashed(e) for e in exc.exceptions)
+    return isinstance(exc, Crash)
+
+
+def params(tmp_path: Path, **kw: Any) -> JobParams:
+    base: dict[str, Any] = {
+        "kind": "events",
+        "out": str(tmp_path / "out.jsonl"),
+        "since": T0.isoformat(),
+        "until": (T0 + timedelta(days=DAYS)).isoformat(),
+        "slice_seconds": 86_400,
+    }
+    base.update(kw)
+    return JobParams(**base)
+
+
+def job(tmp_path: Path, server: FakeServer, **kw: Any) -> ExportJob:
+    p = kw.pop("params", None) or params(tmp_path, gzip=kw.pop("gzip", False))
+    return ExportJob(
+        params=p,
+        slices=plan_slices(T0, T0 + timedelta(days=DAYS), timedelta(days=1)),
+        state_path=tmp_path / "out.state",
+        out_path=Path(p.out),
+        open_stream=server.open,
+        clock=server.clock,
+        date_of=event_date,
+        **kw,
+    )
+
+
+def read_lines(path: Path) -> list[bytes]:
+    data = path.read_bytes()
+    if path.suffix == ".gz":
+        data = gzip.decompress(data)
+    return data.splitlines()
+
+
+def ids_in(path: Path) -> Counter[str]:
+    return Counter(json.loads(line)["id"] for line in read_lines(path))
+
+
+@pytest.fixture
+def events() -> list[Any]:
+    return make_events(900, T0, timedelta(days=DAYS))
+
+
+async def test_every_event_written_once_as_the_servers_own_bytes(
+    tmp_path: Path, events: list[Any]
+) -> None:
+    server = FakeServer(events, page_size=40)
+    outcome = await job(tmp_path, server, concurrency=3).run()
+    assert outcome.status == "done"
+    lines = read_lines(tmp_path / "out.jsonl")
+    assert sorted(lines) == sorted(raw_of(e) for e in events)
+    assert outcome.progress.records == len(events)
+    assert outcome.progress.requests_run == server.requests
+    assert StateStore.read_only(tmp_path / "out.state").done
+
+
+async def test_a_finished_job_run_again_sends_nothing(tmp_path: Path, events: list[Any]) -> None:
+    server = FakeServer(events)
+    await job(tmp_path, server).run()
+    before = server.requests
+    outcome = await job(tmp_path, server).run()
+    assert outcome.status == "done"
+    assert server.requests == before
+    assert sum(ids_in(tmp_path / "out.jsonl").values()) == len(events)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+@pytest.mark.parametrize("seed", range(6))
+async def test_crash_at_random_moments_then_resume_writes_each_event_once(
+    tmp_path: Path, events: list[Any], seed: int, compress: bool
+) -> None:
+    """A crash while writing, between the write and the commit, or inside a stream."""
+    rnd = random.Random(seed)
+    server = FakeServer(events, page_size=30)
+    out = tmp_path / ("out.jsonl.gz" if compress else "out.jsonl")
+    p = params(tmp_path, out=str(out), gzip=compress)
+    original_append = JsonlSink.append
+    original_commit = StateStore.commit_page
+    crashes = 0
+    for attempt in range(40):
+        kinds = ["mid-write", "after-write", "mid-stream"] + (["none"] if attempt >= 4 else [])
+        where = rnd.choice(kinds)
+        # after the "kill", nothing reaches the disk any more: no other slice's commit,
+        # no rollback (as with kill -9, where no code runs at all)
+        kill = Kill(rnd.randrange(1, 12))
+
+        def append(self: JsonlSink, chunk: bytes, _w: str = where, _k: Kill = kill) -> int:
+            if _k.dead:
+                raise Crash
+            if _w == "mid-write" and _k.tick():
+                original_append(self, chunk[: len(chunk) // 2])  # a torn page
+                raise Crash
+            offset = original_append(self, chunk)
+            if _w == "after-write" and _k.tick():
+                raise Crash  # written and fsync'ed, never committed
+            return offset
+
+        def commit(self: StateStore, _k: Kill = kill, **kw: Any) -> None:
+            if _k.dead:
+                raise Crash
+            original_commit(self, **kw)
+
+        def rollback(self: JsonlSink, offset: int, _k: Kill = kill) -> None:
+            assert _k.dead
+
+        def on_page(_w: str = where, _k: Kill = kill) -> None:
+            if _k.dead or (_w == "mid-stream" and _k.tick()):
+                raise Crash
+
+        server.on_page = on_page
+        try:
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(JsonlSink, "append", append)
+                mp.setattr(JsonlSink, "rollback", rollback)
+                mp.setattr(StateStore, "commit_page", commit)
+                outcome = await job(tmp_path, server, params=p, concurrency=2).run()
+        except BaseException as exc:
+            if not crashed(exc):
+                raise
+            crashes += 1
+            continue
+        assert outcome.status == "done"
+        break
+    else:
+        pytest.fail("never finished")
+    assert crashes > 0
+    assert_exactly_once(out, events)
+
+
+async def test_quota_exhausted_pauses_with_the_reset_time_and_the_next_run_resumes(
+    tmp_path: Path, events: list[Any]
+) -> None:
+    clock = FakeClock(T0.timestamp() + 3_600)
+    server = FakeServer(events, page_size=25, quota=11, clock=clock)
+    first = await job(tmp_path, server, concurrency=2).run()
+    assert first.status == "paused"
+    assert first.reset_at == (T0 + timedelta(days=1)).timestamp()
+    written = sum(ids_in(tmp_path / "out.jsonl").values())
+    assert 0 < written < len(events)
+    runs = 1
+    while True:
+        clock.t += 86_400  # the next day: the quota is back
+        outcome = await job(tmp_path, server, concurrency=2).run()
+        runs += 1
+        if outcome.status == "done":
+            break
+    assert_exactly_once(tmp_path / "out.jsonl", events)
+    assert runs >= 3
+
+
+async def test_wait_mode_sleeps_until_the_reset_and_finishes(
+    tmp_path: Path, events: list[Any]
+) -> None:
+    seen: list[tuple[float, bool]] = []
+
+    class Spy(Reporter):
+        def paused(self, progress: Progress, *, reset_at: float, waiting: bool) -> None:
+            seen.append((reset_at, waiting))
+
+    clock = FakeClock(T0.timestamp() + 80_000)
+    server = FakeServer(events, page_size=25, quota=30, clock=clock)
+    outcome = await job(tmp_path, server, wait=True, reporter=Spy()).run()
+    assert outcome.status == "done"
+    assert seen
+    assert all(waiting for _, waiting in seen)
+    assert seen[0][0] == (T0 + timedelta(days=1)).timestamp()
+    assert_exactly_once(tmp_path / "out.jsonl", events)
+
+
+async def test_wait_mode_with_a_max_wait_shorter_than_the_reset_pauses(
+    tmp_path: Path, events: list[Any]
+) -> None:
+    clock = FakeClock(T0.timestamp() + 3_600)
+    server = FakeServer(events, page_size=25, quota=5, clock=clock)
+    outcome = await job(tmp_path, server, wait=True, max_wait=600.0).run()
+    assert outcome.status == "paused"
+    assert clock.now() == T0.timestamp() + 3_600  # it did not sleep
+
+
+async def test_a_server_that_rounds_its_date_filter_does_not_cause_duplicates(
+    tmp_path: Path,
+) -> None:
+    # events in the last and first second around each midnight, where slices meet
+    evs = make_events(300, T0, timedelta(days=DAYS))
+    for day in range(1, DAYS):
+        edge = T0 + timedelta(days=day)
+        for k in range(20):
+            moment = edge + timedelta(milliseconds=k * 97 - 1000)
+            evs.append(
+                type(evs[0])(
+                    id=f"edge-{day}-{k}",
+                    date=moment.strftime("%Y-%m-%dT%H:%M:%S.")
+                    + f"{moment.microsecond // 1000:03d}Z",
+                )
+            )
+    server = FakeServer(evs, page_size=30, round_end_up=True)
+    await job(tmp_path, server, concurrency=4).run()
+    assert_exactly_once(tmp_path / "out.jsonl", evs)
+
+
+async def test_a_resumed_slice_narrows_its_start_to_the_cursor_and_skips_what_it_has(
+    tmp_path: Path, events: list[Any]
+) -> None:
+    server = FakeServer(events, page_size=20)
+    pages = 0
+
+    def on_page() -> None:
+        nonlocal pages
+        pages += 1
+        if pages == 4:
+            raise Crash
+
+    server.on_page = on_page
+    with pytest.raises(BaseException) as caught:
+        await job(tmp_path, server).run()
+    assert crashed(caught.value)
+    server.on_page = None
+    server.opened.clear()
+    await job(tmp_path, server).run()
+    first = server.opened[0]
+    assert first.resume
+    assert first.date_start > first.slice.date_start
+    assert len(first.skip_ids) == 60  # three committed pages of 20
+    assert_exactly_once(tmp_path / "out.jsonl", events)
+
+
+async def test_a_lapsed_scroll_is_restarted_and_nothing_repeats(
+    tmp_path: Path, events: list[Any]
+) -> None:
+    server = FakeServer(events, page_size=20, expire_after_pages=2)
+    await job(tmp_path, server).run()
+    assert_exactly_once(tmp_path / "out.jsonl", events)
+
+
+async def test_a_scroll_that_lapses_before_any_page_fails_instead_of_looping(
+    tmp_path: Path, events: list[Any]
+) -> None:
+    server = FakeServer(events, page_size=20, expire_after_pages=0)
+    with pytest.raises(ExceptionGroup) as caught:
+        await job(tmp_path, server).run()
+    assert caught.group_contains(ScrollExpiredError)
+
+
+def test_preflight_refuses_an_output_that_exists_without_state_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out.jsonl"
+    out.write_text('{"id": "mine"}\n')
+    with pytest.raises(OutputConflictError, match="no state file"):
+        preflight(params(tmp_path), state_path=tmp_path / "out.state", out_path=out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]
+    assert out.read_text() == '{"id": "mine"}\n'
+
+
+async def test_preflight_refuses_a_state_made_for_another_job(
+    tmp_path: Path, events: list[Any]
+) -> None:
+    await job(tmp_path, FakeServer(events)).run()
+    other = params(tmp_path, types=("visit",))
+    with pytest.raises(StateMismatchError, match="types"):
+        preflight(other, state_path=tmp_path / "out.state", out_path=tmp_path / "out.jsonl")
+    with pytest.raises(StateMismatchError, match="types"):
+        await job(tmp_path, FakeServer(events), params=other).run()
+
+
+async def test_an_output_shorter_than_committed_is_refused(
+    tmp_path: Path, events: list[Any]
+) -> None:
+    await job(tmp_path, FakeServer(events)).run()
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(out.read_bytes()[:100])
+    with pytest.raises(OutputConflictError, match="truncated"):
+        preflight(params(tmp_path), state_path=tmp_path / "out.state", out_path=out)
+
+
+@pytest.mark.parametrize("where", ["missing-dir", "is-dir"])
+def test_preflight_refuses_an_unwritable_output(tmp_path: Path, where: str) -> None:
+    out = tmp_path / "nope" / "out.jsonl" if where == "missing-dir" else tmp_path
+    with pytest.raises(OutputNotWritableError):
+        preflight(params(tmp_path, out=str(out)), state_path=tmp_path / "s", out_path=out)
+    assert list(tmp_path.iterdir()) == []
+
+
+async def test_a_job_that_cannot_open_its_output_leaves_no_state_behind(
+    tmp_path: Path, events: list[Any]
+) -> None:
+    p = params(tmp_path, out=str(tmp_path / "missing" / "out.jsonl"))
+    with pytest.raises(FileNotFoundError):
+        await job(tmp_path, FakeServer(events), params=p).run()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_encode_lines_keeps_one_record_per_line() -> None:
+    assert encode_lines([b'{"a":1}', b'{\n  "b": "x\\ny"\r\n}']) == (
+        b'{"a":1}\n{   "b": "x\\ny"  }\n'
+    )
+    assert encode_lines([]) == b""
