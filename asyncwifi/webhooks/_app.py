@@ -79,7 +79,7 @@ class _Endpoint:
         self.state = state
         self.receiver = state.receiver
 
-    async def __call__(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.Request) -> web.StreamResponse:
         if request.method != "POST":
             return _reply(405, _message("only POST is allowed"), {"Allow": "POST"})
         try:
@@ -171,6 +171,7 @@ def create_app(
     spool: Spool | str | os.PathLike[str] | None = None,
     retry: RetryPolicy | None = None,
     health_path: str | None = "/healthz",
+    shutdown_grace: float = 10.0,
 ) -> web.Application:
     """An aiohttp application that receives webhooks at ``path`` for ``receiver``.
 
@@ -178,18 +179,23 @@ def create_app(
     the spool and starts the :class:`Dispatcher` on startup (delivering whatever a previous
     run left pending) and stops both on cleanup. ``health_path`` answers ``GET`` with
     ``{"status": "ok", ...}`` (spool counts in durable mode) for load balancers.
+    ``shutdown_grace`` is how long (real seconds) a running handler may finish at shutdown.
     The receiver's de-duplicator is not closed by the app (see :meth:`Receiver.aclose`).
     """
     if not path.startswith("/"):
         raise ValueError("path must start with '/'")
     if spool is not None and not isinstance(spool, Spool):
         spool = Spool(spool)
-    dispatcher = Dispatcher(receiver, spool, retry=retry) if spool is not None else None
+    dispatcher = (
+        Dispatcher(receiver, spool, retry=retry, shutdown_grace=shutdown_grace)
+        if spool is not None
+        else None
+    )
     state = _State(receiver=receiver, spool=spool, dispatcher=dispatcher)
     # The body limit is enforced by aiohttp while reading (413), the declared length earlier.
     app = web.Application(client_max_size=receiver.max_body_size)
     app[_STATE] = state
-    app.router.add_route("*", path, _Endpoint(state))
+    app.router.add_route("*", path, _Endpoint(state).handle)
     if health_path is not None:
         app.router.add_get(health_path, _health)
     app.router.add_route("*", "/{tail:.*}", _not_found)
@@ -234,18 +240,25 @@ async def serve(
     access_log: bool = False,
     reuse_port: bool | None = None,
     on_ready: Callable[[int], object] | None = None,
-    shutdown_timeout: float = 10.0,
+    shutdown_grace: float = 10.0,
 ) -> None:
     """Serve webhooks until cancelled, then shut down gracefully and close the receiver.
 
     ``on_ready(port)`` is called once listening (useful with ``port=0``). The access log is
     off by default: it costs about a fifth of the throughput and may record client IPs.
     """
-    app = create_app(receiver, path=path, spool=spool, retry=retry, health_path=health_path)
+    app = create_app(
+        receiver,
+        path=path,
+        spool=spool,
+        retry=retry,
+        health_path=health_path,
+        shutdown_grace=shutdown_grace,
+    )
     runner = web.AppRunner(
         app,
         access_log=logging.getLogger("asyncwifi.webhooks.access") if access_log else None,
-        shutdown_timeout=shutdown_timeout,
+        shutdown_timeout=shutdown_grace,
     )
     await runner.setup()
     try:

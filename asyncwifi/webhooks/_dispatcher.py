@@ -69,12 +69,15 @@ class Dispatcher:
         retry: RetryPolicy | None = None,
         batch_size: int = 64,
         prune_interval: float = 60.0,
+        shutdown_grace: float = 10.0,
     ) -> None:
         self.receiver = receiver
         self.spool = spool
         self.retry = retry if retry is not None else RetryPolicy()
         self.batch_size = batch_size
         self.prune_interval = prune_interval
+        #: real seconds :meth:`stop` lets a running handler finish before cancelling it
+        self.shutdown_grace = shutdown_grace
         self._wake = asyncio.Event()
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
@@ -95,10 +98,10 @@ class Dispatcher:
             self._stopping = False
             self._task = asyncio.create_task(self._run(), name="asyncwifi-webhook-dispatcher")
 
-    async def stop(self, grace: float = 10.0) -> None:
+    async def stop(self) -> None:
         """Let the current handler finish and record its outcome, then stop.
 
-        After ``grace`` real seconds the worker is cancelled; the event in hand is then
+        After :attr:`shutdown_grace` real seconds the worker is cancelled; the event in hand is then
         delivered again (``attempt > 1``) at the next start.
         """
         task = self._task
@@ -107,7 +110,7 @@ class Dispatcher:
         self._stopping = True
         self._wake.set()
         try:
-            await asyncio.wait_for(asyncio.shield(task), grace)
+            await asyncio.wait_for(asyncio.shield(task), self.shutdown_grace)
         except TimeoutError:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -138,16 +141,29 @@ class Dispatcher:
             if self._stopping:
                 return
             if claimed:
-                for index, event in enumerate(claimed):
-                    if self._stopping:
-                        # Never handed out: take the claim back, the next run's try is a first.
-                        outcomes.extend(Outcome(e.id, "unclaimed", now) for e in claimed[index:])
-                        break
-                    outcomes.append(await self._deliver(event))
+                outcomes = await self._deliver_batch(claimed, now)
                 continue
             timeout = None if next_due is None else clock.real(next_due - clock.now())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
+
+    async def _deliver_batch(self, claimed: list[SpooledEvent], now: float) -> list[Outcome]:
+        outcomes: list[Outcome] = []
+        try:
+            for index, event in enumerate(claimed):
+                if self._stopping:
+                    # Never handed out: take the claim back, the next run's try is a first.
+                    outcomes.extend(Outcome(e.id, "unclaimed", now) for e in claimed[index:])
+                    break
+                outcomes.append(await self._deliver(event))
+        except asyncio.CancelledError:
+            # Stopped mid-handler: keep what is known. The event in hand stays claimed (its
+            # next delivery says attempt > 1); the ones never handed out are taken back.
+            rest = [Outcome(e.id, "unclaimed", now) for e in claimed[len(outcomes) + 1 :]]
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.spool.settle_and_claim(outcomes + rest, now=now, limit=0))
+            raise
+        return outcomes
 
     async def _deliver(self, event: SpooledEvent) -> Outcome:
         receiver = self.receiver
