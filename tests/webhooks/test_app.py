@@ -64,8 +64,10 @@ async def test_a_good_webhook_is_handled_before_the_200(client: Any, recorder: R
     status, body = await post(client, body_of("signup", nonce="n-1"), auth(**{"X-Extra": "1"}))
     assert (status, body) == (200, {"status": "handled"})
     [(payload, context)] = recorder.seen
-    assert payload.nonce == "n-1" and payload.type == "signup"
-    assert context.attempt == 1 and context.spool_id is None
+    assert payload.nonce == "n-1"
+    assert payload.type == "signup"
+    assert context.attempt == 1
+    assert context.spool_id is None
     assert context.received_at == NOW
     assert context.body == body_of("signup", nonce="n-1")
     assert context.headers["x-extra"] == "1"
@@ -74,7 +76,8 @@ async def test_a_good_webhook_is_handled_before_the_200(client: Any, recorder: R
 
 async def test_the_previous_secret_works_during_a_rotation(client: Any, recorder: Recorder) -> None:
     status, _ = await post(client, body_of(), auth(OLD_SECRET))
-    assert status == 200 and len(recorder.seen) == 1
+    assert status == 200
+    assert len(recorder.seen) == 1
 
 
 @pytest.mark.parametrize(
@@ -94,7 +97,8 @@ async def test_401_for_a_missing_empty_or_wrong_secret(
 
 async def test_415_unless_json(client: Any, recorder: Recorder) -> None:
     status, body = await post(client, body_of(), auth(**{"Content-Type": "text/plain"}))
-    assert status == 415 and "application/json" in body["message"]
+    assert status == 415
+    assert "application/json" in body["message"]
     status, _ = await post(
         client, body_of(), auth(**{"Content-Type": "application/json; charset=utf-8"})
     )
@@ -117,7 +121,8 @@ async def test_413_for_a_large_chunked_body_without_a_length(
         yield body_of()
 
     status, _ = await post(client, chunks(), auth())  # type: ignore[arg-type]
-    assert status == 413 and recorder.seen == []
+    assert status == 413
+    assert recorder.seen == []
 
 
 async def test_400_for_malformed_json(client: Any) -> None:
@@ -126,13 +131,15 @@ async def test_400_for_malformed_json(client: Any) -> None:
 
 async def test_422_for_valid_json_of_the_wrong_shape(client: Any) -> None:
     status, body = await post(client, b'{"event": {"nonce": 7}}', auth())
-    assert status == 422 and "$.event.nonce" in body["message"]
+    assert status == 422
+    assert "$.event.nonce" in body["message"]
     assert (await post(client, b"[]", auth()))[0] == 422
 
 
 async def test_409_for_an_event_older_than_max_age(client: Any, recorder: Recorder) -> None:
     status, body = await post(client, body_of(timestamp=NOW - 3601), auth())
-    assert status == 409 and "older" in body["message"]
+    assert status == 409
+    assert "older" in body["message"]
     assert recorder.seen == []
 
 
@@ -160,7 +167,9 @@ async def test_a_failing_handler_is_500_and_its_redelivery_is_processed(
     recorder.fail_next = 1
     body = body_of(nonce="retry-me")
     status, reply = await post(client, body, auth())
-    assert status == 500 and "handler" in reply["message"] and "exploded" not in reply["message"]
+    assert status == 500
+    assert "handler" in reply["message"]
+    assert "exploded" not in reply["message"]
     # The server keeps serving, and the redelivery is not taken for a duplicate.
     assert await post(client, body, auth()) == (200, {"status": "handled"})
     assert recorder.nonces == ["retry-me"]
@@ -189,7 +198,8 @@ async def test_no_handler_means_ignored(make_client: ClientFactory) -> None:
 
 async def test_other_methods_paths_and_the_health_check(client: Any) -> None:
     response = await client.get("/webhooks")
-    assert response.status == 405 and response.headers["Allow"] == "POST"
+    assert response.status == 405
+    assert response.headers["Allow"] == "POST"
     assert (await response.json())["message"]
     response = await client.post("/elsewhere", data=body_of(), headers=auth())
     assert (response.status, await response.json()) == (404, {"message": "not found"})
@@ -202,7 +212,9 @@ async def test_a_custom_path_and_header_name(make_client: ClientFactory) -> None
     r.fallback(lambda p, c: None)
     client = await make_client(create_app(r, path="/hooks/wifi", health_path=None))
     response = await client.post(
-        "/hooks/wifi", data=body_of(), headers={"x-api-key": "k", "Content-Type": "application/json"}
+        "/hooks/wifi",
+        data=body_of(),
+        headers={"x-api-key": "k", "Content-Type": "application/json"},
     )
     assert response.status == 200
     assert (await client.get("/healthz")).status == 404
@@ -217,11 +229,13 @@ async def test_serve_listens_until_cancelled(unused_tcp_port: int) -> None:
     ready: asyncio.Future[int] = asyncio.get_running_loop().create_future()
     task = asyncio.create_task(serve(r, port=0, on_ready=ready.set_result))
     port = await asyncio.wait_for(ready, 5)
-    async with aiohttp.ClientSession() as session:
-        async with session.post(
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
             f"http://127.0.0.1:{port}/webhooks", data=body_of(nonce="s-1"), headers=auth()
-        ) as response:
-            assert response.status == 200
+        ) as response,
+    ):
+        assert response.status == 200
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -74,7 +74,7 @@ async def test_accepted_means_spooled_then_handled(
 async def test_the_event_is_on_disk_before_the_202(
     tmp_path: Path, make_client: ClientFactory
 ) -> None:
-    receiver, handler, spool = durable(tmp_path)
+    receiver, _handler, spool = durable(tmp_path)
     release = asyncio.Event()
 
     @receiver.on("signup")
@@ -86,8 +86,10 @@ async def test_the_event_is_on_disk_before_the_202(
     # Another connection to the file sees the committed row, body and (redacted) headers.
     with contextlib.closing(sqlite3.connect(tmp_path / "spool.sqlite3")) as conn:
         nonce, body, headers = conn.execute("SELECT nonce, body, headers FROM events").fetchone()
-    assert nonce == "disk-1" and bytes(body) == body_of("signup", nonce="disk-1")
-    assert SECRET.encode() not in headers and b"content-type" in headers
+    assert nonce == "disk-1"
+    assert bytes(body) == body_of("signup", nonce="disk-1")
+    assert SECRET.encode() not in headers
+    assert b"content-type" in headers
     release.set()
 
 
@@ -141,7 +143,8 @@ async def test_a_handler_that_keeps_failing_moves_the_event_to_dead_letters(
             break
         await asyncio.sleep(0.01)
     [letter] = await spool.dead_letters()
-    assert letter.nonce == "doomed" and letter.attempts == 3
+    assert letter.nonce == "doomed"
+    assert letter.attempts == 3
     assert letter.last_error == "RuntimeError: cannot handle doomed"
     assert letter.body == body_of(nonce="doomed")
     assert [a for n, a, _ in handler.deliveries if n == "doomed"] == [1, 2, 3]
@@ -176,7 +179,7 @@ async def test_a_failing_event_does_not_hold_up_the_others(
 async def test_events_left_at_shutdown_are_delivered_at_the_next_start(
     tmp_path: Path, make_client: ClientFactory
 ) -> None:
-    receiver, handler, spool = durable(tmp_path)
+    receiver, _handler, spool = durable(tmp_path)
     started = asyncio.Event()
 
     @receiver.on("login")

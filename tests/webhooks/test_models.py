@@ -46,15 +46,19 @@ FULL = b"""{
 
 def test_a_full_payload_decodes_into_every_object() -> None:
     p = msgspec.json.decode(FULL, type=WebhookPayload)
-    assert p.hotspot is not None and p.hotspot.id == "hs-9"
-    assert p.organization is not None and p.organization.id == "org-1"
+    assert p.hotspot is not None
+    assert p.hotspot.id == "hs-9"
+    assert p.organization is not None
+    assert p.organization.id == "org-1"
     assert p.location is not None
     assert (p.location.ext_id, p.location.tags) == ("store-7", ["mall", "north"])
     assert p.event == WebhookEventInfo(
         type="geo-dwell", nonce="abc-123", dwell_time=600.0, timestamp=1_700_000_000.0
     )
-    assert p.type == "geo-dwell" and p.nonce == "abc-123"
-    assert p.event.occurred_at is not None and p.event.occurred_at.year == 2023
+    assert p.type == "geo-dwell"
+    assert p.nonce == "abc-123"
+    assert p.event.occurred_at is not None
+    assert p.event.occurred_at.year == 2023
     c = p.contact
     assert c is not None
     assert (c.first_name, c.last_name, c.personal_id, c.civil_status) == (
@@ -63,16 +67,25 @@ def test_a_full_payload_decodes_into_every_object() -> None:
         "AB123",
         "Mrs.",
     )
-    assert c.age_verification is None and c.online is True and c.marketing is True
-    assert c.metrics is not None and c.metrics.visit_count == 12
-    assert c.extra_fields is not None and c.extra_fields.ext_ids is not None
+    assert c.age_verification is None
+    assert c.online is True
+    assert c.marketing is True
+    assert c.metrics is not None
+    assert c.metrics.visit_count == 12
+    assert c.extra_fields is not None
+    assert c.extra_fields.ext_ids is not None
     assert (c.extra_fields.ext_ids.id, c.extra_fields.ext_ids.prop2) == ("x1", "p2")
     assert c.custom_fields == [KeyValue(key="favourite", value="tea")]
     assert [o.name for o in c.optin] == ["termsOfUse", "newsletter"]
-    assert c.optin[0].id == 0 and c.optin[0].type == "LEGACY" and c.optin[0].accepted is True
-    assert c.optin[1].date == 1709287200 and c.optin[1].version == 3
+    assert c.optin[0].id == 0
+    assert c.optin[0].type == "LEGACY"
+    assert c.optin[0].accepted is True
+    assert c.optin[1].date == 1709287200
+    assert c.optin[1].version == 3
     g = p.geofence
-    assert g is not None and g.name == "Entrance" and g.ext_id == "ext-gf"
+    assert g is not None
+    assert g.name == "Entrance"
+    assert g.ext_id == "ext-gf"
     assert g.metadata == [KeyValue(key="floor", value="2")]
     assert g.geometry == GeofenceGeometry(type="Circle", coordinates=[10.4, 43.7], radius=25.5)
 
@@ -94,7 +107,8 @@ def test_unknown_fields_and_event_types_are_tolerated() -> None:
     )
     p = msgspec.json.decode(body, type=WebhookPayload)
     assert p.type == "teleport"
-    assert p.contact is not None and p.contact.metrics is not None
+    assert p.contact is not None
+    assert p.contact.metrics is not None
     assert p.contact.metrics.visit_count == 1
 
 

@@ -43,7 +43,8 @@ def test_a_receiver_refuses_empty_or_missing_secrets(secrets: Any) -> None:
 
 def test_repr_never_shows_a_secret() -> None:
     r = receiver()
-    assert SECRET not in repr(r) and OLD_SECRET not in repr(r)
+    assert SECRET not in repr(r)
+    assert OLD_SECRET not in repr(r)
     assert "secrets=2" in repr(r)
 
 
@@ -70,9 +71,12 @@ def test_authentication(headers: dict[str, str], expected: int) -> None:
 def test_missing_and_wrong_secrets_say_which_header() -> None:
     missing = receiver().authenticate({})
     wrong = receiver().authenticate({HEADER: "nope"})
-    assert missing is not None and wrong is not None
-    assert HEADER in missing.message and "missing" in missing.message
-    assert "invalid" in wrong.message and "nope" not in wrong.message
+    assert missing is not None
+    assert wrong is not None
+    assert HEADER in missing.message
+    assert "missing" in missing.message
+    assert "invalid" in wrong.message
+    assert "nope" not in wrong.message
 
 
 @pytest.mark.parametrize("presented", [SECRET, OLD_SECRET, "wrong", "", None])
@@ -141,7 +145,8 @@ def test_a_body_above_the_limit_is_413() -> None:
 def test_malformed_json_is_400(body: bytes) -> None:
     result = receiver().decode(body)
     assert status(result) == 400
-    assert isinstance(result, Rejection) and result.body() == b'{"message":"malformed JSON body"}'
+    assert isinstance(result, Rejection)
+    assert result.body() == b'{"message":"malformed JSON body"}'
 
 
 @pytest.mark.parametrize(
@@ -160,13 +165,15 @@ def test_malformed_json_is_400(body: bytes) -> None:
 def test_valid_json_of_the_wrong_shape_is_422(body: bytes) -> None:
     result = receiver().decode(body)
     assert status(result) == 422
-    assert isinstance(result, Rejection) and "shape" in result.message
+    assert isinstance(result, Rejection)
+    assert "shape" in result.message
 
 
 def test_a_good_request_gives_the_typed_payload() -> None:
     result = receiver().check(auth(), body_of("dwell", nonce="n-1"))
     assert isinstance(result, WebhookPayload)
-    assert result.type == "dwell" and result.nonce == "n-1"
+    assert result.type == "dwell"
+    assert result.nonce == "n-1"
 
 
 # -- age ---------------------------------------------------------------------------------------
