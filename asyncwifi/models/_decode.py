@@ -78,6 +78,8 @@ _DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {
     )
 }
 _ANY_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
+# bodies that carry a secret (the client secret, a token): their DecodeError keeps no excerpt
+_SECRET_BODIES: frozenset[Any] = frozenset({LoginRequest, LoginResponse})
 
 # msgspec appends " - at `$.a[3].b`" to a validation error's message
 _AT_PATH = re.compile(r" - at `(\$[^`]*)`$")
@@ -128,7 +130,10 @@ def decode(data: bytes | bytearray | memoryview | str, type_: type[T], *, what: 
     try:
         result: T = _decoder(type_).decode(data)
     except (msgspec.DecodeError, RecursionError) as exc:
-        raise _error(exc, data, what or _name(type_)) from exc
+        error = _error(exc, data, what or _name(type_))
+        if type_ in _SECRET_BODIES:
+            error.raw = None
+        raise error from exc
     return result
 
 
@@ -152,8 +157,8 @@ def decode_generic(
 def encode(obj: Any) -> bytes:
     """Encode a request body to JSON (camelCase names, ``UNSET`` fields left out).
 
-    A model is checked against its own field types first, so a wrong value raises
-    ``ValidationError`` naming the field before any request is spent.
+    A model's encoded body is checked against the model's own field types, so a wrongly
+    typed value raises ``ValidationError`` naming the field before any request is spent.
     """
     try:
         body = _ENCODER.encode(obj)

@@ -268,6 +268,13 @@ def test_login_request_never_shows_the_secret() -> None:
         assert "key-1" in text
 
 
+def test_a_login_body_that_fails_to_decode_keeps_no_excerpt() -> None:
+    with pytest.raises(DecodeError) as info:
+        decode(b'{"token": "eyJhbGciOi.secret-part.sig"', LoginResponse)
+    assert info.value.raw is None
+    assert "secret-part" not in str(info.value)
+
+
 def test_login_response_never_shows_the_token() -> None:
     response = LoginResponse(token="eyJhbGciOi.secret-part.sig")
     for text in (repr(response), str(response), pretty_repr(response), repr({"r": response})):
