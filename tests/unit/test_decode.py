@@ -17,12 +17,12 @@ from asyncwifi.errors import AsyncWifiError, DecodeError
 from asyncwifi.models import (
     Contact,
     ContactPage,
+    ErrorBody,
     Event,
     EventPage,
     HotspotEnvelope,
     HotspotPage,
     ItemError,
-    LoginResponse,
     SegmentPage,
     decode,
     decode_page,
@@ -103,9 +103,9 @@ def test_decode_error_raw_is_a_bounded_excerpt() -> None:
 
 
 def test_syntax_error_excerpt_is_around_the_bad_byte() -> None:
-    body = b'{"token": "' + b"a" * 5000 + b'", "other": @}'
+    body = b'{"message": "' + b"a" * 5000 + b'", "other": @}'
     with pytest.raises(DecodeError) as info:
-        decode(body, LoginResponse)
+        decode(body, ErrorBody)
     assert info.value.raw is not None
     assert b"@" in info.value.raw
     assert len(info.value.raw) <= EXCERPT_BYTES
