@@ -1,0 +1,347 @@
+"""The event log, stored compactly and served fast (spec §2.4, §4.5).
+
+A million events fit in a few arrays: epoch seconds (sorted), a type code and an owner
+(contact index) per event. Everything else about an event (its id, its sub-object) is derived
+from its index and the seed, so nothing per event is kept as a Python object. The JSON of
+each event is built lazily, one chunk of events at a time, and cached as one ``bytes`` blob
+with offsets; a page body is then a join of slices of those blobs.
+
+The events carry an undocumented ``date`` field (ISO 8601 UTC with ``Z``): the time the
+event happened, the one ``dateStart``/``dateEnd`` filter on. All locations of the simulated
+organization share one time zone, so ``businessTime`` and ``utcTime`` sort alike.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from itertools import accumulate
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import msgspec
+
+from asyncwifi.testing._util import iso_z, mix
+
+__all__ = ["EVENT_TYPES", "EventStore"]
+
+#: spec §4.5: the event type names the ``events`` filter accepts, in type-code order
+EVENT_TYPES: tuple[str, ...] = (
+    "visit",
+    "signup",
+    "login",
+    "send_email",
+    "open_email",
+    "click_email",
+    "send_sms",
+    "click_sms",
+    "survey",
+    "promo",
+)
+TYPE_CODES: dict[str, int] = {name: code for code, name in enumerate(EVENT_TYPES)}
+_WEIGHTS = (30, 6, 32, 8, 5, 3, 5, 2, 4, 5)
+_CAMPAIGNS = (
+    ("Spring sale", "cmp-spring"),
+    ("Loyalty welcome", "cmp-welcome"),
+    ("Weekend brunch", "cmp-brunch"),
+    ("Back to school", "cmp-school"),
+    ("Win-back", "cmp-winback"),
+)
+_SOURCES = ("splash", "kiosk", "api", "dashboard")
+_PROMOS = ("cta_click", "banner", "video")
+_ANSWERS = ("Excellent", "Good", "Average", "Poor")
+
+
+class _Visit(msgspec.Struct, gc=False):
+    startAt: str
+    startAtLocal: str
+    timezone: str
+    duration: int
+
+
+class _Signup(msgspec.Struct, gc=False):
+    source: str
+
+
+class _Email(msgspec.Struct, gc=False):
+    campaignId: str
+    communicationId: str
+    channel: str
+    campaignName: str
+    email: str
+
+
+class _Sms(msgspec.Struct, gc=False):
+    campaignId: str
+    communicationId: str
+    channel: str
+    campaignName: str
+    phone: str
+    prefix: str
+
+
+class _Survey(msgspec.Struct, gc=False):
+    campaignId: str
+    campaignName: str
+    answerId: str
+    questions: dict[str, str]
+    answers: dict[str, str]
+
+
+class _Promo(msgspec.Struct, gc=False):
+    type: str
+
+
+class _Event(msgspec.Struct, omit_defaults=True, gc=False):
+    type: str
+    id: str
+    date: str
+    visit: _Visit | None = None
+    signup: _Signup | None = None
+    email: _Email | None = None
+    sms: _Sms | None = None
+    survey: _Survey | None = None
+    promo: _Promo | None = None
+
+
+def _code_table() -> bytes:
+    """A byte-translation table mapping a uniform random byte to a type code by weight."""
+    total = sum(_WEIGHTS)
+    table = bytearray()
+    for code, weight in enumerate(_WEIGHTS):
+        table.extend([code] * round(256 * weight / total))
+    table.extend([2] * (256 - len(table)))
+    return bytes(table[:256])
+
+
+_CODE_TABLE = _code_table()
+
+
+def _poisson_times(rnd: random.Random, count: int, start: float, end: float) -> array[int]:
+    """``count`` sorted epoch seconds in ``[start, end)``: Poisson arrivals, scaled to fit.
+
+    Arrivals with exponential gaps look like real traffic (several events may share a
+    second, a trap for resuming by time) and come out sorted, with no sort to pay for.
+    """
+    if not count:
+        return array("q")
+    rand, log = rnd.random, math.log
+    gaps = [-log(1.0 - rand()) for _ in range(count + 1)]
+    scale = (end - start) / sum(gaps)
+    return array("q", [int(start + t * scale) for t in accumulate(gaps[:count])])
+
+
+#: a selection of event indices, in serving order
+Selection = range | array  # type: ignore[type-arg]
+
+
+class EventStore:
+    """All events of the simulated organization, sorted by time (see the module docstring)."""
+
+    CHUNK = 2048
+
+    def __init__(
+        self,
+        *,
+        seed: int,
+        count: int,
+        start: float,
+        end: float,
+        owners: Sequence[tuple[str, str, str]],
+        timezone: str = "Europe/Rome",
+    ) -> None:
+        if count < 0 or end < start:
+            raise ValueError("events must be >= 0 and events_end after events_start")
+        rnd = random.Random(mix(seed, 0xE7E7))
+        #: epoch seconds of each event, ascending
+        self.times = _poisson_times(rnd, count, float(start), float(end))
+        #: the type code of each event (an index into ``EVENT_TYPES``)
+        self.codes = rnd.randbytes(count).translate(_CODE_TABLE)
+        n_owners = max(1, len(owners))
+        #: the index of the contact each event belongs to
+        self.owners = array("I", rnd.randbytes(4 * count))
+        if n_owners != 1 << 32:
+            self.owners = array("I", [x % n_owners for x in self.owners])
+        self.start = float(start)
+        self.end = float(end)
+        self._contacts = list(owners) or [("", "", "")]
+        self._salt = mix(seed, 0x1D) & 0xFFFFFF
+        self._salt40 = self._salt << 40
+        self._tz = ZoneInfo(timezone)
+        self._tzname = timezone
+        self._offsets: dict[int, int] = {}
+        self._chunks: list[tuple[bytes, array[int]] | None] = [None] * (
+            -(-count // self.CHUNK) if count else 0
+        )
+        self._encode = msgspec.json.Encoder().encode
+        self._by_type: list[array[int]] | None = None
+        self._by_owner: dict[int, array[int]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    # -- identity and content -------------------------------------------------------------
+
+    def event_id(self, i: int) -> str:
+        """The id of event ``i``: 24 hex digits, time-prefixed like an ObjectId, unique."""
+        return "%024x" % ((self.times[i] & 0xFFFFFFFF) << 64 | self._salt40 | i)
+
+    def _local(self, t: int) -> str:
+        """``t`` as local wall time (no zone) in the organization's time zone."""
+        hour = t // 3600
+        offset = self._offsets.get(hour)
+        if offset is None:
+            delta = datetime.fromtimestamp(hour * 3600, self._tz).utcoffset()
+            offset = self._offsets[hour] = int(delta.total_seconds()) if delta else 0
+        return iso_z(t + offset)[:-1]
+
+    def _build(self, i: int) -> _Event:
+        t = self.times[i]
+        code = self.codes[i]
+        ev = _Event(
+            EVENT_TYPES[code], "%024x" % ((t & 0xFFFFFFFF) << 64 | self._salt40 | i), iso_z(t)
+        )
+        if code == 2:  # login: no sub-object
+            return ev
+        h = ((i ^ self._salt) * 0x9E3779B97F4A7C15 >> 24) & 0xFFFFFFFF  # cheap, stable
+        if code == 0:  # visit: the event fires when the contact leaves
+            duration = 300 + h % 7200
+            begin = t - duration
+            ev.visit = _Visit(iso_z(begin), self._local(begin), self._tzname, duration)
+        elif code == 1:
+            ev.signup = _Signup(_SOURCES[h % len(_SOURCES)])
+        elif 3 <= code <= 5:
+            name, cid = _CAMPAIGNS[h % len(_CAMPAIGNS)]
+            email = self._contacts[self.owners[i] % len(self._contacts)][0]
+            ev.email = _Email(cid, f"com-{cid[4:]}-{h % 97:02d}", "email", name, email)
+        elif code in (6, 7):
+            name, cid = _CAMPAIGNS[h % len(_CAMPAIGNS)]
+            _, phone, prefix = self._contacts[self.owners[i] % len(self._contacts)]
+            ev.sms = _Sms(cid, f"com-{cid[4:]}-{h % 97:02d}", "sms", name, phone, prefix)
+        elif code == 8:
+            name, cid = _CAMPAIGNS[h % len(_CAMPAIGNS)]
+            ev.survey = _Survey(
+                cid,
+                name,
+                f"ans-{h % 100000:05d}",
+                {"q1": "How was your visit?", "q2": "Would you come back?"},
+                {"q1": _ANSWERS[h % 4], "q2": "yes" if h & 16 else "no"},
+            )
+        else:
+            ev.promo = _Promo(_PROMOS[h % len(_PROMOS)])
+        return ev
+
+    def _chunk(self, k: int) -> tuple[bytes, array[int]]:
+        cached = self._chunks[k]
+        if cached is not None:
+            return cached
+        lo = k * self.CHUNK
+        hi = min(len(self.times), lo + self.CHUNK)
+        enc, build = self._encode, self._build
+        parts = [enc(build(i)) for i in range(lo, hi)]
+        parts.append(b"")
+        blob = b",".join(parts)  # every event followed by a comma
+        offsets = array("I", accumulate((len(p) + 1 for p in parts[:-1]), initial=0))
+        self._chunks[k] = (blob, offsets)
+        return blob, offsets
+
+    def warm(self) -> None:
+        """Encode every event now (benchmarks call it so that timing starts warm)."""
+        for k in range(len(self._chunks)):
+            self._chunk(k)
+
+    def event_json(self, i: int) -> bytes:
+        """The JSON bytes of event ``i``, as served."""
+        blob, off = self._chunk(i // self.CHUNK)
+        r = i % self.CHUNK
+        return blob[off[r] : off[r + 1] - 1]
+
+    def record(self, i: int) -> dict[str, Any]:
+        """Event ``i`` as a decoded dict (for tests)."""
+        decoded: dict[str, Any] = msgspec.json.decode(self.event_json(i))
+        return decoded
+
+    def join(self, indices: Sequence[int]) -> bytes:
+        """The events at ``indices`` as the inside of a JSON array (``{..},{..}``)."""
+        if not indices:
+            return b""
+        size = self.CHUNK
+        if isinstance(indices, range) and indices.step == 1:
+            pieces: list[bytes | memoryview] = []
+            lo, hi = indices.start, indices.stop
+            k = lo // size
+            while lo < hi:
+                blob, off = self._chunk(k)
+                end = min(hi, (k + 1) * size)
+                pieces.append(memoryview(blob)[off[lo - k * size] : off[end - k * size]])
+                lo, k = end, k + 1
+            out = b"".join(pieces)
+            return out[:-1]
+        chunk = self._chunk
+        parts = []
+        for i in indices:
+            blob, off = chunk(i // size)
+            r = i % size
+            parts.append(blob[off[r] : off[r + 1] - 1])
+        return b",".join(parts)
+
+    # -- queries --------------------------------------------------------------------------
+
+    def bounds(self, start: float | None, end: float | None) -> tuple[int, int]:
+        """The index range of events with ``start <= date <= end`` (spec §4.5)."""
+        lo = 0 if start is None else bisect_left(self.times, start)
+        hi = len(self.times) if end is None else bisect_right(self.times, end)
+        return lo, max(lo, hi)
+
+    def select(
+        self,
+        start: float | None = None,
+        end: float | None = None,
+        types: Iterable[str] | None = None,
+        owner: int | None = None,
+    ) -> Selection:
+        """The indices of matching events in ascending time order."""
+        lo, hi = self.bounds(start, end)
+        codes = None if types is None else {TYPE_CODES[t] for t in types}
+        if codes is not None and len(codes) == len(EVENT_TYPES):
+            codes = None
+        if owner is not None:
+            mine = self._owner_index().get(owner, array("I"))
+            part = mine[bisect_left(mine, lo) : bisect_left(mine, hi)]
+            if codes is None:
+                return part
+            all_codes = self.codes
+            return array("I", [i for i in part if all_codes[i] in codes])
+        if codes is None:
+            return range(lo, hi)
+        by_type = self._type_index()
+        slices = [
+            by_type[c][bisect_left(by_type[c], lo) : bisect_left(by_type[c], hi)] for c in codes
+        ]
+        if len(slices) == 1:
+            return slices[0]
+        merged: list[int] = []
+        for s in slices:
+            merged.extend(s)
+        merged.sort()
+        return array("I", merged)
+
+    def _type_index(self) -> list[array[int]]:
+        if self._by_type is None:
+            lists: list[list[int]] = [[] for _ in EVENT_TYPES]
+            for i, code in enumerate(self.codes):
+                lists[code].append(i)
+            self._by_type = [array("I", lst) for lst in lists]
+        return self._by_type
+
+    def _owner_index(self) -> dict[int, array[int]]:
+        if self._by_owner is None:
+            groups: dict[int, list[int]] = {}
+            for i, who in enumerate(self.owners):
+                groups.setdefault(who, []).append(i)
+            self._by_owner = {who: array("I", lst) for who, lst in groups.items()}
+        return self._by_owner
