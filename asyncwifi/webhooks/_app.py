@@ -33,7 +33,7 @@ import msgspec
 from aiohttp import web
 
 from asyncwifi.models.webhook import WebhookPayload
-from asyncwifi.webhooks._dispatcher import Dispatcher, RetryPolicy, _call
+from asyncwifi.webhooks._dispatcher import Dispatcher, RetryPolicy
 from asyncwifi.webhooks._receiver import Receiver, Rejection, WebhookContext
 from asyncwifi.webhooks._spool import Spool
 
@@ -124,7 +124,7 @@ class _Endpoint:
             return await self._spool(payload, body, headers, now)
         context = WebhookContext(body=body, headers=headers, received_at=now)
         try:
-            await _call(receiver, payload, context)
+            await receiver.dispatch(payload, context)
         except Exception:
             _log.exception("webhook handler failed (type %r, nonce %r)", payload.type, nonce)
             await _release(receiver, nonce)

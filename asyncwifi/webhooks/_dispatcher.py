@@ -19,7 +19,6 @@ import logging
 from dataclasses import dataclass
 
 from asyncwifi.errors import ConfigurationError
-from asyncwifi.models.webhook import WebhookPayload
 from asyncwifi.webhooks._receiver import Receiver, Rejection, WebhookContext
 from asyncwifi.webhooks._spool import Outcome, Spool, SpooledEvent
 
@@ -181,7 +180,7 @@ class Dispatcher:
             self.stats["dead"] += 1
             return Outcome(event.id, "dead", clock.now(), f"undecodable: {payload.message}")
         try:
-            await _call(receiver, payload, context)
+            await receiver.dispatch(payload, context)
         except Exception as exc:
             _log.warning(
                 "webhook handler failed (event %s, type %r, attempt %d): %s",
@@ -198,12 +197,3 @@ class Dispatcher:
             return Outcome(event.id, "retry", at, _describe(exc))
         self.stats["handled"] += 1
         return Outcome(event.id, "handled", clock.now())
-
-
-async def _call(receiver: Receiver, payload: WebhookPayload, context: WebhookContext) -> None:
-    """``receiver.dispatch`` under the receiver's handler timeout."""
-    if receiver.handler_timeout is None:
-        await receiver.dispatch(payload, context)
-        return
-    async with asyncio.timeout(receiver.clock.real(receiver.handler_timeout)):
-        await receiver.dispatch(payload, context)

@@ -11,6 +11,7 @@ the size limit), then content type (415), declared size (413), JSON syntax (400)
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import inspect
@@ -206,13 +207,21 @@ class Receiver:
         return self._routes.get(event_type, self._fallback)
 
     async def dispatch(self, payload: WebhookPayload, context: WebhookContext) -> bool:
-        """Call the handler for ``payload``; ``False`` if none applies. Handler errors propagate."""
+        """Call the handler for ``payload``; ``False`` if none applies. Handler errors propagate.
+
+        An ``async`` handler runs under :attr:`handler_timeout` (``TimeoutError`` after it);
+        a plain one runs to completion on the event loop's thread, so it must be quick.
+        """
         handler = self._routes.get(payload.type, self._fallback)
         if handler is None:
             return False
         result = handler(payload, context)
         if inspect.isawaitable(result):
-            await result
+            if self.handler_timeout is None:
+                await result
+            else:
+                async with asyncio.timeout(self.clock.real(self.handler_timeout)):
+                    await result
         return True
 
     # -- checks (sans-I/O) ------------------------------------------------------------------
