@@ -18,6 +18,9 @@ from asyncwifi.ratelimit._limits import DAY, WindowSpec
 
 __all__ = ["Effect", "ObjectState", "RateCore", "grid_end"]
 
+#: a sequence number no admission reaches
+_NEVER = 1 << 62
+
 EffectKind = Literal["pause", "paced", "exact", "limit", "exhausted", "object"]
 
 
@@ -57,6 +60,7 @@ class RateCore:
     __slots__ = (
         "_caps",
         "_recent",
+        "cap_floor",
         "day_period",
         "max_reset",
         "objects",
@@ -92,6 +96,8 @@ class RateCore:
         self.pause_reason = ""
         #: window name -> (window end, admissions allowed while seq < this)
         self._caps: dict[str, tuple[float, int]] = {}
+        #: no cap can block while seq < cap_floor (a cheap test for the hot path)
+        self.cap_floor = _NEVER
         #: limits the server reported lower than configured
         self.server_limits: dict[str, int] = {}
         #: window name -> time paced mode ends
@@ -108,12 +114,18 @@ class RateCore:
         if self.pause_until > t:
             t, why = self.pause_until, "pause"
         caps = self._caps
-        if caps:
-            for name, (end, max_seq) in list(caps.items()):
+        if caps and self.seq >= self.cap_floor:
+            expired: list[str] = []
+            seq = self.seq
+            for name, (end, max_seq) in caps.items():
                 if now >= end:
-                    del caps[name]
-                elif self.seq >= max_seq and end >= t:
+                    expired.append(name)
+                elif seq >= max_seq and end >= t:
                     t, why = end, name  # on a tie the spent window is the better reason
+            if expired:
+                for name in expired:
+                    del caps[name]
+                self._refloor()
         if objects is not None and self.objects:
             o = self.objects.get(objects)
             if o is not None and o.blocked_until > now:
@@ -229,11 +241,13 @@ class RateCore:
 
     def _cap(self, name: str, end: float, max_seq: int) -> None:
         old = self._caps.get(name)
+        # an earlier end names an older window: the newer window's cap stays
         if old is None or end > old[0] or (end == old[0] and max_seq < old[1]):
             self._caps[name] = (end, max_seq)
-        elif end < old[0]:
-            # an earlier end names an older window; keep the newer window's cap
-            return
+            self._refloor()
+
+    def _refloor(self) -> None:
+        self.cap_floor = min((ms for _, ms in self._caps.values()), default=_NEVER)
 
     def _object(
         self, name: str, limit: int | None, remaining: int | None, sent_at: float, now: float
@@ -279,13 +293,16 @@ class RateCore:
             self.pause_reason = f"429 ({blamed or 'rate'} limit): paused until {source}"
             out.append(Effect("pause", blamed, until, self.pause_reason))
         if blamed in self.specs and self.specs[blamed].period >= self.day_period:
-            self._cap(blamed, max(until, grid_end(now, self.day_period)), seq)
+            self._cap(blamed, until, seq)
             if blamed not in spent_before:
                 out.append(Effect("exhausted", blamed, until, "429: the day quota is spent"))
             return out
         if blamed and blamed not in spent_before:
             spec = self.specs[blamed]
-            self.paced_until[blamed] = now + self.paced_recovery * spec.period
+            # recovery counts from the end of the pause, so that paced admissions happen
+            self.paced_until[blamed] = (
+                max(now, self.pause_until) + self.paced_recovery * spec.period
+            )
             self.paced_reason = (
                 f"unexpected 429 on the {blamed} limit while the local log had room: the server"
                 f" counts differently (sliding or weighted windows); admissions are now spaced"

@@ -37,6 +37,7 @@ from asyncwifi.ratelimit._store import MemoryStore, Store
 __all__ = ["Lane", "Permit", "Scheduler"]
 
 _INF = math.inf
+_LAST = 1 << 62  # an arrival number after every real one (a newcomer queues behind ties)
 HeadersLike = Mapping[str, str] | RateLimitHeaders | None
 
 
@@ -189,13 +190,17 @@ class Scheduler:
             raise ValidationError(f"paced_recovery must be > 0 periods, got {paced_recovery!r}")
         self.limits = limits if limits is not None else Limits()
         specs = self.limits.windows()
+        self._core = RateCore(specs, paced_recovery=paced_recovery)
         self._store: Store = store if store is not None else MemoryStore()
         self._store.bind(specs)
         self._store.listen(self._store_event)
         self._sync = self._store.synchronous
         self._clock: Clock = clock if clock is not None else SystemClock()
-        self._core = RateCore(specs, paced_recovery=paced_recovery)
-        self._short_span = specs[0].span if specs else 0.0
+        # a day window that frees within this horizon is pacing, not a spent quota
+        self._pacing_horizon = max(
+            (s.span for s in specs if s.period < self._core.day_period), default=0.0
+        )
+        self._last_arrival = -_INF
         self._aging = aging if aging is not None else (specs[0].period if specs else 60.0)
         self._on_exhausted = on_exhausted
         self._max_quota_wait = max_quota_wait
@@ -236,7 +241,7 @@ class Scheduler:
         ``deadline`` (clock time) puts the request in the earliest-deadline-first tier;
         ``objects`` names the object quota the request spends (``"hotspots"``).
         """
-        if not isinstance(lane, Lane):
+        if type(lane) is not Lane:
             lane = Lane(lane)
         if deadline is not None and not math.isfinite(deadline):
             raise ValidationError(f"deadline must be a finite clock time, got {deadline!r}")
@@ -285,7 +290,7 @@ class Scheduler:
         early as the limits allow (it cannot foresee responses, 429s or newer arrivals).
         """
         now = self._clock.now()
-        key = (1, now + int(lane) * self._aging, -1)
+        key = (1, now + int(lane) * self._aging, _LAST)
         ahead = sum(1 for w in self._heap if w.key < key and not w.fut.done())
         return self._project(now, ahead, objects)
 
@@ -294,7 +299,7 @@ class Scheduler:
     ) -> bool:
         """Could a request with this deadline, entering now, be admitted before it?"""
         now = self._clock.now()
-        key = (0, deadline, -1)
+        key = (0, deadline, _LAST)
         ahead = sum(1 for w in self._heap if w.key < key and not w.fut.done())
         return self._project(now, ahead, objects) <= deadline
 
@@ -417,11 +422,15 @@ class Scheduler:
         core = self._core
         if core.paced_until:
             self._apply(core.tick(now), now)
-        t, why = core.gate(now, objects)
+        if core.pause_until > now or core.seq >= core.cap_floor or objects is not None:
+            t, why = core.gate(now, objects)
+        else:
+            t, why = now, ""
         if t <= now:
             ticket = self._store.try_acquire(now)
             if ticket is not None:
-                return self._grant(now, ticket, lane, deadline, objects)
+                self._in_flight += 1
+                return Permit(self, now, core.admitted(now), ticket, lane, deadline, objects)
             t, why = self._store.next_free(now)
         err = self._exhausted(now, t, why)
         if err is not None:
@@ -447,6 +456,9 @@ class Scheduler:
         if err is not None:
             raise err
         seq = next(self._arrivals)
+        if now < self._last_arrival:
+            now = self._last_arrival  # a clock stepping back must not reorder a lane
+        self._last_arrival = now
         key = (0, deadline, seq) if deadline is not None else (1, now + lane * self._aging, seq)
         fut: asyncio.Future[Permit] = asyncio.get_running_loop().create_future()
         w = _Waiter(key, fut, lane, deadline, objects)
@@ -490,7 +502,7 @@ class Scheduler:
             limit = why[7:]
         elif why == "day":
             limit = "day"
-            if t - now <= self._short_span:
+            if t - now <= self._pacing_horizon:
                 return None  # the day window frees within a minute: that is pacing, not exhaustion
         else:
             return None
