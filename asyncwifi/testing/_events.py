@@ -121,18 +121,44 @@ def _code_table() -> bytes:
 _CODE_TABLE = _code_table()
 
 
+_BLOCK = 1 << 18
+
+
 def _poisson_times(rnd: random.Random, count: int, start: float, end: float) -> array[int]:
     """``count`` sorted epoch seconds in ``[start, end)``: Poisson arrivals, scaled to fit.
 
     Arrivals with exponential gaps look like real traffic (several events may share a
     second, a trap for resuming by time) and come out sorted, with no sort to pay for.
+    Two passes over the same random draws (the first only sums the gaps) keep the memory
+    to the output array, even for tens of millions of events.
     """
+    out = array("q")
     if not count:
-        return array("q")
+        return out
     rand, log = rnd.random, math.log
-    gaps = [-log(1.0 - rand()) for _ in range(count + 1)]
-    scale = (end - start) / sum(gaps)
-    return array("q", [int(start + t * scale) for t in accumulate(gaps[:count])])
+    state = rnd.getstate()
+    total = 0.0
+    for lo in range(0, count + 1, _BLOCK):
+        total += sum([-log(1.0 - rand()) for _ in range(min(_BLOCK, count + 1 - lo))])
+    rnd.setstate(state)
+    scale = (end - start) / total
+    acc = 0.0
+    for lo in range(0, count + 1, _BLOCK):
+        gaps = [-log(1.0 - rand()) for _ in range(min(_BLOCK, count + 1 - lo))]
+        sums = list(accumulate(gaps, initial=acc))
+        acc = sums[-1]
+        out.extend([int(start + t * scale) for t in sums[1:]])
+    del out[count:]
+    return out
+
+
+def _owners(rnd: random.Random, count: int, n_owners: int) -> array[int]:
+    """``count`` uniformly drawn contact indices below ``n_owners``, built in blocks."""
+    out = array("I")
+    for lo in range(0, count, _BLOCK):
+        raw = array("I", rnd.randbytes(4 * min(_BLOCK, count - lo)))
+        out.extend(map(n_owners.__rmod__, raw))
+    return out
 
 
 #: a selection of event indices, in serving order
@@ -163,9 +189,7 @@ class EventStore:
         self.codes = rnd.randbytes(count).translate(_CODE_TABLE)
         n_owners = max(1, len(owners))
         #: the index of the contact each event belongs to
-        self.owners = array("I", rnd.randbytes(4 * count))
-        if n_owners != 1 << 32:
-            self.owners = array("I", [x % n_owners for x in self.owners])
+        self.owners = _owners(rnd, count, n_owners)
         self.start = float(start)
         self.end = float(end)
         self._contacts = list(owners) or [("", "", "")]

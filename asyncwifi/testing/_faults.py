@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import fnmatch
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["Fate", "FaultPlan", "Faults"]
 
@@ -83,6 +85,16 @@ class Faults:
             raise ValueError("revoke_tokens_every must be positive")
         if not self.error_statuses or any(not 500 <= s <= 599 for s in self.error_statuses):
             raise ValueError("error_statuses must be 5xx codes")
+
+    @classmethod
+    def from_dict(cls, fields: Mapping[str, Any]) -> Faults:
+        """A :class:`Faults` from its JSON fields (``dataclasses.asdict`` output; lists
+        become tuples)."""
+        values = dict(fields)
+        for key in ("error_statuses", "paths", "methods"):
+            if key in values:
+                values[key] = tuple(values[key])
+        return cls(**values)
 
     def applies_to(self, method: str, path: str) -> bool:
         """Whether the per-request faults apply to this request."""

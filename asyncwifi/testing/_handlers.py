@@ -36,9 +36,9 @@ if TYPE_CHECKING:
 __all__ = ["OBJECTS", "Api", "ApiFault", "json_response"]
 
 #: request key under which a handler records the objects it touched: ``{"hotspots": 3}``
-OBJECTS = "asyncwifi.objects"
+OBJECTS = web.RequestKey("asyncwifi.objects", dict[str, int])
 #: request key of the validated token's jti (set by the gateway)
-TOKEN = "asyncwifi.token"
+TOKEN = web.RequestKey("asyncwifi.token", str)
 
 EVENTS_SIZE_MAX = 10_000  # spec §4.5 / §8: 1 to 10000
 DEFAULT_PAGE = 100  # spec §4.2: "100 seen"; the default of every list here
@@ -73,7 +73,9 @@ def json_response(obj: Any, status: int = 200) -> web.Response:
 
 
 def _touch(request: web.Request, name: str, count: int) -> None:
-    objects: dict[str, int] = request.setdefault(OBJECTS, {})
+    objects = request.get(OBJECTS)
+    if objects is None:
+        objects = request[OBJECTS] = {}
     objects[name] = objects.get(name, 0) + count
 
 

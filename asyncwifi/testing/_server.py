@@ -422,9 +422,5 @@ class Simulator:
 
     async def _admin_faults(self, request: web.Request) -> web.Response:
         """PUT /_simulator/faults: replace the faults with the JSON body's fields."""
-        fields = await request.json()
-        for key in ("error_statuses", "paths", "methods"):
-            if key in fields:
-                fields[key] = tuple(fields[key])
-        self.faults = Faults(**fields)
+        self.faults = Faults.from_dict(await request.json())
         return json_response({"status": "OK"})

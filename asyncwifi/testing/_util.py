@@ -36,7 +36,7 @@ def mix(*values: int) -> int:
 
 def hex_id(*values: int) -> str:
     """A 24-hex-digit id (the shape of the platform's ids) derived from ``values``."""
-    return f"{mix(*values) & ((1 << 96) - 1):024x}"
+    return f"{mix(*values) << 32 | mix(*values, 0x5EED) >> 32:024x}"
 
 
 _MINUTES: dict[int, str] = {}

@@ -1,0 +1,449 @@
+"""Running the simulator on its own: from the command line, or in a separate process.
+
+``python -m asyncwifi.testing --port 8080`` (and the ``asyncwifi simulate`` command, which
+calls :func:`run_simulator`) serve until interrupted and print the base URL and the
+credentials. :class:`SimulatorProcess` starts that command as a child process, reads the
+first line it prints (JSON) and stops it on exit: load generators and benchmarks must not
+share an event loop with the server they measure.
+
+A child shares the parent's scaled time line through the system-wide monotonic clock: the
+parent passes its clock's reading and the monotonic instant of that reading, and the child
+runs an :class:`AnchoredClock` from them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from types import TracebackType
+from typing import IO, Any, Self
+
+import aiohttp
+
+from asyncwifi._clock import Clock, ScaledClock, SystemClock
+from asyncwifi.testing._faults import Faults
+from asyncwifi.testing._limits import MODES
+from asyncwifi.testing._server import Simulator
+from asyncwifi.testing._util import to_epoch
+
+__all__ = ["AnchoredClock", "SimulatorProcess", "main", "run_simulator", "serve_forever"]
+
+
+class AnchoredClock:
+    """A clock running ``speed`` times real time, reading ``start`` at monotonic ``anchor``.
+
+    ``time.monotonic()`` is system-wide on Linux, so two processes given the same three
+    numbers read the same time line (a :class:`~asyncwifi.ScaledClock` in the parent and
+    this clock in the child).
+    """
+
+    __slots__ = ("anchor", "speed", "start")
+
+    def __init__(self, speed: float, start: float, anchor: float) -> None:
+        if speed <= 0:
+            raise ValueError("speed must be positive")
+        self.speed = float(speed)
+        self.start = float(start)
+        self.anchor = float(anchor)
+
+    @classmethod
+    def describe(cls, clock: Clock) -> tuple[float, float, float]:
+        """``(speed, start, anchor)`` of ``clock`` now: what a child needs to share it."""
+        if isinstance(clock, ScaledClock | AnchoredClock):
+            speed = clock.speed
+        elif isinstance(clock, SystemClock):
+            speed = 1.0
+        else:
+            raise ValueError(f"cannot share {clock!r} with another process")
+        anchor = time.monotonic()
+        return speed, clock.now(), anchor
+
+    def now(self) -> float:
+        return self.start + (time.monotonic() - self.anchor) * self.speed
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds) / self.speed)
+
+    def real(self, seconds: float) -> float:
+        return max(0.0, seconds) / self.speed
+
+    def __repr__(self) -> str:
+        return f"AnchoredClock(speed={self.speed:g}, start={self.start:.3f})"
+
+
+def _describe(sim: Simulator, speed: float) -> dict[str, Any]:
+    limiter = sim.limiter
+    return {
+        "base_url": sim.base_url,
+        "client_key": sim.client_key,
+        "client_secret": sim.client_secret,
+        "organization": sim.organization,
+        "pid": os.getpid(),
+        "speed": speed,
+        "mode": limiter.mode,
+        "limits": limiter.limits,
+        "events": len(sim.data.events),
+        "contacts": len(sim.data.contacts),
+    }
+
+
+async def serve_forever(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    speed: float = 1.0,
+    clock: Clock | None = None,
+    json_output: bool = False,
+    warm: bool = False,
+    out: IO[str] | None = None,
+    **options: Any,
+) -> None:
+    """Serve a :class:`Simulator` until cancelled, after printing where and with what.
+
+    ``speed`` > 1 runs a :class:`~asyncwifi.ScaledClock` (``speed=100``: a minute lasts
+    0.6 s) unless ``clock`` is given; ``warm`` encodes every event before serving;
+    ``json_output`` prints one JSON line (for programs) instead of the human summary;
+    ``options`` are :class:`Simulator` keywords.
+    """
+    if clock is None:
+        clock = ScaledClock(speed) if speed != 1.0 else SystemClock()
+    stream = out or sys.stdout
+    sim = Simulator(clock=clock, host=host, port=port, **options)
+    if warm:
+        sim.data.events.warm()
+    async with sim:
+        info = _describe(sim, speed)
+        if json_output:
+            stream.write(json.dumps(info) + "\n")
+        else:
+            minute = clock.real(60.0)
+            stream.write(
+                f"asyncwifi simulator listening on {info['base_url']}\n"
+                f"  organization:  {info['organization']}\n"
+                f"  client key:    {info['client_key']}\n"
+                f"  client secret: {info['client_secret']}\n"
+                f"  limits:        {info['limits']['minute']}/minute, "
+                f"{info['limits']['day']}/day ({info['mode']})\n"
+                f"  clock speed:   {speed:g} (a minute lasts {minute:g} s)\n"
+                f"  data:          {info['contacts']} contacts, {info['events']} events\n"
+                "Press Ctrl+C to stop.\n"
+            )
+        stream.flush()
+        await asyncio.Event().wait()
+
+
+def run_simulator(
+    port: int = 8080, host: str = "127.0.0.1", speed: float = 1.0, **options: Any
+) -> None:
+    """Blocking entry point for the CLI: :func:`serve_forever` until Ctrl+C or SIGTERM."""
+
+    async def runner() -> None:
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        if task is not None:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, task.cancel)
+        with contextlib.suppress(asyncio.CancelledError):
+            await serve_forever(host=host, port=port, speed=speed, **options)
+
+    asyncio.run(runner())
+
+
+# -- command line ----------------------------------------------------------------------------
+
+
+def _epoch(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        value = to_epoch(text)
+        assert value is not None
+        return value
+
+
+def _object_limit(text: str) -> tuple[str, int]:
+    name, _, count = text.partition("=")
+    if not name or not count.isdigit():
+        raise argparse.ArgumentTypeError("expected NAME=COUNT, e.g. hotspots=10")
+    return name, int(count)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The options of ``python -m asyncwifi.testing``."""
+    p = argparse.ArgumentParser(
+        prog="python -m asyncwifi.testing",
+        description="Serve the asyncwifi platform simulator until interrupted.",
+    )
+    a = p.add_argument
+    a("--host", default="127.0.0.1")
+    a("--port", type=int, default=8080, help="0 picks a free port")
+    a("--speed", type=float, default=1.0, help="clock speed (100: a minute lasts 0.6 s)")
+    a("--clock-start", type=float, help="share a clock: its reading at --clock-anchor")
+    a("--clock-anchor", type=float, help="share a clock: the monotonic instant of the reading")
+    a("--seed", type=int, default=0)
+    a("--contacts", type=int, default=250)
+    a("--hotspots", type=int, default=12)
+    a("--segments", type=int, default=6)
+    a("--events", type=int, default=10_000)
+    a("--events-start", type=_epoch, help="ISO 8601 or epoch seconds")
+    a("--events-end", type=_epoch, help="ISO 8601 or epoch seconds")
+    a("--organization")
+    a("--client-key")
+    a("--client-secret")
+    a("--minute-limit", type=int, default=60)
+    a("--day-limit", type=int, default=15_000)
+    a("--mode", choices=MODES, default="fixed", help="rate-limit windows")
+    a("--count-refused", action="store_true", help="refused requests count too")
+    a("--fractional-reset", action="store_true", help="reset headers in fractional seconds")
+    a("--object-limit", type=_object_limit, action="append", default=[], metavar="NAME=N")
+    a("--gone-path", action="append", default=None, help="path pattern answered 410")
+    a("--scroll-ttl", type=float, default=60.0)
+    a("--scroll-single-use", action="store_true")
+    a("--token-ttl", type=float, default=86_400.0)
+    a("--faults", type=json.loads, help="JSON fields of Faults, e.g. '{\"error_rate\": 0.1}'")
+    a("--warm", action="store_true", help="encode every event before serving")
+    a("--json", action="store_true", help="print one JSON line instead of a summary")
+    return p
+
+
+def options_from_args(ns: argparse.Namespace) -> dict[str, Any]:
+    """:func:`serve_forever` keywords from parsed command-line options."""
+    opts: dict[str, Any] = {
+        "host": ns.host,
+        "port": ns.port,
+        "speed": ns.speed,
+        "seed": ns.seed,
+        "contacts": ns.contacts,
+        "hotspots": ns.hotspots,
+        "segments": ns.segments,
+        "events": ns.events,
+        "organization": ns.organization,
+        "client_key": ns.client_key,
+        "client_secret": ns.client_secret,
+        "minute_limit": ns.minute_limit,
+        "day_limit": ns.day_limit,
+        "rate_limit_mode": ns.mode,
+        "count_refused": ns.count_refused,
+        "fractional_reset": ns.fractional_reset,
+        "object_limits": dict(ns.object_limit),
+        "scroll_ttl": ns.scroll_ttl,
+        "scroll_single_use": ns.scroll_single_use,
+        "token_ttl": ns.token_ttl,
+        "warm": ns.warm,
+        "json_output": ns.json,
+    }
+    for key in ("events_start", "events_end"):
+        if getattr(ns, key) is not None:
+            opts[key] = getattr(ns, key)
+    if ns.gone_path is not None:
+        opts["gone_paths"] = tuple(ns.gone_path)
+    if ns.faults:
+        opts["faults"] = Faults.from_dict(ns.faults)
+    if ns.clock_start is not None and ns.clock_anchor is not None:
+        opts["clock"] = AnchoredClock(ns.speed, ns.clock_start, ns.clock_anchor)
+    return opts
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m asyncwifi.testing``: parse options and serve until interrupted."""
+    ns = build_parser().parse_args(argv)
+    opts = options_from_args(ns)
+    run_simulator(**opts)
+    return 0
+
+
+# -- a simulator in a child process ----------------------------------------------------------
+
+_FLAGS = {
+    "seed": "--seed",
+    "contacts": "--contacts",
+    "hotspots": "--hotspots",
+    "segments": "--segments",
+    "events": "--events",
+    "events_start": "--events-start",
+    "events_end": "--events-end",
+    "organization": "--organization",
+    "client_key": "--client-key",
+    "client_secret": "--client-secret",
+    "minute_limit": "--minute-limit",
+    "day_limit": "--day-limit",
+    "rate_limit_mode": "--mode",
+    "scroll_ttl": "--scroll-ttl",
+    "token_ttl": "--token-ttl",
+    "host": "--host",
+    "port": "--port",
+}
+_SWITCHES = {
+    "count_refused": "--count-refused",
+    "fractional_reset": "--fractional-reset",
+    "scroll_single_use": "--scroll-single-use",
+    "warm": "--warm",
+}
+
+
+class SimulatorProcess:
+    """A :class:`Simulator` in a child process (``python -m asyncwifi.testing``).
+
+    Use ``with SimulatorProcess(...) as proc:`` or ``async with``; then ``proc.base_url``,
+    ``proc.client_key``, ``proc.client_secret``, ``proc.organization`` and ``proc.clock``
+    (the parent's clock, whose time line the child shares). Keywords are those of
+    :class:`Simulator` (data sizes, limits, mode, faults, ...) plus ``warm``.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        speed: float | None = None,
+        python: str = sys.executable,
+        startup_timeout: float = 60.0,
+        **options: Any,
+    ) -> None:
+        if clock is None:
+            clock = ScaledClock(speed) if speed not in (None, 1.0) else SystemClock()
+        #: the parent's clock; the child reads the same time line
+        self.clock = clock
+        self.python = python
+        self.startup_timeout = startup_timeout
+        self.options = options
+        self.base_url = ""
+        self.client_key = ""
+        self.client_secret = ""
+        self.organization = ""
+        #: everything the child printed on start (base URL, credentials, limits, sizes)
+        self.info: dict[str, Any] = {}
+        self._proc: subprocess.Popen[str] | None = None
+
+    def __repr__(self) -> str:
+        pid = self._proc.pid if self._proc else None
+        return f"<SimulatorProcess pid={pid} {self.base_url or 'not started'}>"
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id while it runs."""
+        return self._proc.pid if self._proc else None
+
+    def command(self) -> list[str]:
+        """The child's command line."""
+        speed, start, anchor = AnchoredClock.describe(self.clock)
+        cmd = [self.python, "-m", "asyncwifi.testing", "--json", "--port", "0"]
+        cmd += [
+            "--speed",
+            repr(speed),
+            "--clock-start",
+            repr(start),
+            "--clock-anchor",
+            repr(anchor),
+        ]
+        for key, value in self.options.items():
+            if key in _FLAGS:
+                cmd += [_FLAGS[key], str(value)]
+            elif key in _SWITCHES:
+                if value:
+                    cmd.append(_SWITCHES[key])
+            elif key == "object_limits":
+                for name, count in dict(value).items():
+                    cmd += ["--object-limit", f"{name}={count}"]
+            elif key == "gone_paths":
+                for pattern in value:
+                    cmd += ["--gone-path", pattern]
+            elif key == "faults":
+                if value is not None:
+                    cmd += ["--faults", json.dumps(dataclasses.asdict(value))]
+            else:
+                raise TypeError(f"SimulatorProcess does not support the option {key!r}")
+        return cmd
+
+    def start(self) -> None:
+        """Start the child and wait for its first line (blocking)."""
+        if self._proc is not None:
+            return
+        proc = subprocess.Popen(
+            self.command(),
+            stdout=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self._proc = proc
+        assert proc.stdout is not None
+        deadline = time.monotonic() + self.startup_timeout
+        line = ""
+        while not line:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("the simulator process did not start")
+            line = proc.stdout.readline().strip()
+        self.info = json.loads(line)
+        self.base_url = self.info["base_url"]
+        self.client_key = self.info["client_key"]
+        self.client_secret = self.info["client_secret"]
+        self.organization = self.info["organization"]
+
+    def stop(self) -> None:
+        """Stop the child (SIGTERM, then SIGKILL after 5 s) and reap it."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+    async def counters(self) -> dict[str, Any]:
+        """The child's ``sim.counters`` as a dict (fetched over HTTP, outside the gateway)."""
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(self.base_url + "/_simulator/counters") as resp,
+        ):
+            resp.raise_for_status()
+            summary: dict[str, Any] = await resp.json()
+            return summary
+
+    async def set_faults(self, faults: Faults) -> None:
+        """Replace the child's faults (like ``sim.faults = faults``)."""
+        async with (
+            aiohttp.ClientSession() as session,
+            session.put(
+                self.base_url + "/_simulator/faults", json=dataclasses.asdict(faults)
+            ) as resp,
+        ):
+            resp.raise_for_status()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Self:
+        await asyncio.to_thread(self.start)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await asyncio.to_thread(self.stop)
