@@ -30,6 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
+import msgspec
+
 from asyncwifi._clock import Clock
 from asyncwifi.backfill._errors import (
     OutputConflictError,
@@ -38,7 +40,7 @@ from asyncwifi.backfill._errors import (
 )
 from asyncwifi.backfill._plan import MS, Slice, format_ms
 from asyncwifi.backfill._records import Boundaries, drop, parse_key, select_page
-from asyncwifi.backfill._sink import JsonlSink
+from asyncwifi.backfill._sink import JsonlSink, RawRecord
 from asyncwifi.backfill._state import JobParams, SliceState, StateStore
 from asyncwifi.errors import QuotaExhaustedError, ScrollExpiredError
 
@@ -68,7 +70,7 @@ class PageLike(Protocol):
     def items(self) -> Sequence[Any]: ...
 
     @property
-    def raw_items(self) -> Sequence[bytes] | None: ...
+    def raw_items(self) -> Sequence[RawRecord] | None: ...
 
 
 class StreamLike(Protocol):
@@ -117,6 +119,10 @@ class Progress:
     requests_total: int = 0
     #: duplicates dropped by this run (re-delivered ids)
     duplicates_run: int = 0
+    #: streams opened to make sure a slice had really ended (see ``ExportJob._run_slice``)
+    verifications_run: int = 0
+    #: records that did not decode into the SDK's model, written from their raw bytes
+    undecoded_run: int = 0
     #: estimate of the requests still needed, once a slice has finished (None before)
     remaining_requests: int | None = None
     #: when this run started, on the job's clock
@@ -143,6 +149,9 @@ class Reporter:
 
     def finished(self, progress: Progress) -> None:
         """Every slice is complete."""
+
+    def close(self) -> None:
+        """Release the display (called by the reporter's owner, whatever the outcome)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,7 +235,7 @@ class ExportJob:
         out_path: Path,
         open_stream: OpenStream,
         clock: Clock,
-        id_of: Callable[[Any, bytes], str] | None = None,
+        id_of: Callable[[Any, RawRecord], str] | None = None,
         date_of: Callable[[Any], object] | None = None,
         reporter: Reporter | None = None,
         concurrency: int = 1,
@@ -234,6 +243,7 @@ class ExportJob:
         max_wait: float | None = None,
         fsync: bool = True,
         compresslevel: int = 6,
+        page_size: int | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -250,9 +260,13 @@ class ExportJob:
         self.wait = wait
         self.max_wait = max_wait
         self._fsync = fsync
+        #: the page size asked of the server: a full last page makes an end only probable
+        self.page_size = page_size
         self._compresslevel = compresslevel
         self._lock = asyncio.Lock()
         self._store: StateStore | None = None
+        #: the slices of the current round, updated as pages commit
+        self._states: list[SliceState] = []
         self._sink: JsonlSink | None = None
         self.progress = Progress()
         self._boundary_moments = [s.start for s in self.plan[1:]] if date_of else []
@@ -338,6 +352,7 @@ class ExportJob:
 
     def _refresh_slices(self) -> list[SliceState]:
         states = self._require_store().slices()
+        self._states = states
         self.progress.slices_done = sum(1 for s in states if s.done)
         self.progress.remaining_requests = _remaining_requests(states)
         return states
@@ -369,14 +384,24 @@ class ExportJob:
             [m for m in self._boundary_moments if m in (state.start, state.end)]
         )
         expiries = 0
+        verifying = False
+        uncounted = 0  # requests that committed no page (the empty page ending a scroll)
         while True:
-            stream = self._open_stream(self._request_for(state, seen))
+            request = self._request_for(state, seen)
+            stream = self._open_stream(request)
             counted = 0
+            added = 0
+            last_count: int | None = None
             try:
                 async for page in stream.pages():
                     used = stream.requests - counted
                     counted += used
-                    if await self._commit_page(state, seen, boundaries, page, used):
+                    count = len(page.items or ()) + len(getattr(page, "errors", None) or ())
+                    if count:
+                        last_count = count
+                    committed = await self._commit_page(state, seen, boundaries, page, used)
+                    added += committed
+                    if committed:
                         expiries = 0
             except ScrollExpiredError:
                 # the client could not continue this scroll (contacts without resume mode):
@@ -386,17 +411,28 @@ class ExportJob:
                     raise
                 continue
             finally:
-                # requests that produced no committed page (the empty page ending a scroll)
                 self.progress.requests_run += stream.requests - counted
-                trailing = stream.requests - counted
+                uncounted += stream.requests - counted
                 await stream.aclose()
-            break
-        await self._locked(lambda: store.finish_slice(state.index, requests=trailing))
+            if verifying and added == 0:
+                break
+            # spec §3: an expired scroll id answers "no results", like the end. A page shorter
+            # than the page size proves the server ran out; after a full page (or a stream
+            # that resumed, whose pages are de-duplicated) the end is only probable: one more
+            # stream from the cursor makes sure (it costs a request or two, and only then)
+            full = self.page_size is not None and last_count == self.page_size
+            resumed = bool(request.skip_ids) or int(getattr(stream, "resumes", 0) or 0) > 0
+            if not (full or resumed):
+                break
+            verifying = True
+            self.progress.verifications_run += 1
+        await self._locked(lambda: store.finish_slice(state.index, requests=uncounted))
         state.done = True
-        self.progress.slices_done += 1
-        self.progress.requests_total += trailing
-        self.progress.remaining_requests = _remaining_requests(await self._locked(store.slices))
-        self.reporter.slice_done(self.progress, slice_index=state.index)
+        progress = self.progress
+        progress.slices_done += 1
+        progress.requests_total += uncounted
+        progress.remaining_requests = _remaining_requests(self._states)
+        self.reporter.slice_done(progress, slice_index=state.index)
 
     def _request_for(self, state: SliceState, seen: set[str]) -> StreamRequest:
         piece = state.slice
@@ -428,11 +464,15 @@ class ExportJob:
     ) -> int:
         """Write and commit one page; returns how many records it added."""
         items: Sequence[Any] = page.items or ()
-        raws: Sequence[bytes] | None = getattr(page, "raw_items", None)
+        raws: Sequence[RawRecord] | None = getattr(page, "raw_items", None)
         if raws is None or len(raws) != len(items):
             raise RuntimeError(
                 "the stream must be opened with keep_raw=True (one raw record per item)"
             )
+        errors = getattr(page, "errors", None)
+        if errors:
+            items, raws = _with_undecoded(items, raws, errors)
+            self.progress.undecoded_run += len(errors)
         id_of = self._id_of
         ids = [id_of(item, raw) for item, raw in zip(items, raws, strict=True)]
         date_of = self._date_of
@@ -504,12 +544,54 @@ class ExportJob:
                 raise
 
 
-def default_id(item: Any, raw: bytes) -> str:
+def default_id(item: Any, raw: RawRecord) -> str:
     """The record's ``id`` (events) or ``cid`` (contacts); a hash of its bytes if it has none."""
     rid = getattr(item, "id", None) or getattr(item, "cid", None)
     if isinstance(rid, str) and rid:
         return rid
     return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+class _Loose(msgspec.Struct, gc=False):
+    """The little the engine needs of a record that failed typed decoding."""
+
+    id: Any = None
+    cid: Any = None
+    date: Any = None
+
+
+_loose = msgspec.json.Decoder(_Loose)
+
+
+def _with_undecoded(
+    items: Sequence[Any], raws: Sequence[RawRecord], errors: Sequence[Any]
+) -> tuple[list[Any], list[RawRecord]]:
+    """Put back, at their places, the records a page could not decode (``page.errors``).
+
+    An export is lossless: such a record is still written from its raw bytes, named by its
+    ``id`` (or ``cid``) read loosely, or by a hash of its bytes when even that fails.
+    """
+    extra: list[tuple[int, Any, RawRecord]] = []
+    for error in errors:
+        raw = getattr(error, "raw", None)
+        if not raw:
+            continue
+        try:
+            loose = _loose.decode(raw)
+        except msgspec.DecodeError:
+            loose = _Loose()
+        if loose.id is not None and not isinstance(loose.id, str):
+            loose.id = str(loose.id)
+        if loose.cid is not None and not isinstance(loose.cid, str):
+            loose.cid = str(loose.cid)
+        extra.append((int(getattr(error, "index", len(items))), loose, raw))
+    merged_items = list(items)
+    merged_raws = list(raws)
+    for index, loose, raw in sorted(extra, key=lambda e: e[0]):
+        at = min(index, len(merged_items))
+        merged_items.insert(at, loose)
+        merged_raws.insert(at, raw)
+    return merged_items, merged_raws
 
 
 def event_date(item: Any) -> object:

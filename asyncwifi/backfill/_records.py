@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from asyncwifi.backfill._sink import RawRecord
+
 __all__ = [
     "BOUNDARY_MARGIN",
     "Boundaries",
@@ -32,13 +34,16 @@ BOUNDARY_MARGIN = timedelta(seconds=1)
 def date_key(value: object) -> str | None:
     """A sortable UTC key (``YYYY-MM-DDTHH:MM:SS.ffffffZ``) for a record's date, or ``None``.
 
-    The API's own shape (``...:SS.mmmZ``) takes a fast path; any other ISO 8601 form is
+    The API's own shapes (``...:SS.mmmZ``, ``...:SSZ``) take a fast path; any other form is
     parsed (no zone means UTC). Anything else gives ``None``: not comparable.
     """
     if not isinstance(value, str) or not value:
         return None
-    if len(value) == 24 and value[23] == "Z" and value[10] == "T" and value[19] == ".":
+    n = len(value)
+    if n == 24 and value[23] == "Z" and value[10] == "T" and value[19] == ".":
         return value[:23] + "000Z"
+    if n == 20 and value[19] == "Z" and value[10] == "T":
+        return value[:19] + ".000000Z"
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
@@ -73,7 +78,7 @@ class Boundaries:
 class PageSelection:
     """What to write from one page, and the slice's cursor after it."""
 
-    raws: list[bytes] = field(default_factory=list)
+    raws: list[RawRecord] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
     #: ids (among ``ids``) dated near a boundary: to check against, and add to, the
     #: boundary table in the commit
@@ -86,7 +91,7 @@ class PageSelection:
 def select_page(
     ids: Sequence[str],
     dates: Sequence[object] | None,
-    raws: Sequence[bytes],
+    raws: Sequence[RawRecord],
     *,
     seen: set[str] | frozenset[str],
     boundaries: Boundaries,

@@ -14,12 +14,17 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+import msgspec
+
 from asyncwifi.backfill._errors import OutputConflictError
 
-__all__ = ["JsonlSink", "encode_lines"]
+__all__ = ["JsonlSink", "RawRecord", "encode_lines"]
+
+#: a record's exact bytes: ``bytes``, or the ``msgspec.Raw`` slice a stream hands out
+RawRecord = bytes | msgspec.Raw
 
 
-def encode_lines(records: Sequence[bytes]) -> bytes:
+def encode_lines(records: Sequence[RawRecord]) -> bytes:
     """``records`` as JSON Lines: each followed by ``\\n``.
 
     JSON forbids raw line breaks inside strings, so a CR or LF in a record can only be
@@ -71,7 +76,7 @@ class JsonlSink:
         self._fd = fd
         self.offset = committed
 
-    def encode(self, records: Sequence[bytes]) -> bytes:
+    def encode(self, records: Sequence[RawRecord]) -> bytes:
         """The bytes one page adds to the file (a gzip member when compressing)."""
         chunk = encode_lines(records)
         if self.gzip and chunk:

@@ -80,6 +80,9 @@ class FakeServer:
     round_end_up: bool = False
     #: raise ScrollExpiredError after this many pages of a stream (once per stream count)
     expire_after_pages: int | None = None
+    #: end a stream silently (an empty page, like a lapsed scroll the client took for the
+    #: end) after this many pages
+    lapse_silently_after: int | None = None
     requests: int = 0
     day_used: int = 0
     day: int = 0
@@ -125,6 +128,8 @@ class FakeStream:
         for n, i in enumerate(range(0, len(chosen), size)):
             if server.expire_after_pages is not None and n == server.expire_after_pages:
                 raise ScrollExpiredError("lapsed", delivered=i, total=len(chosen))
+            if server.lapse_silently_after is not None and n == server.lapse_silently_after:
+                break
             server._spend()
             self.requests += 1
             await asyncio.sleep(0)

@@ -296,6 +296,25 @@ async def test_a_lapsed_scroll_is_restarted_and_nothing_repeats(
     assert_exactly_once(tmp_path / "out.jsonl", events)
 
 
+async def test_an_end_after_a_full_page_is_verified_so_a_silent_lapse_loses_nothing(
+    tmp_path: Path, events: list[Any]
+) -> None:
+    server = FakeServer(events, page_size=20, lapse_silently_after=3)
+    outcome = await job(tmp_path, server, page_size=20).run()
+    assert_exactly_once(tmp_path / "out.jsonl", events)
+    assert outcome.progress.verifications_run > 0
+
+
+async def test_an_end_after_a_short_page_costs_no_extra_request(
+    tmp_path: Path, events: list[Any]
+) -> None:
+    server = FakeServer(events, page_size=1_000)  # every slice fits in one short page
+    outcome = await job(tmp_path, server, page_size=1_000).run()
+    assert_exactly_once(tmp_path / "out.jsonl", events)
+    assert outcome.progress.verifications_run == 0
+    assert server.requests == DAYS * 2  # one page and the empty page ending each slice
+
+
 async def test_a_scroll_that_lapses_before_any_page_fails_instead_of_looping(
     tmp_path: Path, events: list[Any]
 ) -> None:

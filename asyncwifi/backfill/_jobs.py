@@ -1,0 +1,171 @@
+"""The two exports built on the engine, wired to a :class:`~asyncwifi.Client`.
+
+- :func:`events_backfill`: the organization's events over ``[since, until)``, in time
+  slices streamed concurrently (``sortBy=utcTime`` so a resumed slice can narrow its start);
+- :func:`contacts_export`: every contact, through one scroll; a lapsed scroll (or a
+  restart) starts again in the client's resume mode, skipping what was written.
+
+``events_params`` / ``contacts_params`` give the :class:`JobParams` a state file is bound to,
+for :func:`~asyncwifi.backfill.preflight` checks before a client is even created.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from asyncwifi.backfill._engine import ExportJob, Reporter, StreamLike, StreamRequest, event_date
+from asyncwifi.backfill._plan import Slice, plan_slices
+from asyncwifi.backfill._state import JobParams
+from asyncwifi.ratelimit import Lane
+
+if TYPE_CHECKING:
+    from asyncwifi._client import Client
+
+__all__ = ["contacts_export", "contacts_params", "events_backfill", "events_params"]
+
+#: spec §8: events pages hold up to 10,000; quota binds, so fewer, fuller pages
+EVENTS_PAGE_SIZE = 10_000
+#: spec §4.2: the contact list's ``size`` (100 is the value seen; no maximum is documented)
+CONTACTS_PAGE_SIZE = 100
+#: a stand-in range for the single "slice" of a contact export (contacts are not time-sliced)
+_WHOLE = Slice(
+    0,
+    datetime.fromisoformat("1970-01-01T00:00:00+00:00"),
+    datetime.fromisoformat("9999-01-01T00:00:00+00:00"),
+)
+
+
+def events_params(
+    *,
+    out: Path,
+    since: datetime,
+    until: datetime,
+    types: Sequence[str] | None,
+    slice_size: timedelta,
+    gzip: bool,
+) -> JobParams:
+    """What an events backfill's state file is bound to."""
+    return JobParams(
+        kind="events",
+        out=str(out.resolve()),
+        gzip=gzip,
+        since=since.isoformat(),
+        until=until.isoformat(),
+        types=tuple(sorted(set(types))) if types else None,
+        slice_seconds=round(slice_size.total_seconds()),
+    )
+
+
+def contacts_params(*, out: Path, gzip: bool, has_email: bool | None) -> JobParams:
+    """What a contact export's state file is bound to."""
+    return JobParams(kind="contacts", out=str(out.resolve()), gzip=gzip, has_email=has_email)
+
+
+def events_backfill(
+    api: Client,
+    *,
+    since: datetime,
+    until: datetime,
+    out: Path,
+    state: Path,
+    types: Sequence[str] | None = None,
+    slice_size: timedelta = timedelta(days=1),
+    gzip: bool = False,
+    concurrency: int = 4,
+    page_size: int = EVENTS_PAGE_SIZE,
+    prefetch: int = 1,
+    reporter: Reporter | None = None,
+    wait: bool = False,
+    max_wait: float | None = None,
+    fsync: bool = True,
+) -> ExportJob:
+    """An events backfill of ``[since, until)`` into ``out`` (JSON Lines), resumable via ``state``.
+
+    Configure the client with ``on_quota_exhausted="raise"`` so that a spent day quota
+    checkpoints the job: :meth:`ExportJob.run` then returns ``paused`` (or, with ``wait``,
+    sleeps until the reset unless it is more than ``max_wait`` seconds away).
+    """
+    wanted = sorted(set(types)) if types else None
+    events = api.events
+
+    def open_stream(request: StreamRequest) -> StreamLike:
+        return events.list(
+            date_start=request.date_start,
+            date_end=request.date_end,
+            types=wanted,
+            size=page_size,
+            sort_by="utcTime",
+            keep_raw=True,
+            skip_ids=request.skip_ids,
+            prefetch=prefetch,
+            lane=Lane.BULK,
+        )
+
+    return ExportJob(
+        params=events_params(
+            out=out, since=since, until=until, types=wanted, slice_size=slice_size, gzip=gzip
+        ),
+        slices=plan_slices(since, until, slice_size),
+        state_path=state,
+        out_path=out,
+        open_stream=open_stream,
+        clock=api.clock,
+        date_of=event_date,
+        page_size=page_size,
+        reporter=reporter,
+        concurrency=concurrency,
+        wait=wait,
+        max_wait=max_wait,
+        fsync=fsync,
+    )
+
+
+def contacts_export(
+    api: Client,
+    *,
+    out: Path,
+    state: Path,
+    has_email: bool | None = None,
+    gzip: bool = False,
+    page_size: int = CONTACTS_PAGE_SIZE,
+    prefetch: int = 1,
+    reporter: Reporter | None = None,
+    wait: bool = False,
+    max_wait: float | None = None,
+    fsync: bool = True,
+) -> ExportJob:
+    """Every contact into ``out`` (JSON Lines), resumable via ``state``.
+
+    One scroll; when it lapses (``ScrollExpiredError``) or the job restarts, a new scroll is
+    opened in the client's resume mode and the contacts already written are skipped by id.
+    """
+    contacts = api.contacts
+
+    def open_stream(request: StreamRequest) -> StreamLike:
+        return contacts.list(
+            has_email=has_email,
+            size=page_size,
+            keep_raw=True,
+            resume=request.resume,
+            skip_ids=request.skip_ids,
+            prefetch=prefetch,
+        )
+
+    return ExportJob(
+        params=contacts_params(out=out, gzip=gzip, has_email=has_email),
+        slices=[_WHOLE],
+        state_path=state,
+        out_path=out,
+        open_stream=open_stream,
+        clock=api.clock,
+        date_of=None,
+        page_size=page_size,
+        reporter=reporter,
+        concurrency=1,
+        wait=wait,
+        max_wait=max_wait,
+        fsync=fsync,
+    )
