@@ -245,7 +245,8 @@ async def serve(
     """Serve webhooks until cancelled, then shut down gracefully and close the receiver.
 
     ``on_ready(port)`` is called once listening (useful with ``port=0``). The access log is
-    off by default: it costs about a fifth of the throughput and may record client IPs.
+    off by default: it costs throughput and records client addresses. ``shutdown_grace``
+    (real seconds) bounds how long in-flight requests and a running handler may finish.
     """
     app = create_app(
         receiver,
