@@ -178,7 +178,8 @@ def create_app(
     With ``spool`` (a :class:`Spool` or a file path) the app runs in durable mode: it opens
     the spool and starts the :class:`Dispatcher` on startup (delivering whatever a previous
     run left pending) and stops both on cleanup. ``health_path`` answers ``GET`` with
-    ``{"status": "ok", ...}`` (spool counts in durable mode) for load balancers.
+    ``{"status": "ok", ...}`` for load balancers (in durable mode with the pending and dead
+    letter counts, and the handled/retried/dead counts since start).
     ``shutdown_grace`` is how long (real seconds) a running handler may finish at shutdown.
     The receiver's de-duplicator is not closed by the app (see :meth:`Receiver.aclose`).
     """
@@ -225,6 +226,8 @@ async def _health(request: web.Request) -> web.StreamResponse:
             out["spool"] = await state.spool.counts()
         except Exception:
             return _reply(503, _message("spool unavailable"))
+        if state.dispatcher is not None:
+            out["since_start"] = state.dispatcher.stats
     return _reply(200, msgspec.json.encode(out))
 
 

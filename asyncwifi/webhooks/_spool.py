@@ -11,9 +11,10 @@ survives a power loss or an OS crash. ``"NORMAL"`` syncs only at checkpoints: an
 survives the process being killed (the WAL is in the OS cache) but the last commits may
 be lost if the machine itself goes down. See the benchmark for what each costs.
 
-Tables: ``events`` (pending, handled and dead rows; the unique ``nonce`` also de-duplicates
-across restarts until settled rows are pruned) and ``dead_letters`` (events whose handler
-kept failing, kept until an operator requeues or deletes them).
+Tables: ``events`` (pending rows with their body; handled and dead rows keep only their
+``nonce``, whose uniqueness de-duplicates across restarts until the row is pruned after
+``retention``) and ``dead_letters`` (events whose handler kept failing, with body and last
+error, kept until an operator requeues or deletes them).
 """
 
 from __future__ import annotations
@@ -37,10 +38,7 @@ __all__ = ["DeadLetter", "Outcome", "Spool", "SpooledEvent"]
 _log = logging.getLogger("asyncwifi.webhooks")
 _T = TypeVar("_T")
 
-PENDING: Final = 0
-HANDLED: Final = 1
-DEAD: Final = 2
-
+# events.state: 0 pending, 1 handled, 2 dead (moved to dead_letters)
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY,
@@ -144,7 +142,7 @@ class Spool:
         path: str | os.PathLike[str],
         *,
         synchronous: Literal["FULL", "NORMAL"] = "FULL",
-        retention: float = 86_400.0,
+        retention: float = 3600.0,
         max_batch: int = 1024,
     ) -> None:
         if synchronous not in ("FULL", "NORMAL"):
@@ -153,7 +151,8 @@ class Spool:
         self.path = Path(path)
         #: the durability of a commit (see the module docstring)
         self.synchronous = synchronous
-        #: seconds handled and dead rows stay in ``events`` (their nonces de-duplicate)
+        #: seconds a settled event's nonce stays in ``events`` to refuse redeliveries
+        #: (its body is dropped once handled); keep it >= the de-duplication TTL
         self.retention = float(retention)
         self.max_batch = max_batch
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
@@ -363,15 +362,15 @@ class Spool:
         return await self._submit(run)
 
     async def counts(self) -> dict[str, int]:
-        """How many events are pending, handled (and not yet pruned) and dead."""
+        """How many events wait for a handler (``pending``) and how many are dead letters.
+
+        Cheap (an index range and a small table), so a health check may call it often.
+        """
 
         def run(conn: sqlite3.Connection) -> dict[str, int]:
-            names = {PENDING: "pending", HANDLED: "handled", DEAD: "dead"}
-            out = dict.fromkeys(names.values(), 0)
-            for state, count in conn.execute("SELECT state, COUNT(*) FROM events GROUP BY state"):
-                out[names.get(state, str(state))] = count
-            out["dead_letters"] = conn.execute("SELECT COUNT(*) FROM dead_letters").fetchone()[0]
-            return out
+            pending = conn.execute("SELECT COUNT(*) FROM events WHERE state = 0").fetchone()[0]
+            dead = conn.execute("SELECT COUNT(*) FROM dead_letters").fetchone()[0]
+            return {"pending": pending, "dead_letters": dead}
 
         return await self._submit(run)
 
@@ -441,7 +440,9 @@ def _settle(conn: sqlite3.Connection, outcomes: Sequence[Outcome]) -> None:
     handled = [(o.at, o.id) for o in outcomes if o.kind == "handled"]
     if handled:
         conn.executemany(
-            "UPDATE events SET state = 1, settled_at = ?, last_error = NULL WHERE id = ?", handled
+            "UPDATE events SET state = 1, settled_at = ?, last_error = NULL, body = X'',"
+            " headers = X'' WHERE id = ?",
+            handled,
         )
     retries = [(o.at, o.error, o.id) for o in outcomes if o.kind == "retry"]
     if retries:
