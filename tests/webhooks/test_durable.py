@@ -16,7 +16,7 @@ import pytest
 
 from asyncwifi import ScaledClock
 from asyncwifi.models.webhook import WebhookPayload
-from asyncwifi.webhooks import Receiver, RetryPolicy, Spool, WebhookContext, create_app
+from asyncwifi.webhooks import Outcome, Receiver, RetryPolicy, Spool, WebhookContext, create_app
 from asyncwifi.webhooks._spool import Spool as SpoolImpl
 from tests.webhooks.helpers import HEADER, SECRET, ClientFactory, auth, body_of, eventually
 
@@ -264,3 +264,38 @@ async def test_a_closed_spool_refuses_work(tmp_path: Path) -> None:
     await spool.close()
     await spool.close()
     assert "closed" in repr(spool)
+
+
+async def test_settled_nonces_are_forgotten_after_the_retention(tmp_path: Path) -> None:
+    async with Spool(tmp_path / "r.sqlite3", retention=10) as spool:
+
+        async def put(at: float) -> int | None:
+            return await spool.put(nonce="a", type="x", body=b"{}", headers={}, received_at=at)
+
+        event_id = await put(100)
+        assert event_id is not None
+        [claimed], _ = await spool.settle_and_claim([], now=100, limit=10)
+        assert claimed.attempt == 1
+        await spool.settle_and_claim(
+            [Outcome(event_id, "handled", 100)], now=105, limit=10, prune=True
+        )
+        assert await put(105) is None  # still remembered within the retention
+        await spool.settle_and_claim([], now=111, limit=10, prune=True)
+        assert await put(111) is not None  # forgotten: a redelivery now would be new
+
+
+async def test_claims_number_the_attempts_and_retries_wait_until_due(tmp_path: Path) -> None:
+    async with Spool(tmp_path / "a.sqlite3") as spool:
+        event_id = await spool.put(nonce="a", type="x", body=b"{}", headers={}, received_at=0)
+        assert event_id is not None
+        [first], _ = await spool.settle_and_claim([], now=0, limit=10)
+        claimed, next_due = await spool.settle_and_claim(
+            [Outcome(event_id, "retry", 30, "boom")], now=1, limit=10
+        )
+        assert (claimed, next_due) == ([], 30)
+        [second], _ = await spool.settle_and_claim([], now=30, limit=10)
+        assert (first.attempt, second.attempt) == (1, 2)
+        claimed, _ = await spool.settle_and_claim(
+            [Outcome(event_id, "unclaimed", 30)], now=30, limit=10
+        )
+        assert [e.attempt for e in claimed] == [2]  # the unclaimed delivery was taken back
