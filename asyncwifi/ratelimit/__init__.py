@@ -7,6 +7,7 @@ the admission log lives in a :class:`Store` (:class:`MemoryStore` by default, or
 
 from asyncwifi.ratelimit._headers import ObjectCounts, RateLimitHeaders
 from asyncwifi.ratelimit._limits import Limit, Limits, WindowSpec
+from asyncwifi.ratelimit._redis import RedisStore
 from asyncwifi.ratelimit._scheduler import Lane, Permit, Scheduler
 from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent, WindowSnapshot
 from asyncwifi.ratelimit._store import MemoryStore, Store, WindowUsage
@@ -21,6 +22,7 @@ __all__ = [
     "Permit",
     "QuotaSnapshot",
     "RateLimitHeaders",
+    "RedisStore",
     "Scheduler",
     "Store",
     "ThrottleEvent",

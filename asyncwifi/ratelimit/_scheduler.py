@@ -625,6 +625,14 @@ class Scheduler:
                 if wake is None and not self._heap and not self._parked:
                     return
                 await self._pump_wait(wake)
+        except Exception as exc:
+            # a store bug must not leave waiters hanging forever: they get the error
+            self._log.exception("rate-limit store failed; failing the waiting requests")
+            for w in [*self._heap, *self._parked]:
+                if not w.fut.done():
+                    w.fut.set_exception(exc)
+            self._heap.clear()
+            self._parked.clear()
         finally:
             self._pump = None
 
@@ -689,7 +697,7 @@ class Scheduler:
     def _apply(self, effects: list[Effect], now: float) -> None:
         for e in effects:
             if e.kind == "pause" and e.until is not None:
-                self._store.pause(e.until)
+                self._store.pause(e.until, now)
                 self._log.warning(
                     "%s; every request waits %.1f s (until %s)",
                     e.reason,

@@ -69,8 +69,8 @@ class Store(abc.ABC):
     def refund(self, ticket: object) -> None:
         """Give back an admission whose request was never sent."""
 
-    def pause(self, until: float) -> None:  # noqa: B027 - optional hook
-        """Share a server-ordered pause with other users of the store (optional)."""
+    def pause(self, until: float, now: float) -> None:  # noqa: B027 - optional hook
+        """Share a server-ordered pause (until clock time ``until``) with other users."""
 
     @abc.abstractmethod
     def project(self, now: float, k: int) -> list[float]:

@@ -1,0 +1,415 @@
+"""``RedisStore``: one key's admission log in Redis, shared by processes on several hosts.
+
+Each window is a sorted set of admission times (integer microseconds). One Lua script
+decides and records atomically: it drops entries older than the window, counts the rest
+(entries "in the future" of a slower client clock included, which only errs on the safe
+side), reads the shared pause, and either adds the admission to every window or returns
+the time at which to ask again. The script reads Redis' own clock (``TIME``) by default so
+that hosts with skewed clocks share one time line; ``use_redis_time=False`` passes the
+client clock's time instead, which tests in scaled time need (a ScaledClock's "minute" is
+not Redis' minute). Keys expire by themselves (``PEXPIRE`` = span + 1 s).
+
+If Redis cannot be reached, the store falls back to a conservative local limit: each
+window's count times ``fallback_fraction`` (at least 1), the shortest window evenly paced
+(no bursts), seeded with this
+process's own recent admissions; it says so (``status``/``degraded``, a "fallback" event)
+and retries Redis every ``reconnect_interval`` clock seconds. On return it first writes
+the admissions made meanwhile into Redis, so other processes count them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import math
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from asyncwifi.errors import ConfigurationError, ValidationError
+from asyncwifi.ratelimit._limits import WindowSpec
+from asyncwifi.ratelimit._store import Store, WindowUsage, _check_specs
+from asyncwifi.ratelimit._window import WindowLog, project, record, try_admit
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+__all__ = ["RedisStore"]
+
+_US = 1_000_000
+
+# KEYS: window sets..., pause key.  ARGV: now_us|"" , member, n, then n x (count, span, pace)
+_ACQUIRE = """
+local now
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[1])
+end
+local n = tonumber(ARGV[3])
+local wait = now
+local p = tonumber(redis.call('GET', KEYS[n + 1]) or '0')
+if p and p > wait then wait = p end
+local used = {}
+for i = 1, n do
+  local key = KEYS[i]
+  local count = tonumber(ARGV[1 + 3 * i])
+  local span = tonumber(ARGV[2 + 3 * i])
+  local pace = tonumber(ARGV[3 + 3 * i])
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', now - span))
+  local c = redis.call('ZCARD', key)
+  if c >= count then
+    local e = redis.call('ZRANGE', key, c - count, c - count, 'WITHSCORES')
+    local t = tonumber(e[2]) + span
+    if t > wait then wait = t end
+  end
+  if pace > 0 and c > 0 then
+    local e = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    local t = tonumber(e[2]) + pace
+    if t > wait then wait = t end
+  end
+  used[i] = c
+end
+local ok = 0
+if wait <= now then
+  ok = 1
+  for i = 1, n do
+    redis.call('ZADD', KEYS[i], string.format('%.0f', now), ARGV[2])
+    redis.call('PEXPIRE', KEYS[i], math.ceil(tonumber(ARGV[2 + 3 * i]) / 1000) + 1000)
+    used[i] = used[i] + 1
+  end
+end
+local out = {ok, string.format('%.0f', now), string.format('%.0f', wait)}
+for i = 1, n do out[#out + 1] = used[i] end
+return out
+"""
+
+# KEYS: pause key.  ARGV: now_us|"", delay_us
+_PAUSE = """
+local now
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[1])
+end
+local untl = now + tonumber(ARGV[2])
+local p = tonumber(redis.call('GET', KEYS[1]) or '0')
+if untl > p then
+  local ttl = math.ceil(tonumber(ARGV[2]) / 1000) + 1000
+  redis.call('SET', KEYS[1], string.format('%.0f', untl), 'PX', ttl)
+end
+return string.format('%.0f', now)
+"""
+
+# KEYS: window sets.  ARGV: offset_us (client -> Redis time line), n, spans..., then pairs
+_MERGE = """
+local n = tonumber(ARGV[2])
+local off = tonumber(ARGV[1])
+for j = 3 + n, #ARGV, 2 do
+  local score = string.format('%.0f', tonumber(ARGV[j]) + off)
+  for i = 1, n do
+    redis.call('ZADD', KEYS[i], score, ARGV[j + 1])
+  end
+end
+for i = 1, n do
+  redis.call('PEXPIRE', KEYS[i], math.ceil(tonumber(ARGV[2 + i]) / 1000) + 1000)
+end
+return 1
+"""
+
+
+def _redis_errors() -> tuple[type[BaseException], ...]:
+    """What sends the store to its fallback: any Redis failure, the network's or a script's."""
+    from redis.exceptions import RedisError
+
+    return (RedisError, OSError, asyncio.TimeoutError)
+
+
+class RedisStore(Store):
+    """The admission log of API key ``key`` in Redis (``redis.asyncio``), shared by all users.
+
+    ``url_or_client`` is a ``redis://`` URL (the store owns and closes that client) or a
+    ``redis.asyncio.Redis`` (left open). ``prefix`` namespaces the keys. ``op_timeout`` (real
+    seconds) bounds each Redis call before the fallback takes over.
+    """
+
+    def __init__(
+        self,
+        url_or_client: str | Redis,
+        *,
+        key: str,
+        prefix: str = "asyncwifi:rl:",
+        use_redis_time: bool = True,
+        fallback_fraction: float = 0.25,
+        reconnect_interval: float = 5.0,
+        op_timeout: float = 1.0,
+    ) -> None:
+        super().__init__()
+        if not key or not isinstance(key, str):
+            raise ValidationError("RedisStore needs a non-empty key naming the shared budget")
+        if not 0 < fallback_fraction <= 1:
+            raise ValidationError(f"fallback_fraction must be in (0, 1], got {fallback_fraction!r}")
+        if not reconnect_interval > 0 or not op_timeout > 0:
+            raise ValidationError("reconnect_interval and op_timeout must be > 0")
+        try:
+            import redis.asyncio  # noqa: F401
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise ConfigurationError(
+                "RedisStore needs the redis package: pip install 'asyncwifi[redis]'"
+            ) from exc
+        self._url = url_or_client if isinstance(url_or_client, str) else None
+        self._client: Redis | None = None if isinstance(url_or_client, str) else url_or_client
+        self._owns_client = isinstance(url_or_client, str)
+        #: the shared budget's name
+        self.key = key
+        self.prefix = prefix
+        self.use_redis_time = use_redis_time
+        self.fallback_fraction = fallback_fraction
+        self.reconnect_interval = reconnect_interval
+        self.op_timeout = op_timeout
+        self._errors = _redis_errors()
+        self._specs: tuple[WindowSpec, ...] | None = None
+        self._keys: list[str] = []
+        self._pause_key = f"{prefix}{{{key}}}:pause"
+        self._counts: dict[str, int] = {}
+        self._paced: dict[str, bool] = {}
+        # this process's own admissions (full counts) and the conservative fallback logs
+        self._shadow: list[WindowLog] = []
+        self._fallback: list[WindowLog] = []
+        self._hint = -math.inf  # the last "ask again at" the script returned (client time)
+        self._seen: dict[str, int] = {}  # the last counts the script reported
+        self._token = uuid.uuid4().hex[:12]
+        self._ids = itertools.count()
+        self._degraded: str | None = None
+        self._retry_at = -math.inf
+        self._pending: list[tuple[float, str]] = []  # fallback admissions not yet in Redis
+        self._bg: set[asyncio.Task[Any]] = set()
+        self._scripts: dict[str, Any] = {}
+
+    # -- binding and configuration ---------------------------------------------------------
+
+    def bind(self, specs: Sequence[WindowSpec]) -> None:
+        if self._specs is not None:
+            _check_specs(self._specs, specs)
+            return
+        self._specs = tuple(specs)
+        self._keys = [f"{self.prefix}{{{self.key}}}:{s.name}" for s in specs]
+        self._counts = {s.name: s.count for s in specs}
+        self._paced = {s.name: False for s in specs}
+        self._shadow = [WindowLog.from_spec(s) for s in specs]
+        self._fallback = []
+        shortest = min(s.period for s in specs) if specs else 0.0
+        for s in specs:
+            w = WindowLog(s.name, max(1, math.floor(s.count * self.fallback_fraction)), s.span)
+            # the short window is paced (no bursts); pacing the day would space requests
+            # minutes apart for nothing, its reduced count is enough
+            w.paced = s.period == shortest
+            self._fallback.append(w)
+
+    def configure(self, name: str, *, count: int | None = None, paced: bool | None = None) -> None:
+        if count is not None:
+            self._counts[name] = max(1, min(self._counts[name], count))
+            for w in self._shadow:
+                if w.name == name:
+                    w.count = self._counts[name]
+            for w in self._fallback:
+                if w.name == name:
+                    w.count = max(1, min(w.count, math.floor(count * self.fallback_fraction)))
+        if paced is not None:
+            self._paced[name] = paced
+            for w in self._shadow:
+                if w.name == name:
+                    w.paced = paced
+
+    # -- Redis plumbing --------------------------------------------------------------------
+
+    def _redis(self) -> Redis:
+        if self._client is None:
+            from redis.asyncio import Redis as _Redis
+
+            assert self._url is not None
+            self._client = _Redis.from_url(
+                self._url,
+                socket_timeout=self.op_timeout,
+                socket_connect_timeout=self.op_timeout,
+                retry_on_timeout=False,
+            )
+        return self._client
+
+    def _script(self, name: str, body: str) -> Any:
+        client = self._redis()
+        s = self._scripts.get(name)
+        if s is None or s.registered_client is not client:
+            s = self._scripts[name] = client.register_script(body)
+        return s
+
+    async def _call(self, name: str, body: str, keys: list[str], args: list[Any]) -> Any:
+        script = self._script(name, body)
+        async with asyncio.timeout(self.op_timeout):
+            return await script(keys=keys, args=args)
+
+    def _now_arg(self, now: float) -> str:
+        return "" if self.use_redis_time else str(round(now * _US))
+
+    # -- admission -------------------------------------------------------------------------
+
+    async def acquire(self, now: float) -> tuple[object | None, float]:
+        if self._specs is None:
+            raise RuntimeError("RedisStore.acquire() before bind()")
+        if self._degraded is not None:
+            if now < self._retry_at:
+                return self._local(now)
+            if not await self._restore(now):
+                return self._local(now)
+        member = f"{self._token}:{next(self._ids)}"
+        args: list[Any] = [self._now_arg(now), member, len(self._keys)]
+        for spec in self._specs:
+            pace = spec.span / self._counts[spec.name] if self._paced[spec.name] else 0.0
+            args += [self._counts[spec.name], round(spec.span * _US), round(pace * _US)]
+        try:
+            ok, r_now, r_wait, *used = await self._call(
+                "acquire", _ACQUIRE, [*self._keys, self._pause_key], args
+            )
+        except self._errors as exc:
+            self._enter_fallback(now, exc)
+            return self._local(now)
+        self._seen = {s.name: int(u) for s, u in zip(self._specs, used, strict=False)}
+        if int(ok):
+            self._hint = -math.inf
+            t = record(self._shadow, now)
+            record(self._fallback, now)
+            return (t, member), now
+        retry_at = now + (int(r_wait) - int(r_now)) / _US
+        self._hint = retry_at
+        return None, retry_at
+
+    def _local(self, now: float) -> tuple[object | None, float]:
+        """The fallback decision: a fraction of each limit, paced, in this process only."""
+        t = try_admit(self._fallback, now)
+        if t is None:
+            return None, max(w.next_free(now) for w in self._fallback)
+        record(self._shadow, now)
+        member = f"{self._token}:{next(self._ids)}"
+        self._pending.append((t, member))
+        return (t, member), now
+
+    def _enter_fallback(self, now: float, exc: BaseException) -> None:
+        self._retry_at = now + self.reconnect_interval
+        if self._degraded is None:
+            self._degraded = f"Redis unreachable ({type(exc).__name__}: {exc}); " + (
+                f"local limit at {self.fallback_fraction:.0%} of each window, paced"
+            )
+            self._emit("fallback", self._degraded)
+
+    async def _restore(self, now: float) -> bool:
+        """Try Redis again; on success write the fallback admissions into it first."""
+        self._retry_at = now + self.reconnect_interval
+        try:
+            r_now = await self._call("pause", _PAUSE, [self._pause_key], [self._now_arg(now), 0])
+            if self._pending:
+                offset = round(int(r_now) - now * _US)
+                args: list[Any] = [offset, len(self._keys)]
+                args += [round(s.span * _US) for s in self._specs or ()]
+                for t, member in self._pending:
+                    args += [round(t * _US), member]
+                await self._call("merge", _MERGE, list(self._keys), args)
+        except self._errors:
+            return False
+        self._pending.clear()
+        reason = self._degraded or ""
+        self._degraded = None
+        self._emit("restored", f"Redis reachable again (was: {reason})")
+        return True
+
+    def next_free(self, now: float) -> tuple[float, str]:
+        logs = self._fallback if self._degraded is not None else self._shadow
+        best, why = now, ""
+        for w in logs:
+            t = w.next_free(now)
+            if t > best:
+                best, why = t, w.name
+        if self._degraded is None and self._hint > best:
+            best, why = self._hint, "shared"
+        return best, why
+
+    def refund(self, ticket: object) -> None:
+        if not isinstance(ticket, tuple):
+            return
+        t, member = ticket
+        for w in (*self._shadow, *self._fallback):
+            w.remove(t)
+        self._pending = [(pt, m) for pt, m in self._pending if m != member]
+        if self._degraded is None:
+            self._spawn(self._zrem(member))
+
+    async def _zrem(self, member: str) -> None:
+        # on failure the entry expires with its window: counting it is the safe side
+        with contextlib.suppress(*self._errors):
+            client = self._redis()
+            async with asyncio.timeout(self.op_timeout):
+                pipe = client.pipeline(transaction=False)
+                for key in self._keys:
+                    pipe.zrem(key, member)
+                await pipe.execute()
+
+    def pause(self, until: float, now: float) -> None:
+        if until > now:
+            self._spawn(self._pause(until - now, now))
+
+    async def _pause(self, delay: float, now: float) -> None:
+        """Share the pause: with Redis time it lands ``delay`` after Redis' TIME (the script
+        runs a little after the 429 was seen, which errs on the safe side)."""
+        if self._degraded is not None:
+            return
+        args = [self._now_arg(now), round(delay * _US)]
+        with contextlib.suppress(*self._errors):
+            await self._call("pause", _PAUSE, [self._pause_key], args)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._bg.add(task)
+        task.add_done_callback(self._bg.discard)
+
+    def project(self, now: float, k: int) -> list[float]:
+        logs = self._fallback if self._degraded is not None else self._shadow
+        times = project(logs, now, k)
+        if self._degraded is None and self._hint > now and times:
+            times = [max(t, self._hint) for t in times]
+        return times
+
+    def usage(self, now: float) -> dict[str, WindowUsage]:
+        out: dict[str, WindowUsage] = {}
+        logs = self._fallback if self._degraded is not None else self._shadow
+        for w in logs:
+            used = w.used(now)
+            if self._degraded is None:
+                used = max(used, self._seen.get(w.name, 0))
+            newest = w.newest()
+            out[w.name] = WindowUsage(
+                w.count,
+                min(used, w.count),
+                max(w.next_free(now), self._hint if self._degraded is None else now),
+                None if newest is None else newest + w.span,
+            )
+        return out
+
+    @property
+    def status(self) -> str:
+        return "redis-fallback" if self._degraded is not None else "redis"
+
+    @property
+    def degraded(self) -> str | None:
+        return self._degraded
+
+    async def aclose(self) -> None:
+        if self._bg:
+            await asyncio.gather(*list(self._bg), return_exceptions=True)
+        if self._owns_client and self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    def __repr__(self) -> str:
+        return f"RedisStore(key={self.key!r}, {self.status})"

@@ -1,0 +1,91 @@
+"""A child process for the multi-process tests: one scheduler on a shared RedisStore key.
+
+Run as ``python -m tests.ratelimit.rl_worker '<json config>'``; prints one JSON line with
+the admission times (and, against the simulator, the response statuses).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from typing import Any
+
+from asyncwifi.ratelimit import Limit, Limits, RedisStore, Scheduler
+
+
+class SharedClock:
+    """The parent's scaled time line, read through the system-wide monotonic clock."""
+
+    def __init__(self, speed: float, start: float, anchor: float) -> None:
+        self.speed, self.start, self.anchor = speed, start, anchor
+
+    def now(self) -> float:
+        return self.start + (time.monotonic() - self.anchor) * self.speed
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds) / self.speed)
+
+    def real(self, seconds: float) -> float:
+        return max(0.0, seconds) / self.speed
+
+
+async def plain(cfg: dict[str, Any], sched: Scheduler) -> dict[str, Any]:
+    sent: list[float] = []
+
+    async def one() -> None:
+        async with sched.slot() as p:
+            sent.append(p.sent_at)
+
+    await asyncio.gather(*(one() for _ in range(cfg["count"])))
+    return {"sent": sent}
+
+
+async def simulator(cfg: dict[str, Any], sched: Scheduler) -> dict[str, Any]:
+    import aiohttp
+
+    sent: list[float] = []
+    statuses: list[int] = []
+    base = cfg["base_url"]
+    async with aiohttp.ClientSession() as http:
+        async with sched.slot() as p:
+            sent.append(p.sent_at)
+            async with http.post(
+                f"{base}/v1/sts/login/services",
+                json={"clientKey": cfg["client_key"], "clientSecret": cfg["client_secret"]},
+                headers={"Accept": "application/json"},
+            ) as r:
+                statuses.append(r.status)
+                p.observe(r.status, r.headers)
+                token = (await r.json())["token"]
+
+        async def one() -> None:
+            async with sched.slot() as p:
+                sent.append(p.sent_at)
+                async with http.get(
+                    f"{base}/v2/segments/organizations/{cfg['organization']}",
+                    headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+                ) as r:
+                    await r.read()
+                    statuses.append(r.status)
+                    p.observe(r.status, r.headers)
+
+        await asyncio.gather(*(one() for _ in range(cfg["count"])))
+    return {"sent": sent, "statuses": statuses}
+
+
+async def main(cfg: dict[str, Any]) -> None:
+    clock = SharedClock(cfg["speed"], cfg["start"], cfg["anchor"])
+    store = RedisStore(cfg["url"], key=cfg["key"], prefix=cfg["prefix"], use_redis_time=False)
+    limits = Limits(
+        minute=Limit(cfg["n"], 60.0), day=Limit(15_000, 86_400.0), minute_margin=cfg["margin"]
+    )
+    async with Scheduler(limits, clock=clock, store=store, max_in_flight=None) as sched:
+        run = simulator if cfg.get("base_url") else plain
+        out = await run(cfg, sched)
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(json.loads(sys.argv[1])))

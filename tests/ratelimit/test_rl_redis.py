@@ -1,0 +1,339 @@
+"""RedisStore against the real Redis on 127.0.0.1:6379: shared budgets, pauses, fallback.
+
+Scaled time throughout (a minute lasts well under a second); assertions are on the clock's
+time line (admission times), never on wall-clock durations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio as aioredis
+
+from asyncwifi._clock import ScaledClock, SystemClock
+from asyncwifi.ratelimit import Limit, Limits, RedisStore, Scheduler, ThrottleEvent
+from tests.ratelimit.rlhelpers import max_in_fixed, max_in_sliding, require_redis
+
+pytestmark = pytest.mark.redis
+
+URL = "redis://127.0.0.1:6379"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def prefix() -> Iterator[str]:
+    """A unique key prefix, deleted afterwards (never FLUSHALL: Redis is shared)."""
+    require_redis()
+    p = f"asyncwifi:test:rl:{uuid.uuid4().hex[:10]}:"
+    yield p
+    client = redis.Redis(host="127.0.0.1", port=6379)
+    keys = list(client.scan_iter(f"{p}*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+def store(prefix: str, key: str = "acct", **kw: Any) -> RedisStore:
+    kw.setdefault("use_redis_time", False)
+    return RedisStore(URL, key=key, prefix=prefix, **kw)
+
+
+async def take_all(sched: Scheduler, n: int, out: list[float]) -> None:
+    async def one() -> None:
+        async with sched.slot() as p:
+            out.append(p.sent_at)
+
+    await asyncio.gather(*(one() for _ in range(n)))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+async def test_several_schedulers_share_one_budget(prefix: str) -> None:
+    clock = ScaledClock(500)
+    lim = Limits(minute=Limit(10, 60.0), day=Limit(1_000, 86_400.0))
+    scheds = [
+        Scheduler(lim, clock=clock, store=store(prefix), max_in_flight=None) for _ in range(3)
+    ]
+    sent: list[float] = []
+    await asyncio.gather(*(take_all(s, 20, sent) for s in scheds))
+    snap = scheds[0].quota
+    for s in scheds:
+        await s.aclose()
+    assert len(sent) == 60
+    assert max_in_sliding(sent, 61.0) == 10
+    assert max_in_fixed(sent, 60.0) <= 10
+    assert snap.store == "redis"
+    assert snap.degraded is None
+    r = aioredis.Redis.from_url(URL)
+    day_key = f"{prefix}{{acct}}:day"
+    assert await r.zcard(day_key) == 60
+    ttl = await r.pttl(day_key)
+    assert 0 < ttl <= (86_460 + 1) * 1000  # keys expire on their own
+    await r.aclose()
+
+
+async def test_redis_time_is_the_time_line_by_default(prefix: str) -> None:
+    """With Redis' own clock, Redis' log itself never holds N + 1 in a window."""
+    lim = Limits(minute=Limit(5, 0.2), day=Limit(1_000, 3_600.0))
+    span = lim.windows()[0].span
+    s1 = Scheduler(lim, clock=SystemClock(), store=store(prefix, use_redis_time=True))
+    s2 = Scheduler(lim, clock=SystemClock(), store=store(prefix, use_redis_time=True))
+    sent: list[float] = []
+    await asyncio.gather(take_all(s1, 8, sent), take_all(s2, 7, sent))
+    await s1.aclose()
+    await s2.aclose()
+    r = aioredis.Redis.from_url(URL)
+    scores = [sc / 1e6 for _, sc in await r.zrange(f"{prefix}{{acct}}:day", 0, -1, withscores=True)]
+    await r.aclose()
+    assert len(scores) == 15
+    assert max_in_sliding(scores, span) == 5
+
+
+async def test_a_429_pause_is_shared_through_redis(prefix: str) -> None:
+    clock = ScaledClock(500)
+    a = Scheduler(Limits(), clock=clock, store=store(prefix))
+    b = Scheduler(Limits(), clock=clock, store=store(prefix))
+    async with a.slot() as p:
+        p.observe(429, {"Retry-After": "30", "X-RateLimit-Remaining-Minute": "0"})
+    seen_at = clock.now()
+    await a.aclose()  # waits for the pause to reach Redis
+    async with b.slot() as p2:
+        assert p2.sent_at >= seen_at + 30.0 - 0.5  # the pause counts from the 429
+    await b.aclose()
+
+
+async def test_refund_removes_the_admission_from_redis(prefix: str) -> None:
+    clock = ScaledClock(500)
+    s = Scheduler(Limits(), clock=clock, store=store(prefix))
+    async with s.slot() as p:
+        p.refund()
+    async with s.slot():
+        pass
+    await s.aclose()
+    r = aioredis.Redis.from_url(URL)
+    assert await r.zcard(f"{prefix}{{acct}}:day") == 1
+    await r.aclose()
+
+
+async def test_a_given_client_is_left_open(prefix: str) -> None:
+    client = aioredis.Redis.from_url(URL)
+    s = Scheduler(
+        Limits(), clock=ScaledClock(500), store=RedisStore(client, key="acct", prefix=prefix)
+    )
+    async with s.slot():
+        pass
+    await s.aclose()
+    assert await client.ping()
+    await client.aclose()
+
+
+def test_three_processes_share_one_key(prefix: str) -> None:
+    """Three OS processes, one RedisStore key, one scaled time line: never N + 1."""
+    import subprocess
+
+    clock = ScaledClock(200)
+    n, margin = 10, 1.0
+    cfg = {
+        "speed": clock.speed,
+        "start": clock.start,
+        "anchor": clock._m0,
+        "url": URL,
+        "key": "acct",
+        "prefix": prefix,
+        "n": n,
+        "margin": margin,
+        "count": 20,
+    }
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.ratelimit.rl_worker", json.dumps(cfg)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        for _ in range(3)
+    ]
+    outs = [json.loads(p.communicate(timeout=60)[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    per = [o["sent"] for o in outs]
+    sent = [t for s in per for t in s]
+    assert len(sent) == 60
+    assert max_in_sliding(sent, 60.0 + margin) <= n
+    assert max_in_sliding(sent, 60.0) <= n
+    assert max_in_fixed(sent, 60.0) <= n
+
+
+async def test_three_processes_against_the_simulator_get_no_429(prefix: str) -> None:
+    """The issue's end-to-end check: three processes, one key, the simulator, zero 429s."""
+    from asyncwifi.testing import Simulator
+
+    clock = ScaledClock(100)
+    n = 10
+    async with Simulator(clock=clock, minute_limit=n, rate_limit_mode="sliding") as sim:
+        cfg = {
+            "speed": clock.speed,
+            "start": clock.start,
+            "anchor": clock._m0,
+            "url": URL,
+            "key": "acct",
+            "prefix": prefix,
+            "n": n,
+            # a clock second lasts 10 ms here: 5 s of margin absorbs 50 ms of real jitter
+            "margin": 5.0,
+            "count": 8,
+            "base_url": sim.base_url,
+            "client_key": sim.client_key,
+            "client_secret": sim.client_secret,
+            "organization": sim.organization,
+        }
+        procs = [
+            await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "tests.ratelimit.rl_worker",
+                json.dumps(cfg),
+                cwd=ROOT,
+                stdout=asyncio.subprocess.PIPE,
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
+            )
+            for _ in range(3)
+        ]
+        outs = [json.loads((await p.communicate())[0]) for p in procs]
+        counters = sim.counters
+    assert all(p.returncode == 0 for p in procs)
+    statuses = [s for o in outs for s in o["statuses"]]
+    assert len(statuses) == 27
+    assert counters.rate_limited == 0
+    assert statuses == [200] * 27
+    assert counters.max_in_any_window <= n
+
+
+class FlakyProxy:
+    """A TCP proxy to Redis that can be cut (connections dropped, new ones refused)."""
+
+    def __init__(self) -> None:
+        self.up = True
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._conns: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def _pipe(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, OSError):
+            while data := await r.read(65536):
+                w.write(data)
+                await w.drain()
+        w.close()
+
+    async def _handle(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        if not self.up:
+            w.close()
+            return
+        ur, uw = await asyncio.open_connection("127.0.0.1", 6379)
+        self._conns |= {w, uw}
+        for t in (asyncio.create_task(self._pipe(r, uw)), asyncio.create_task(self._pipe(ur, w))):
+            self._tasks.add(t)
+            t.add_done_callback(self._tasks.discard)
+
+    def cut(self) -> None:
+        self.up = False
+        for w in self._conns:
+            w.close()
+        self._conns.clear()
+
+    async def close(self) -> None:
+        self.cut()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        for t in list(self._tasks):
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+@pytest.fixture
+async def proxy() -> AsyncIterator[FlakyProxy]:
+    p = FlakyProxy()
+    await p.start()
+    yield p
+    await p.close()
+
+
+async def test_unreachable_redis_falls_back_to_a_conservative_paced_limit() -> None:
+    clock = ScaledClock(1000)
+    events: list[ThrottleEvent] = []
+    st = RedisStore(
+        f"redis://127.0.0.1:{free_port()}", key="acct", use_redis_time=False, op_timeout=0.5
+    )
+    s = Scheduler(
+        Limits(minute=Limit(8, 60.0), day=Limit(1_000, 86_400.0)),
+        clock=clock,
+        store=st,
+        on_throttle=events.append,
+        max_in_flight=None,
+    )
+    sent: list[float] = []
+    await take_all(s, 5, sent)
+    snap = s.quota
+    await s.aclose()
+    assert snap.store == "redis-fallback"
+    assert snap.degraded is not None
+    assert "Redis unreachable" in snap.degraded
+    assert [e.kind for e in events][:1] == ["fallback"]
+    # never no limit: 25 % of 8 = 2 per window, evenly paced 61 / 2 s apart
+    assert max_in_sliding(sent, 61.0) <= 2
+    gaps = [b - a for a, b in zip(sorted(sent), sorted(sent)[1:], strict=False)]
+    assert min(gaps) >= 30.5 - 1e-6
+
+
+async def test_fallback_then_back_to_redis_with_the_meantime_merged(
+    prefix: str, proxy: FlakyProxy
+) -> None:
+    clock = ScaledClock(1000)
+    events: list[ThrottleEvent] = []
+    st = RedisStore(
+        f"redis://127.0.0.1:{proxy.port}",
+        key="acct",
+        prefix=prefix,
+        use_redis_time=False,
+        reconnect_interval=30.0,
+        op_timeout=0.5,
+    )
+    lim = Limits(minute=Limit(8, 60.0), day=Limit(1_000, 86_400.0))
+    s = Scheduler(lim, clock=clock, store=st, on_throttle=events.append, max_in_flight=None)
+    sent: list[float] = []
+    await take_all(s, 8, sent)
+    assert s.quota.store == "redis"
+    proxy.cut()
+    await take_all(s, 3, sent)  # the fallback: 2 per window, paced
+    assert s.quota.store == "redis-fallback"
+    proxy.up = True
+    await clock.sleep(31.0)
+    await take_all(s, 2, sent)
+    assert s.quota.store == "redis"
+    await s.aclose()
+    assert [e.kind for e in events] == ["fallback", "restored"]
+    assert max_in_sliding(sent, 61.0) <= 8
+    r = aioredis.Redis.from_url(URL)
+    assert await r.zcard(f"{prefix}{{acct}}:day") == len(sent) == 13  # fallback ones merged
+    await r.aclose()
