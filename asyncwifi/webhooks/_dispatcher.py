@@ -69,6 +69,7 @@ class Dispatcher:
         batch_size: int = 64,
         prune_interval: float = 60.0,
         shutdown_grace: float = 10.0,
+        poll_interval: float = 5.0,
     ) -> None:
         self.receiver = receiver
         self.spool = spool
@@ -77,6 +78,8 @@ class Dispatcher:
         self.prune_interval = prune_interval
         #: real seconds :meth:`stop` lets a running handler finish before cancelling it
         self.shutdown_grace = shutdown_grace
+        #: real seconds between looks at the spool when nothing notifies the worker
+        self.poll_interval = poll_interval
         self._wake = asyncio.Event()
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
@@ -142,7 +145,10 @@ class Dispatcher:
             if claimed:
                 outcomes = await self._deliver_batch(claimed, now)
                 continue
-            timeout = None if next_due is None else clock.real(next_due - clock.now())
+            # Poll now and then too: a requeue from another connection does not notify us.
+            timeout = self.poll_interval
+            if next_due is not None:
+                timeout = min(timeout, clock.real(next_due - clock.now()))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
 

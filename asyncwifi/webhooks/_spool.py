@@ -29,9 +29,11 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, TypeVar
+from typing import IO, Any, Final, Literal, TypeVar
 
 import msgspec
+
+from asyncwifi.errors import ConfigurationError
 
 __all__ = ["DeadLetter", "Outcome", "Spool", "SpooledEvent"]
 
@@ -134,7 +136,9 @@ class Spool:
     """A SQLite spool of webhook events, driven from asyncio through one writer thread.
 
     ``open()`` before use (creates the file and tables, enables WAL), ``close()`` after; both
-    are idempotent. ``max_batch`` bounds how many jobs share one commit.
+    are idempotent. One process at a time may open a spool (a lock file next to it says
+    so; a second ``open()`` raises ``ConfigurationError``). ``max_batch`` bounds how many
+    jobs share one commit.
     """
 
     def __init__(
@@ -202,6 +206,23 @@ class Spool:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    def _lock(self) -> IO[bytes] | None:
+        """Hold ``<spool>.lock`` exclusively: two dispatchers on one spool would both claim
+        the same events. The kernel releases it when the process dies, even by SIGKILL."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no lock
+            return None
+        lock = open(self.path.with_name(self.path.name + ".lock"), "ab")  # noqa: SIM115
+        try:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.close()
+            raise ConfigurationError(
+                f"the webhook spool {str(self.path)!r} is in use by another process"
+            ) from None
+        return lock
+
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -213,9 +234,13 @@ class Spool:
 
     def _run(self, ready: concurrent.futures.Future[None]) -> None:
         """The writer thread: take every waiting job, run them in one transaction, commit."""
+        lock: IO[bytes] | None = None
         try:
+            lock = self._lock()
             conn = self._connect()
         except BaseException as exc:
+            if lock is not None:
+                lock.close()
             ready.set_exception(exc)
             return
         ready.set_result(None)
@@ -244,6 +269,8 @@ class Spool:
                     return
         finally:
             conn.close()
+            if lock is not None:
+                lock.close()
 
     @staticmethod
     def _execute(

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from asyncwifi import ScaledClock
+from asyncwifi.errors import ConfigurationError
 from asyncwifi.models.webhook import WebhookPayload
 from asyncwifi.webhooks import Outcome, Receiver, RetryPolicy, Spool, WebhookContext, create_app
 from asyncwifi.webhooks._spool import Spool as SpoolImpl
@@ -299,3 +300,16 @@ async def test_claims_number_the_attempts_and_retries_wait_until_due(tmp_path: P
             [Outcome(event_id, "unclaimed", 30)], now=30, limit=10
         )
         assert [e.attempt for e in claimed] == [2]  # the unclaimed delivery was taken back
+
+
+async def test_one_spool_file_serves_one_receiver_at_a_time(tmp_path: Path) -> None:
+    first = Spool(tmp_path / "shared.sqlite3")
+    second = Spool(tmp_path / "shared.sqlite3")
+    await first.open()
+    try:
+        with pytest.raises(ConfigurationError, match="in use"):
+            await second.open()
+    finally:
+        await first.close()
+    await second.open()  # free again
+    await second.close()
