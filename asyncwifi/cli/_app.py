@@ -1,0 +1,208 @@
+"""The root ``asyncwifi`` group: global options, the client factory, and the async runner.
+
+``--simulate`` starts the embedded simulator in this process with a fast clock (a
+:class:`~asyncwifi.ScaledClock` shared by the simulator and the client) and a seeded
+dataset covering the requested range, and points the command at it: no account needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import AsyncIterator, Coroutine
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import click
+
+from asyncwifi.cli._config import Settings, load_settings
+from asyncwifi.cli._exit import CliFailure, ExitCode
+from asyncwifi.cli._progress import Display, LogFormat
+
+if TYPE_CHECKING:
+    from asyncwifi._client import Client
+
+__all__ = ["App", "SimOptions", "output_options", "pass_app", "run_async"]
+
+T = TypeVar("T")
+
+
+@dataclass
+class SimOptions:
+    """How ``--simulate`` builds its simulator."""
+
+    enabled: bool = False
+    #: clock seconds per real second (a day of quota passes in 86,400 / speed s)
+    speed: float = 100.0
+    seed: int = 7
+    #: events generated per day of the requested range
+    events_per_day: int = 10_000
+    contacts: int = 2_000
+    minute_limit: int = 60
+    day_limit: int = 15_000
+    #: the clock's start (epoch seconds), for tests that need a day's end close by
+    start: float | None = None
+
+
+@dataclass
+class App:
+    """What every command receives (``ctx.obj``)."""
+
+    config: Path | None = None
+    allow_http: bool = False
+    sim: SimOptions = field(default_factory=SimOptions)
+    display: Display = field(default_factory=Display)
+    _settings: Settings | None = None
+
+    def settings(self) -> Settings:
+        """The configuration (file and environment), read once; its warnings shown once."""
+        if self._settings is None:
+            self._settings = load_settings(self.config)
+            for warning in self._settings.warnings:
+                self.display.warning("config", warning)
+        return self._settings
+
+    def check_credentials(self, *, organization: bool = True) -> None:
+        """Fail now (exit 78) when the command could not log in; nothing is sent."""
+        if not self.sim.enabled:
+            self.settings().require(organization=organization)
+
+    @contextlib.asynccontextmanager
+    async def client(
+        self,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        on_quota_exhausted: Literal["wait", "raise"] = "wait",
+        max_quota_wait: float | None = None,
+        organization: bool = True,
+    ) -> AsyncIterator[Client]:
+        """An open client: on the account, or on an embedded simulator with ``--simulate``."""
+        if self.sim.enabled:
+            from asyncwifi.cli._simulate import simulated_client
+
+            async with simulated_client(
+                self.sim,
+                self.display,
+                since=since,
+                until=until,
+                on_quota_exhausted=on_quota_exhausted,
+                max_quota_wait=max_quota_wait,
+            ) as api:
+                yield api
+            return
+        from asyncwifi._client import Client
+
+        settings = self.settings()
+        key, secret, base_url = settings.require(organization=organization)
+        api = Client(
+            key,
+            secret,
+            base_url=base_url,
+            organization=settings.organization,
+            allow_http=self.allow_http or settings.allow_http,
+            on_quota_exhausted=on_quota_exhausted,
+            max_quota_wait=max_quota_wait,
+        )
+        async with api:
+            yield api
+
+
+pass_app = click.make_pass_decorator(App)
+
+
+def _set_quiet(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and isinstance(ctx.obj, App):
+        ctx.obj.display.quiet = True
+
+
+def _set_format(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value and isinstance(ctx.obj, App):
+        fmt: LogFormat = "json" if value == "json" else "text"
+        ctx.obj.display.log_format = fmt
+        _configure_logging(fmt, None)
+
+
+def output_options(fn: Any) -> Any:
+    """``--quiet`` and ``--log-format``, accepted on the root and on long-running commands."""
+    fn = click.option(
+        "--log-format",
+        type=click.Choice(["text", "json"]),
+        default=None,
+        expose_value=False,
+        callback=_set_format,
+        help="text (default) or json: one JSON object per line on stderr, for daemons.",
+    )(fn)
+    return click.option(
+        "--quiet",
+        "-q",
+        is_flag=True,
+        default=False,
+        expose_value=False,
+        callback=_set_quiet,
+        help="No progress; only warnings and errors.",
+    )(fn)
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        import json
+
+        return json.dumps(
+            {
+                "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"),
+                "level": record.levelname.lower(),
+                "event": "log",
+                "logger": record.name,
+                "message": record.getMessage(),
+            }
+        )
+
+
+def _configure_logging(fmt: LogFormat, verbose: int | None) -> None:
+    """The SDK's own log lines (throttling, retries) on stderr, in the chosen format."""
+    root = logging.getLogger("asyncwifi")
+    handler = next((h for h in root.handlers if getattr(h, "_asyncwifi_cli", False)), None)
+    if handler is None:
+        handler = logging.StreamHandler()
+        handler._asyncwifi_cli = True  # type: ignore[attr-defined]
+        root.addHandler(handler)
+        root.propagate = False
+    if fmt == "json":
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("asyncwifi: %(levelname)s: %(message)s"))
+    if verbose is not None:
+        root.setLevel(
+            logging.WARNING if verbose <= 0 else logging.INFO if verbose == 1 else logging.DEBUG
+        )
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro``; SIGINT or SIGTERM cancel it (an export's progress is saved) -> exit 130."""
+
+    async def main() -> T:
+        task = asyncio.ensure_future(coro)
+        loop = asyncio.get_running_loop()
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signum, task.cancel)
+        try:
+            return await task
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    loop.remove_signal_handler(signum)
+
+    try:
+        return asyncio.run(main())
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        raise CliFailure(
+            "interrupted (an export keeps its progress: run the same command again to resume)",
+            ExitCode.INTERRUPTED,
+        ) from None

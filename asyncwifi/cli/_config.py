@@ -1,0 +1,145 @@
+"""Credentials and settings for the command: environment variables over a TOML file.
+
+The file is ``--config PATH``, else ``$ASYNCWIFI_CONFIG``, else
+``$XDG_CONFIG_HOME/asyncwifi/config.toml`` (``~/.config/asyncwifi/config.toml``)::
+
+    client_key = "..."
+    client_secret = "..."
+    base_url = "https://api.example.net"
+    organization = "org-cid"
+
+Environment variables (``ASYNCWIFI_CLIENT_KEY``, ``ASYNCWIFI_CLIENT_SECRET``,
+``ASYNCWIFI_BASE_URL``, ``ASYNCWIFI_ORGANIZATION``) win over the file. There is no
+command-line flag for the secret: ``ps`` and shell history would show it. No message ever
+repeats a value read from the file or the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from asyncwifi.cli._exit import CliFailure, ExitCode
+
+__all__ = ["ENV_VARS", "Settings", "default_config_path", "load_settings"]
+
+#: setting name -> environment variable
+ENV_VARS: dict[str, str] = {
+    "client_key": "ASYNCWIFI_CLIENT_KEY",
+    "client_secret": "ASYNCWIFI_CLIENT_SECRET",
+    "base_url": "ASYNCWIFI_BASE_URL",
+    "organization": "ASYNCWIFI_ORGANIZATION",
+}
+_BOOLS = {"allow_http": "ASYNCWIFI_ALLOW_HTTP"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the command knows of the account; the secret never shows in a repr."""
+
+    client_key: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
+    base_url: str | None = None
+    organization: str | None = None
+    allow_http: bool = False
+    #: the configuration file read, if any
+    path: Path | None = None
+    #: a warning to show (a secret in a file others can read)
+    warnings: tuple[str, ...] = ()
+
+    def require(self, *, organization: bool = True) -> tuple[str, str, str]:
+        """The key, secret and base URL, or a one-line ``CliFailure`` naming what is missing."""
+        wanted = ["client_key", "client_secret", "base_url"] + (
+            ["organization"] if organization else []
+        )
+        missing = [name for name in wanted if not getattr(self, name)]
+        if missing:
+            env = ", ".join(ENV_VARS[name] for name in missing)
+            where = f" or {', '.join(missing)} in {self.path}" if self.path else ""
+            raise CliFailure(
+                f"missing credentials: set {env}{where} (or use --simulate to try the "
+                "embedded simulator)",
+                ExitCode.CONFIG,
+            )
+        return self.client_key or "", self.client_secret or "", self.base_url or ""
+
+
+def default_config_path(environ: Mapping[str, str]) -> Path:
+    """Where the configuration file is looked for when ``--config`` is not given."""
+    if environ.get("ASYNCWIFI_CONFIG"):
+        return Path(environ["ASYNCWIFI_CONFIG"]).expanduser()
+    base = environ.get("XDG_CONFIG_HOME") or str(Path("~/.config").expanduser())
+    return Path(base) / "asyncwifi" / "config.toml"
+
+
+def _truthy(value: str) -> bool:
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def load_settings(config: Path | None, environ: Mapping[str, str] | None = None) -> Settings:
+    """Read the configuration file (if any) and the environment; env wins."""
+    env = os.environ if environ is None else environ
+    explicit = config is not None or bool(env.get("ASYNCWIFI_CONFIG"))
+    path = config.expanduser() if config is not None else default_config_path(env)
+    values: dict[str, object] = {}
+    warnings: list[str] = []
+    used: Path | None = None
+    if path.is_file():
+        used = path
+        try:
+            with path.open("rb") as fh:
+                data = tomllib.load(fh)
+        except tomllib.TOMLDecodeError as exc:
+            # the decoder's message gives a position, never the content
+            raise CliFailure(f"cannot read config file {path}: {exc}", ExitCode.CONFIG) from None
+        except OSError as exc:
+            raise CliFailure(
+                f"cannot read config file {path}: {exc.strerror}", ExitCode.CONFIG
+            ) from None
+        known = set(ENV_VARS) | set(_BOOLS)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise CliFailure(
+                f"config file {path}: unknown key(s) {', '.join(unknown)} "
+                f"(known: {', '.join(sorted(known))})",
+                ExitCode.CONFIG,
+            )
+        for key, value in data.items():
+            expected = bool if key in _BOOLS else str
+            if not isinstance(value, expected):
+                raise CliFailure(
+                    f"config file {path}: {key} must be a {expected.__name__}", ExitCode.CONFIG
+                )
+            values[key] = value
+        if "client_secret" in data and os.name == "posix":
+            mode = path.stat().st_mode
+            if mode & (stat.S_IRWXG | stat.S_IRWXO):
+                warnings.append(
+                    f"config file {path} holds the client secret and others can read it "
+                    f"(chmod 600 {path})"
+                )
+    elif explicit:
+        raise CliFailure(f"config file {path} does not exist", ExitCode.CONFIG)
+    for key, var in ENV_VARS.items():
+        if env.get(var):
+            values[key] = env[var]
+    for key, var in _BOOLS.items():
+        if env.get(var):
+            values[key] = _truthy(env[var])
+    return Settings(
+        client_key=_str(values.get("client_key")),
+        client_secret=_str(values.get("client_secret")),
+        base_url=_str(values.get("base_url")),
+        organization=_str(values.get("organization")),
+        allow_http=bool(values.get("allow_http", False)),
+        path=used,
+        warnings=tuple(warnings),
+    )
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -1,0 +1,43 @@
+"""Exit statuses of the ``asyncwifi`` command, and the one-line failure that carries one.
+
+The numbers follow BSD ``sysexits.h`` where one fits, so that shell scripts and service
+managers can tell "run me again later" (75) from "fix your configuration" (78).
+"""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = ["CliFailure", "ExitCode"]
+
+
+class ExitCode(enum.IntEnum):
+    """Every status ``asyncwifi`` exits with (documented in the README)."""
+
+    #: the command did everything it was asked
+    OK = 0
+    #: an API or network error stopped the run; an export keeps its progress (run again)
+    FAILURE = 1
+    #: bad command line: an option, a date, a range, an event type, a slice size
+    USAGE = 2
+    #: the output and the state disagree: an output with no state file, a state file for
+    #: another job, an output shorter than committed (EX_DATAERR)
+    DATA = 65
+    #: the output or the state file cannot be created or written (EX_CANTCREAT)
+    CANT_CREATE = 73
+    #: the day's quota is spent; progress is saved; run the same command again after the
+    #: reset it printed to resume (EX_TEMPFAIL)
+    TEMPFAIL = 75
+    #: missing or invalid credentials or configuration file (EX_CONFIG)
+    CONFIG = 78
+    #: interrupted (Ctrl-C, SIGTERM); progress is saved
+    INTERRUPTED = 130
+
+
+class CliFailure(Exception):
+    """A failure reported as one line on stderr, with its exit status."""
+
+    def __init__(self, message: str, code: ExitCode = ExitCode.FAILURE) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code

@@ -1,0 +1,451 @@
+"""``asyncwifi events backfill`` and ``asyncwifi contacts export``: resumable bulk exports.
+
+Every check (dates, range, types, slice size, output and state files, credentials) runs
+before anything is written or sent. Dates without a zone are UTC; ``--until`` is
+exclusive, so ``--since A --until B`` then ``--since B --until C`` never overlap.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+
+from asyncwifi._protocol import EVENT_TYPES
+from asyncwifi.backfill import (
+    ExportJob,
+    JobParams,
+    Outcome,
+    Slice,
+    StateStore,
+    estimate,
+    format_ms,
+    parse_duration,
+    parse_instant,
+    plan_slices,
+    preflight,
+)
+from asyncwifi.backfill._jobs import (
+    CONTACTS_PAGE_SIZE,
+    EVENTS_PAGE_SIZE,
+    contacts_export,
+    contacts_params,
+    events_backfill,
+    events_params,
+)
+from asyncwifi.cli._app import App, output_options, pass_app, run_async
+from asyncwifi.cli._exit import CliFailure, ExitCode
+from asyncwifi.cli._progress import human_duration
+
+__all__ = ["contacts_group", "events_group"]
+
+#: the dry run's default assumption of event volume (the API has no count endpoint)
+DEFAULT_EVENTS_PER_DAY = 10_000
+
+
+class InstantType(click.ParamType[datetime]):
+    """An ISO 8601 date or date-time; no zone means UTC."""
+
+    name = "DATE"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> datetime:
+        if isinstance(value, datetime):
+            return value
+        try:
+            return parse_instant(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class DurationType(click.ParamType[timedelta]):
+    """``1d``, ``6h``, ``30m``, ``1h30m``."""
+
+    name = "DURATION"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> timedelta:
+        if isinstance(value, timedelta):
+            return value
+        try:
+            return parse_duration(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def _types(ctx: click.Context, param: click.Parameter, value: Sequence[str]) -> list[str] | None:
+    names: list[str] = []
+    for item in value:
+        names.extend(t.strip() for t in item.split(",") if t.strip())
+    unknown = [t for t in names if t not in EVENT_TYPES]
+    if unknown:
+        raise click.BadParameter(
+            f"unknown event type(s) {', '.join(unknown)}; known: {', '.join(sorted(EVENT_TYPES))}",
+            ctx=ctx,
+            param=param,
+        )
+    return sorted(set(names)) or None
+
+
+def _out_path(ctx: click.Context, param: click.Parameter, value: str) -> Path:
+    if value in ("", "-"):
+        raise click.BadParameter(
+            "an export needs a file (it is truncated to its last checkpoint on resume), "
+            "not standard output",
+            ctx=ctx,
+            param=param,
+        )
+    return Path(value).expanduser()
+
+
+def _state_for(out: Path, state: str | None) -> Path:
+    return Path(state).expanduser() if state else out.with_name(out.name + ".state")
+
+
+def _check_files(app: App, params: JobParams, *, state: Path, out: Path) -> str:
+    """Preflight: credentials, then output and state; nothing is written."""
+    app.check_credentials()
+    return preflight(params, state_path=state, out_path=out)
+
+
+def _finish(app: App, outcome: Outcome, noun: str, out: Path) -> None:
+    progress = outcome.progress
+    if outcome.status == "paused":
+        # the reporter said when to come back; the status tells scripts to retry later
+        raise CliFailure("", ExitCode.TEMPFAIL)
+    extra = ""
+    if progress.duplicates_run:
+        extra += f", {progress.duplicates_run:,} repeated records dropped"
+    if progress.undecoded_run:
+        extra += f", {progress.undecoded_run:,} records kept raw (did not match the model)"
+    app.display.info(
+        "done",
+        f"done: {progress.records:,} {noun} in {out} ({progress.records_run:,} written by this "
+        f"run with {progress.requests_run:,} requests{extra})",
+        records=progress.records,
+        records_run=progress.records_run,
+        requests_run=progress.requests_run,
+        out=str(out),
+    )
+
+
+async def _run_job(app: App, job: ExportJob) -> Outcome:
+    try:
+        return await job.run()
+    finally:
+        job.reporter.close()
+
+
+# -- events ----------------------------------------------------------------------------------
+
+
+@click.group("events")
+def events_group() -> None:
+    """Events of the organization (spec §4.5)."""
+
+
+@events_group.command("backfill")
+@click.option(
+    "--since", required=True, type=InstantType(), help="Start (inclusive); no zone = UTC."
+)
+@click.option("--until", required=True, type=InstantType(), help="End (exclusive); no zone = UTC.")
+@click.option(
+    "--types",
+    multiple=True,
+    callback=_types,
+    metavar="TYPE[,TYPE...]",
+    help=f"Event types (default: all): {', '.join(sorted(EVENT_TYPES))}.",
+)
+@click.option("--out", required=True, callback=_out_path, help="Output file (JSON Lines).")
+@click.option(
+    "--gzip", "gzip_", is_flag=True, help="Compress (also implied by an OUT ending in .gz)."
+)
+@click.option("--state", default=None, help="State file (default: OUT.state).")
+@click.option(
+    "--slice",
+    "slice_size",
+    type=DurationType(),
+    default="1d",
+    show_default=True,
+    help="Time slice streamed by one scroll.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 32),
+    default=4,
+    show_default=True,
+    help="Slices streamed at once (they share the quota).",
+)
+@click.option(
+    "--page-size",
+    type=click.IntRange(1, EVENTS_PAGE_SIZE),
+    default=EVENTS_PAGE_SIZE,
+    show_default=True,
+    help="Events per request (spec §8: at most 10,000).",
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Print the plan and its cost; send nothing, write nothing."
+)
+@click.option(
+    "--events-per-day",
+    type=click.IntRange(0),
+    default=None,
+    help=f"Dry run: assumed volume (default {DEFAULT_EVENTS_PER_DAY:,}; the API cannot count).",
+)
+@click.option(
+    "--daemon",
+    "--wait",
+    "wait",
+    is_flag=True,
+    help="When the day's quota runs out, wait for the reset instead of exiting with 75.",
+)
+@click.option(
+    "--max-wait",
+    type=DurationType(),
+    default=None,
+    help="With --daemon: exit with 75 instead when the reset is further away than this.",
+)
+@click.option("--fsync/--no-fsync", default=True, hidden=True)
+@output_options
+@pass_app
+def backfill(
+    app: App,
+    since: datetime,
+    until: datetime,
+    types: list[str] | None,
+    out: Path,
+    gzip_: bool,
+    state: str | None,
+    slice_size: timedelta,
+    concurrency: int,
+    page_size: int,
+    dry_run: bool,
+    events_per_day: int | None,
+    wait: bool,
+    max_wait: timedelta | None,
+    fsync: bool,
+) -> None:
+    """Export every event of [SINCE, UNTIL) to OUT, exactly once, resumably.
+
+    Progress is committed to the state file after every page: kill it, run the same
+    command again, and it resumes. When the day's quota runs out it saves its progress,
+    prints when the quota resets, and exits with 75 (or waits, with --daemon).
+    """
+    if since >= until:
+        raise click.UsageError(
+            f"--since ({format_ms(since)}) must be before --until ({format_ms(until)})"
+        )
+    try:
+        slices = plan_slices(since, until, slice_size)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--slice'") from None
+    gzip = gzip_ or out.name.endswith(".gz")
+    state_path = _state_for(out, state)
+    params = events_params(
+        out=out, since=since, until=until, types=types, slice_size=slice_size, gzip=gzip
+    )
+    if dry_run:
+        _dry_run(app, slices, params, state_path, events_per_day, page_size, concurrency)
+        return
+    status = _check_files(app, params, state=state_path, out=out)
+    if status == "done":
+        info = StateStore.read_only(state_path)
+        app.display.info(
+            "done", f"already complete: {info.records:,} events in {out} (nothing sent)"
+        )
+        return
+
+    async def go() -> Outcome:
+        async with app.client(since=since, until=until, on_quota_exhausted="raise") as api:
+            reporter = app.display.reporter(noun="events", quota=lambda: api.quota, clock=api.clock)
+            job = events_backfill(
+                api,
+                since=since,
+                until=until,
+                out=out,
+                state=state_path,
+                types=types,
+                slice_size=slice_size,
+                gzip=gzip,
+                concurrency=concurrency,
+                page_size=page_size,
+                reporter=reporter,
+                wait=wait,
+                max_wait=max_wait.total_seconds() if max_wait else None,
+                fsync=fsync,
+            )
+            return await _run_job(app, job)
+
+    outcome = run_async(go())
+    _finish(app, outcome, "events", out)
+
+
+def _dry_run(
+    app: App,
+    slices: list[Slice],
+    params: JobParams,
+    state_path: Path,
+    events_per_day: int | None,
+    page_size: int,
+    concurrency: int,
+) -> None:
+    """Print the plan: zero requests, zero files."""
+    sim = app.sim
+    assumed = events_per_day
+    source = "--events-per-day"
+    if assumed is None:
+        assumed = sim.events_per_day if sim.enabled else DEFAULT_EVENTS_PER_DAY
+        source = "the simulator's volume" if sim.enabled else "default"
+    minute = (sim.minute_limit if sim.enabled else 60), 60.0
+    day = (sim.day_limit if sim.enabled else 15_000), 86_400.0
+    plan = estimate(
+        slices,
+        events_per_day=assumed,
+        page_size=page_size,
+        minute_count=minute[0],
+        minute_period=minute[1],
+        day_count=day[0],
+        day_period=day[1],
+    )
+    done_note = None
+    if StateStore.exists(state_path):
+        info = StateStore.read_only(state_path)
+        done_note = (
+            f"{info.slices_done}/{info.slices_total} slices done, {info.records:,} events "
+            f"written (the estimate is for the whole job)"
+        )
+    size = slices[0].end - slices[0].start
+    summary = {
+        "since": slices[0].date_start,
+        "until_inclusive": slices[-1].date_end,
+        "types": list(params.types) if params.types else "all",
+        "slices": len(slices),
+        "slice": human_duration(size.total_seconds()),
+        "concurrency": concurrency,
+        "assumed_events_per_day": assumed,
+        "assumption_source": source,
+        "estimated_events": plan.events,
+        "estimated_requests": plan.requests,
+        "page_requests": plan.page_requests,
+        "logins": plan.logins,
+        "seconds_at_rate_limit": plan.seconds_at_rate,
+        "days_of_quota": plan.days_of_quota,
+        "seconds_total": plan.seconds_total,
+        "requests_spent_by_dry_run": 0,
+        "state": done_note,
+    }
+    if app.display.log_format == "json":
+        click.echo(json.dumps(summary))
+        return
+    lines = [
+        f"plan: events from {slices[0].date_start} to {slices[-1].date_end} (inclusive), "
+        f"types: {', '.join(params.types) if params.types else 'all'}",
+        f"slices: {len(slices)} of {human_duration(size.total_seconds())}, {concurrency} at a time",
+    ]
+    shown = slices if len(slices) <= 8 else [*slices[:5], None, *slices[-2:]]
+    for piece in shown:
+        if piece is None:
+            lines.append(f"  ... {len(slices) - 7} more")
+        else:
+            lines.append(f"  #{piece.index:<4} {piece.date_start} .. {piece.date_end}")
+    data_pages = plan.page_requests - plan.slices
+    lines += [
+        f"assumption: {assumed:,} events per day ({source}); the events API has no count, "
+        "so a dry run sends no request to learn it",
+        f"estimate: {plan.events:,} events = {data_pages:,} pages of up to {page_size:,} + "
+        f"{plan.slices:,} empty end-of-scroll pages + {plan.logins} login(s) = "
+        f"{plan.requests:,} requests",
+        f"time at the rate limit ({minute[0]}/min): {human_duration(plan.seconds_at_rate)}",
+        f"quota: {plan.days_of_quota:.2f} days of the {day[0]:,}-request daily quota "
+        f"({math.ceil(plan.days_of_quota) or 1} day(s)); finishes in about "
+        f"{human_duration(plan.seconds_total)} counting the daily resets",
+    ]
+    if done_note:
+        lines.append(f"state {state_path}: {done_note}")
+    lines.append("this dry run sent 0 requests and wrote nothing")
+    click.echo("\n".join(lines))
+
+
+# -- contacts --------------------------------------------------------------------------------
+
+
+@click.group("contacts")
+def contacts_group() -> None:
+    """Contacts (customers) of the organization (spec §4.2)."""
+
+
+@contacts_group.command("export")
+@click.option("--out", required=True, callback=_out_path, help="Output file (JSON Lines).")
+@click.option(
+    "--gzip", "gzip_", is_flag=True, help="Compress (also implied by an OUT ending in .gz)."
+)
+@click.option("--state", default=None, help="State file (default: OUT.state).")
+@click.option(
+    "--has-email/--no-email",
+    "has_email",
+    default=None,
+    help="Only contacts with (or without) an email (default: all).",
+)
+@click.option(
+    "--page-size",
+    type=click.IntRange(1, 10_000),
+    default=CONTACTS_PAGE_SIZE,
+    show_default=True,
+    help="Contacts per request (spec §4.2 shows 100).",
+)
+@click.option("--daemon", "--wait", "wait", is_flag=True, help="Wait for the quota reset.")
+@click.option("--max-wait", type=DurationType(), default=None, help="With --daemon: longest wait.")
+@click.option("--fsync/--no-fsync", default=True, hidden=True)
+@output_options
+@pass_app
+def export(
+    app: App,
+    out: Path,
+    gzip_: bool,
+    state: str | None,
+    has_email: bool | None,
+    page_size: int,
+    wait: bool,
+    max_wait: timedelta | None,
+    fsync: bool,
+) -> None:
+    """Export every contact to OUT, exactly once, resumably (same engine as backfill)."""
+    gzip = gzip_ or out.name.endswith(".gz")
+    state_path = _state_for(out, state)
+    params = contacts_params(out=out, gzip=gzip, has_email=has_email)
+    status = _check_files(app, params, state=state_path, out=out)
+    if status == "done":
+        info = StateStore.read_only(state_path)
+        app.display.info(
+            "done", f"already complete: {info.records:,} contacts in {out} (nothing sent)"
+        )
+        return
+
+    async def go() -> Outcome:
+        async with app.client(on_quota_exhausted="raise") as api:
+            reporter = app.display.reporter(
+                noun="contacts", quota=lambda: api.quota, clock=api.clock
+            )
+            job = contacts_export(
+                api,
+                out=out,
+                state=state_path,
+                has_email=has_email,
+                gzip=gzip,
+                page_size=page_size,
+                reporter=reporter,
+                wait=wait,
+                max_wait=max_wait.total_seconds() if max_wait else None,
+                fsync=fsync,
+            )
+            return await _run_job(app, job)
+
+    outcome = run_async(go())
+    _finish(app, outcome, "contacts", out)

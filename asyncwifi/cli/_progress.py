@@ -1,0 +1,275 @@
+"""What the command shows while it works: a live display, plain lines, or JSON lines.
+
+- on a terminal: a rich progress bar over the slices with records, pages, requests used,
+  quota left and an ETA computed from the quota;
+- not on a terminal: one line per finished slice, pause and end;
+- ``--log-format json``: one JSON object per line (``ts``, ``level``, ``event``, fields),
+  for daemons and log shippers;
+- ``--quiet``: nothing but warnings and errors.
+
+Everything goes to stderr; stdout is left to data (``hotspots list`` and friends).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import IO, Any, Literal
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+from rich.progress import Progress as RichProgress
+
+from asyncwifi._clock import Clock
+from asyncwifi.backfill import Progress, Reporter, requests_time, utc_text
+from asyncwifi.ratelimit import QuotaSnapshot
+
+__all__ = ["Display", "LogFormat", "eta_seconds", "human_duration"]
+
+LogFormat = Literal["text", "json"]
+
+
+def human_duration(seconds: float | None) -> str:
+    """``2 d 3 h``, ``4 h 05 min``, ``3 min 20 s``, ``12 s``; ``?`` when unknown."""
+    if seconds is None:
+        return "?"
+    s = max(0, round(seconds))
+    days, s = divmod(s, 86_400)
+    hours, s = divmod(s, 3_600)
+    minutes, s = divmod(s, 60)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    if minutes:
+        return f"{minutes} min {s:02d} s"
+    return f"{s} s"
+
+
+def eta_seconds(progress: Progress, quota: QuotaSnapshot | None, now: float) -> float | None:
+    """Seconds until the job should finish: the requests it still needs, sent at the minute
+    limit, waiting for each daily reset from what is left of today's quota."""
+    if progress.remaining_requests is None or quota is None:
+        return None
+    minute, day = quota.limits.minute, quota.limits.day
+    day_snap = quota.day
+    return requests_time(
+        progress.remaining_requests,
+        minute_count=minute.count if minute else 1_000_000,
+        minute_period=minute.period if minute else 60.0,
+        day_count=day.count if day else 1_000_000_000,
+        day_period=day.period if day else 86_400.0,
+        day_remaining=day_snap.remaining if day_snap else None,
+        day_reset_in=(day_snap.reset_at - now) if day_snap and day_snap.reset_at else None,
+    )
+
+
+def _quota_left(quota: QuotaSnapshot | None) -> int | None:
+    day = quota.day if quota is not None else None
+    return day.remaining if day is not None else None
+
+
+class Display:
+    """The command's voice: messages, warnings and a progress reporter, in one format."""
+
+    def __init__(
+        self,
+        *,
+        quiet: bool = False,
+        log_format: LogFormat = "text",
+        stream: IO[str] | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.quiet = quiet
+        self.log_format = log_format
+        self.stream = stream if stream is not None else sys.stderr
+        self.clock = clock
+
+    def _ts(self) -> str:
+        now = self.clock.now() if self.clock is not None else datetime.now(UTC).timestamp()
+        return datetime.fromtimestamp(now, tz=UTC).isoformat(timespec="milliseconds")
+
+    def emit(self, level: str, event: str, message: str, **fields: Any) -> None:
+        """One message; in JSON mode with ``fields``. ``info`` is dropped when quiet."""
+        if level == "info" and self.quiet:
+            return
+        if self.log_format == "json":
+            record = {"ts": self._ts(), "level": level, "event": event, "message": message}
+            record.update(fields)
+            self.stream.write(json.dumps(record, default=str) + "\n")
+        else:
+            prefix = "" if level == "info" else f"asyncwifi: {level}: "
+            self.stream.write(prefix + message + "\n")
+        self.stream.flush()
+
+    def info(self, event: str, message: str, **fields: Any) -> None:
+        self.emit("info", event, message, **fields)
+
+    def warning(self, event: str, message: str, **fields: Any) -> None:
+        self.emit("warning", event, message, **fields)
+
+    def reporter(
+        self, *, noun: str, quota: Callable[[], QuotaSnapshot | None], clock: Clock
+    ) -> Reporter:
+        """A reporter for an export of ``noun`` (``events``, ``contacts``)."""
+        self.clock = clock
+        if self.log_format == "json":
+            return _JsonReporter(self, quota, clock)
+        live = not self.quiet and self.stream.isatty()
+        return _TextReporter(self, noun, quota, clock, live=live)
+
+
+def _fields(progress: Progress, quota: QuotaSnapshot | None, clock: Clock) -> dict[str, Any]:
+    eta = eta_seconds(progress, quota, clock.now())
+    return {
+        "slices_done": progress.slices_done,
+        "slices_total": progress.slices_total,
+        "records": progress.records,
+        "records_run": progress.records_run,
+        "pages_run": progress.pages_run,
+        "requests_run": progress.requests_run,
+        "requests_total": progress.requests_total,
+        "duplicates_dropped": progress.duplicates_run,
+        "quota_day_remaining": _quota_left(quota),
+        # real seconds (a simulated clock runs faster)
+        "eta_seconds": None if eta is None else round(clock.real(eta), 3),
+    }
+
+
+class _JsonReporter(Reporter):
+    def __init__(
+        self, display: Display, quota: Callable[[], QuotaSnapshot | None], clock: Clock
+    ) -> None:
+        self.display = display
+        self.quota = quota
+        self.clock = clock
+
+    def _emit(self, level: str, event: str, message: str, progress: Progress, **extra: Any) -> None:
+        fields = _fields(progress, self.quota(), self.clock)
+        fields.update(extra)
+        self.display.emit(level, event, message, **fields)
+
+    def started(self, progress: Progress, *, resumed: bool) -> None:
+        self._emit(
+            "info", "started", "resuming" if resumed else "starting", progress, resumed=resumed
+        )
+
+    def page(self, progress: Progress, *, slice_index: int, records: int) -> None:
+        self._emit(
+            "info", "page", "page committed", progress, slice=slice_index, page_records=records
+        )
+
+    def slice_done(self, progress: Progress, *, slice_index: int) -> None:
+        self._emit("info", "slice_done", f"slice {slice_index} done", progress, slice=slice_index)
+
+    def paused(self, progress: Progress, *, reset_at: float, waiting: bool) -> None:
+        verb = "waiting for" if waiting else "resume after"
+        self._emit(
+            "warning",
+            "quota_exhausted",
+            f"day quota spent; {verb} the reset at {utc_text(reset_at)}",
+            progress,
+            reset_at=utc_text(reset_at),
+            waiting=waiting,
+        )
+
+    def resumed(self, progress: Progress) -> None:
+        self._emit("info", "resumed", "quota reset; resuming", progress)
+
+    def finished(self, progress: Progress) -> None:
+        self._emit("info", "finished", "done", progress)
+
+
+class _TextReporter(Reporter):
+    def __init__(
+        self,
+        display: Display,
+        noun: str,
+        quota: Callable[[], QuotaSnapshot | None],
+        clock: Clock,
+        *,
+        live: bool,
+    ) -> None:
+        self.display = display
+        self.noun = noun
+        self.quota = quota
+        self.clock = clock
+        self._bar: RichProgress | None = None
+        self._task: Any = None
+        if live:
+            self._bar = RichProgress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[stats]}"),
+                console=Console(file=display.stream),
+                transient=False,
+                refresh_per_second=8,
+            )
+
+    def _stats(self, progress: Progress) -> str:
+        quota = self.quota()
+        left = _quota_left(quota)
+        eta = eta_seconds(progress, quota, self.clock.now())
+        # in real seconds: a simulated clock runs faster than the reader's
+        eta = None if eta is None else self.clock.real(eta)
+        return (
+            f"{progress.records:,} {self.noun} · {progress.pages_run:,} pages · "
+            f"{progress.requests_run:,} requests · quota left "
+            f"{'?' if left is None else f'{left:,}'} · ETA {human_duration(eta)}"
+        )
+
+    def _update(self, progress: Progress) -> None:
+        if self._bar is not None:
+            self._bar.update(
+                self._task, completed=progress.slices_done, stats=self._stats(progress)
+            )
+
+    def started(self, progress: Progress, *, resumed: bool) -> None:
+        if self._bar is not None:
+            self._bar.start()
+            self._task = self._bar.add_task(
+                "slices", total=progress.slices_total, stats=self._stats(progress)
+            )
+            self._update(progress)
+        if resumed:
+            self.display.info(
+                "started",
+                f"resuming: {progress.slices_done}/{progress.slices_total} slices and "
+                f"{progress.records:,} {self.noun} already written",
+            )
+
+    def page(self, progress: Progress, *, slice_index: int, records: int) -> None:
+        self._update(progress)
+
+    def slice_done(self, progress: Progress, *, slice_index: int) -> None:
+        self._update(progress)
+        if self._bar is None and progress.slices_total > 1:
+            self.display.info(
+                "slice_done",
+                f"slice {progress.slices_done}/{progress.slices_total} · {self._stats(progress)}",
+            )
+
+    def _stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def paused(self, progress: Progress, *, reset_at: float, waiting: bool) -> None:
+        self._update(progress)
+        if not waiting:
+            self._stop()
+        what = "waiting until" if waiting else "run the same command again after"
+        self.display.warning(
+            "quota_exhausted",
+            f"the day's quota is spent; progress is saved ({progress.records:,} {self.noun}); "
+            f"{what} {utc_text(reset_at)} to resume",
+        )
+
+    def resumed(self, progress: Progress) -> None:
+        self.display.info("resumed", "quota reset; resuming")
+
+    def finished(self, progress: Progress) -> None:
+        self._update(progress)
+        self._stop()

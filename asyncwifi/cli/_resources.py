@@ -1,0 +1,272 @@
+"""``asyncwifi hotspots ...``, ``segments list`` and ``quota``: one request each, JSON out.
+
+Results go to stdout as JSON (``--format table`` for a table); messages go to stderr.
+Write bodies are given as JSON with the API's own field names (``--data '{"name": ...}'``,
+``--data @file.json`` or ``--data -`` for stdin) and checked before anything is sent.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import click
+import msgspec
+from rich.console import Console
+from rich.table import Table
+
+from asyncwifi._rules import HOTSPOT_UPDATE_FORBIDDEN
+from asyncwifi.cli._app import App, pass_app, run_async
+from asyncwifi.models import HotspotCreate, HotspotUpdate
+
+__all__ = ["hotspots_group", "quota_command", "segments_group"]
+
+S = TypeVar("S", bound=msgspec.Struct)
+
+_format_option = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "table"]),
+    default="json",
+    show_default=True,
+    help="JSON (for scripts) or a table (for people).",
+)
+
+
+def _emit(data: Any, fmt: str, columns: Sequence[str] = ()) -> None:
+    builtins = msgspec.to_builtins(data)
+    if fmt == "table" and columns:
+        rows = builtins if isinstance(builtins, list) else [builtins]
+        table = Table(*columns)
+        for row in rows:
+            table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+        Console().print(table)
+        return
+    click.echo(json.dumps(builtins, indent=2, ensure_ascii=False))
+
+
+def _body(text: str, model: type[S], *, forbidden: frozenset[str] = frozenset()) -> S:
+    """Decode a write body from ``--data``: JSON text, ``@file`` or ``-`` (stdin)."""
+    if text == "-":
+        raw = sys.stdin.read()
+    elif text.startswith("@"):
+        try:
+            with open(text[1:], encoding="utf-8") as fh:
+                raw = fh.read()
+        except OSError as exc:
+            raise click.BadParameter(
+                f"cannot read {text[1:]}: {exc.strerror}", param_hint="'--data'"
+            ) from None
+    else:
+        raw = text
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="'--data'") from None
+    if not isinstance(data, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="'--data'")
+    bad = sorted(set(data) & forbidden)
+    if bad:
+        raise click.BadParameter(
+            f"{', '.join(bad)} cannot be changed by an update (spec §4.3)", param_hint="'--data'"
+        )
+    known = {f.encode_name for f in msgspec.structs.fields(model)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise click.BadParameter(
+            f"unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}",
+            param_hint="'--data'",
+        )
+    try:
+        return msgspec.convert(data, model)
+    except msgspec.ValidationError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--data'") from None
+
+
+# -- hotspots --------------------------------------------------------------------------------
+
+_HOTSPOT_COLUMNS = ("id", "name", "macAddress", "hotspotIdentifier", "city", "country", "deleted")
+
+
+@click.group("hotspots")
+def hotspots_group() -> None:
+    """Hotspots (Wi-Fi access points), spec §4.3."""
+
+
+@hotspots_group.command("list")
+@click.option("--name", default=None, help="Name filter.")
+@click.option("--mac", "mac_address", default=None, help="MAC address filter.")
+@click.option("--identifier", "hotspot_identifier", default=None, help="Hotspot identifier.")
+@click.option("--venue-id", default=None, help="Venue (location) id.")
+@click.option(
+    "--date-gt", type=click.DateTime(["%Y-%m-%d"]), default=None, help="Date after (YYYY-MM-DD)."
+)
+@click.option(
+    "--date-lt", type=click.DateTime(["%Y-%m-%d"]), default=None, help="Date before (YYYY-MM-DD)."
+)
+@click.option("--deleted/--not-deleted", default=False, show_default=True, help="Deleted ones.")
+@_format_option
+@pass_app
+def hotspots_list(
+    app: App,
+    name: str | None,
+    mac_address: str | None,
+    hotspot_identifier: str | None,
+    venue_id: str | None,
+    date_gt: datetime | None,
+    date_lt: datetime | None,
+    deleted: bool,
+    fmt: str,
+) -> None:
+    """List the organization's hotspots."""
+    app.check_credentials()
+
+    async def go() -> Any:
+        async with app.client() as api:
+            return await api.hotspots.list(
+                name=name,
+                mac_address=mac_address,
+                hotspot_identifier=hotspot_identifier,
+                venue_id=venue_id,
+                date_gt=date_gt.date() if date_gt else None,
+                date_lt=date_lt.date() if date_lt else None,
+                deleted=deleted,
+            )
+
+    _emit(run_async(go()), fmt, _HOTSPOT_COLUMNS)
+
+
+@hotspots_group.command("get")
+@click.argument("hotspot_id")
+@click.option("--by-identifier", is_flag=True, help="HOTSPOT_ID is the dashboard identifier.")
+@_format_option
+@pass_app
+def hotspots_get(app: App, hotspot_id: str, by_identifier: bool, fmt: str) -> None:
+    """Show one hotspot."""
+    app.check_credentials(organization=False)
+
+    async def go() -> Any:
+        async with app.client(organization=False) as api:
+            if by_identifier:
+                return await api.hotspots.get_by_identifier(hotspot_id)
+            return await api.hotspots.get(hotspot_id)
+
+    _emit(run_async(go()), fmt, _HOTSPOT_COLUMNS)
+
+
+@hotspots_group.command("create")
+@click.option("--data", required=True, help="JSON body (API field names), @FILE or - for stdin.")
+@pass_app
+def hotspots_create(app: App, data: str) -> None:
+    """Create a hotspot (never two, even if the answer is lost)."""
+    body = _body(data, HotspotCreate)
+    app.check_credentials()
+
+    async def go() -> Any:
+        async with app.client() as api:
+            if body.organization_id is msgspec.UNSET and api.organization:
+                wanted = msgspec.structs.replace(body, organization_id=api.organization)
+            else:
+                wanted = body
+            return await api.hotspots.create(wanted)
+
+    _emit(run_async(go()), "json")
+
+
+@hotspots_group.command("update")
+@click.argument("hotspot_id")
+@click.option("--data", required=True, help="JSON body (API field names), @FILE or - for stdin.")
+@pass_app
+def hotspots_update(app: App, hotspot_id: str, data: str) -> None:
+    """Update a hotspot: only the fields given are sent."""
+    body = _body(data, HotspotUpdate, forbidden=HOTSPOT_UPDATE_FORBIDDEN)
+    app.check_credentials(organization=False)
+
+    async def go() -> Any:
+        async with app.client(organization=False) as api:
+            return await api.hotspots.update(hotspot_id, body)
+
+    _emit(run_async(go()), "json")
+
+
+@hotspots_group.command("delete")
+@click.argument("hotspot_id")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@pass_app
+def hotspots_delete(app: App, hotspot_id: str, yes: bool) -> None:
+    """Delete a hotspot."""
+    app.check_credentials(organization=False)
+    if not yes:
+        click.confirm(f"delete hotspot {hotspot_id}?", abort=True, err=True)
+
+    async def go() -> Any:
+        async with app.client(organization=False) as api:
+            return await api.hotspots.delete(hotspot_id)
+
+    _emit(run_async(go()), "json")
+
+
+# -- segments and quota ----------------------------------------------------------------------
+
+
+@click.group("segments")
+def segments_group() -> None:
+    """Segments (dynamic groups of contacts), spec §4.4."""
+
+
+@segments_group.command("list")
+@_format_option
+@pass_app
+def segments_list(app: App, fmt: str) -> None:
+    """List the organization's segments."""
+    app.check_credentials()
+
+    async def go() -> Any:
+        async with app.client() as api:
+            return await api.segments.list()
+
+    _emit(run_async(go()), fmt, ("id", "name", "segmentStatus", "audience", "lastRun"))
+
+
+def _when(epoch: float | None) -> str | None:
+    if epoch is None:
+        return None
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@click.command("quota")
+@_format_option
+@pass_app
+def quota_command(app: App, fmt: str) -> None:
+    """Show the quota left (spends one request: the login, whose answer carries the counts)."""
+    app.check_credentials(organization=False)
+
+    async def go() -> dict[str, Any]:
+        async with app.client(organization=False) as api:
+            await api.login()
+            snap = api.quota
+            windows = {}
+            for name, window in snap.windows.items():
+                windows[name] = {
+                    "limit": window.limit,
+                    "remaining": window.remaining,
+                    "reset_at": _when(window.reset_at),
+                    "source": window.source,
+                }
+            return {
+                "taken_at": _when(snap.taken_at),
+                "windows": windows,
+                "paused_until": _when(snap.paused_until),
+                "mode": snap.mode,
+                "requests_spent_by_this_command": api.logins,
+            }
+
+    result = run_async(go())
+    if fmt == "table":
+        rows = [{"window": k, **v} for k, v in result["windows"].items()]
+        _emit(rows, "table", ("window", "limit", "remaining", "reset_at", "source"))
+        return
+    _emit(result, "json")

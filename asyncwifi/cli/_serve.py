@@ -1,0 +1,196 @@
+"""Long-running servers: ``asyncwifi simulate`` and ``asyncwifi webhooks serve``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import signal
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from asyncwifi.cli._app import App, output_options, pass_app
+from asyncwifi.cli._exit import CliFailure, ExitCode
+
+__all__ = ["simulate_command", "webhooks_group"]
+
+
+@click.command("simulate")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", type=click.IntRange(0, 65_535), default=8080, show_default=True)
+@click.option(
+    "--speed",
+    type=click.FloatRange(min=0.001),
+    default=1.0,
+    show_default=True,
+    help="Clock speed: minute and day windows, scroll and token lifetimes run this much faster.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the generated data.")
+@click.option("--events", type=click.IntRange(0), default=10_000, show_default=True)
+@click.option("--events-start", default=None, help="Start of the events' range (ISO 8601).")
+@click.option("--events-end", default=None, help="End of the events' range (ISO 8601).")
+@click.option("--contacts", type=click.IntRange(0), default=250, show_default=True)
+@click.option("--minute-limit", type=click.IntRange(1), default=60, show_default=True)
+@click.option("--day-limit", type=click.IntRange(1), default=15_000, show_default=True)
+@click.option(
+    "--rate-limit-mode",
+    type=click.Choice(["fixed", "sliding", "off"]),
+    default="fixed",
+    show_default=True,
+    help="Gateway windows aligned to UTC (fixed), strict sliding, or no limit.",
+)
+@output_options
+@pass_app
+def simulate_command(
+    app: App,
+    host: str,
+    port: int,
+    speed: float,
+    seed: int,
+    events: int,
+    events_start: str | None,
+    events_end: str | None,
+    contacts: int,
+    minute_limit: int,
+    day_limit: int,
+    rate_limit_mode: str,
+) -> None:
+    """Serve the embedded simulator of the whole API until Ctrl-C.
+
+    It prints the base URL and the (simulated) credentials to export; point the SDK or
+    this command at it (it speaks plain http: set ASYNCWIFI_ALLOW_HTTP=1).
+    """
+    from asyncwifi.backfill import parse_instant
+    from asyncwifi.testing._process import run_simulator
+
+    options: dict[str, Any] = {
+        "seed": seed,
+        "events": events,
+        "contacts": contacts,
+        "minute_limit": minute_limit,
+        "day_limit": day_limit,
+        "rate_limit_mode": rate_limit_mode,
+        # one clock second lasts 1/speed real seconds: whole-second resets would overshoot
+        "fractional_reset": speed != 1.0,
+        "json_output": app.display.log_format == "json",
+    }
+    for key, text in (("events_start", events_start), ("events_end", events_end)):
+        if text is not None:
+            try:
+                options[key] = parse_instant(text)
+            except ValueError as exc:
+                raise click.BadParameter(
+                    str(exc), param_hint=f"'--{key.replace('_', '-')}'"
+                ) from None
+    start, end = options.get("events_start"), options.get("events_end")
+    if start is not None and end is not None and start >= end:
+        raise click.UsageError("--events-start must be before --events-end")
+    try:
+        run_simulator(port=port, host=host, speed=speed, **options)
+    except OSError as exc:
+        raise CliFailure(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _serve_forever(coro: Any) -> None:
+    """Run a server coroutine until SIGINT or SIGTERM; a clean stop exits 0."""
+
+    async def main() -> None:
+        task = asyncio.ensure_future(coro)
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signum, task.cancel)
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    try:
+        asyncio.run(main())
+    except OSError as exc:
+        raise CliFailure(f"cannot listen: {exc.strerror or exc}", ExitCode.FAILURE) from None
+
+
+@click.group("webhooks")
+def webhooks_group() -> None:
+    """Receive the platform's webhooks (spec §6.2)."""
+
+
+@webhooks_group.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", type=click.IntRange(0, 65_535), default=8080, show_default=True)
+@click.option("--path", default="/webhooks", show_default=True, help="URL path to receive on.")
+@click.option(
+    "--header-name",
+    default=None,
+    help="Header carrying the shared secret (as configured in the dashboard's webhook headers).",
+)
+@click.option("--out", default=None, help="Append each event to this JSON Lines file.")
+@click.option("--handler", default=None, help="Call package.module:function for each event.")
+@click.option("--spool", default=None, help="Durable mode: accept into this SQLite spool first.")
+@click.option(
+    "--max-age", type=click.FloatRange(min=1), default=None, help="Refuse older events (s)."
+)
+@output_options
+@pass_app
+def webhooks_serve(
+    app: App,
+    host: str,
+    port: int,
+    path: str,
+    header_name: str | None,
+    out: str | None,
+    handler: str | None,
+    spool: str | None,
+    max_age: float | None,
+) -> None:
+    """Receive webhooks; the shared secret comes from $ASYNCWIFI_WEBHOOK_SECRET only.
+
+    There is no flag for the secret: the process list and the shell history would show it.
+    Several comma-separated secrets are all accepted (for a rotation).
+    """
+    from asyncwifi.errors import ConfigurationError
+    from asyncwifi.webhooks import (
+        DEFAULT_HEADER_NAME,
+        SECRET_ENV_VAR,
+        JsonlSink,
+        Receiver,
+        load_handler,
+        secrets_from_env,
+        serve,
+    )
+
+    if out is None and handler is None:
+        raise click.UsageError("give --out FILE or --handler MODULE:FUNCTION (or both)")
+    try:
+        secrets = secrets_from_env(SECRET_ENV_VAR)
+        receiver = Receiver(
+            secrets, header_name=header_name or DEFAULT_HEADER_NAME, max_age=max_age
+        )
+        handlers: list[Callable[..., Any]] = []
+        if out is not None:
+            handlers.append(JsonlSink(out))
+        if handler is not None:
+            handlers.append(load_handler(handler))
+    except ConfigurationError as exc:
+        raise CliFailure(str(exc), ExitCode.CONFIG) from None
+
+    async def each(payload: Any, context: Any) -> None:
+        for fn in handlers:
+            outcome = fn(payload, context)
+            if inspect.isawaitable(outcome):
+                await outcome
+
+    receiver.fallback(each)
+
+    def ready(bound: int) -> None:
+        app.display.info(
+            "listening",
+            f"receiving webhooks on http://{host}:{bound}{path} "
+            f"(secret from ${SECRET_ENV_VAR}, header {receiver.header_name}); Ctrl-C stops",
+            port=bound,
+        )
+
+    _serve_forever(serve(receiver, host=host, port=port, path=path, spool=spool, on_ready=ready))

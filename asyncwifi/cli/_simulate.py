@@ -1,0 +1,131 @@
+"""``--simulate``: the embedded simulator, in this process, on a fast shared clock.
+
+The simulator and the client share one :class:`~asyncwifi.ScaledClock`, so the gateway's
+minute and day windows, the scroll's 60 s and the token's day all run ``speed`` times faster
+than real time, and the client's limits are the simulator's. The seeded dataset covers the
+range the command asks for (``events_per_day`` events a day), so an events backfill over
+any range finds data, and the same seed gives the same events on every run (which is what
+lets a killed ``--simulate`` run be resumed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Literal
+
+from asyncwifi._clock import Clock, ScaledClock
+from asyncwifi.cli._exit import CliFailure, ExitCode
+from asyncwifi.cli._progress import Display
+
+if TYPE_CHECKING:
+    from asyncwifi._client import Client
+    from asyncwifi.cli._app import SimOptions
+    from asyncwifi.testing import Simulator
+
+__all__ = [
+    "MAX_SIMULATED_EVENTS",
+    "build_simulator",
+    "simulated_client",
+    "simulated_clock",
+    "simulated_range",
+]
+
+#: the simulator keeps its events in memory: more than this is refused
+MAX_SIMULATED_EVENTS = 20_000_000
+
+
+def simulated_range(
+    since: datetime | None, until: datetime | None, now: float
+) -> tuple[datetime, datetime]:
+    """The event range to generate: the command's, else the week before ``now``."""
+    end = until or datetime.fromtimestamp(now, tz=UTC)
+    start = since or end - timedelta(days=7)
+    return start, end
+
+
+def simulated_clock(options: SimOptions) -> ScaledClock:
+    """The shared fast clock (started at ``options.start`` when given, else now)."""
+    return ScaledClock(options.speed, start=options.start)
+
+
+def build_simulator(
+    options: SimOptions, *, since: datetime | None, until: datetime | None, clock: Clock
+) -> Simulator:
+    """The simulator ``--simulate`` runs: seeded, covering ``[since, until)``.
+
+    Tests build the same one (same options, same range) to know exactly which ids a run
+    must write: the data depends on the seed and the range only.
+    """
+    from asyncwifi.testing import Simulator
+
+    start, end = simulated_range(since, until, clock.now())
+    days = (end - start).total_seconds() / 86_400.0
+    events = round(options.events_per_day * days)
+    if since is None and until is None:
+        events = min(events, 10_000)  # a command that reads no events: keep start-up quick
+    if events > MAX_SIMULATED_EVENTS:
+        raise CliFailure(
+            f"--simulate would generate {events:,} events (more than {MAX_SIMULATED_EVENTS:,}); "
+            "use a shorter range or a smaller --sim-events-per-day",
+            ExitCode.USAGE,
+        )
+    return Simulator(
+        seed=options.seed,
+        clock=clock,
+        events=events,
+        events_start=start,
+        events_end=end,
+        contacts=options.contacts,
+        minute_limit=options.minute_limit,
+        day_limit=options.day_limit,
+        # one clock second lasts 1/speed real seconds: whole-second resets would overshoot
+        fractional_reset=True,
+    )
+
+
+@contextlib.asynccontextmanager
+async def simulated_client(
+    options: SimOptions,
+    display: Display,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    on_quota_exhausted: Literal["wait", "raise"] = "wait",
+    max_quota_wait: float | None = None,
+) -> AsyncIterator[Client]:
+    """A simulator started in-process and a client opened on it, both on one fast clock."""
+    from asyncwifi._client import Client
+    from asyncwifi.ratelimit import Limit, Limits
+
+    clock = simulated_clock(options)
+    simulator = build_simulator(options, since=since, until=until, clock=clock)
+    async with simulator as sim:
+        data = sim.data
+        start, end = simulated_range(since, until, clock.now())
+        display.info(
+            "simulator",
+            f"simulating: embedded simulator at {sim.base_url} (seed {options.seed}, "
+            f"{len(data.events):,} events from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} "
+            f"UTC, clock x{options.speed:g}); no account is used",
+            base_url=sim.base_url,
+            seed=options.seed,
+            events=len(data.events),
+            speed=options.speed,
+        )
+        limits = Limits(
+            minute=Limit(options.minute_limit, 60.0), day=Limit(options.day_limit, 86_400.0)
+        )
+        async with Client(
+            sim.client_key,
+            sim.client_secret,
+            base_url=sim.base_url,
+            organization=sim.organization,
+            limits=limits,
+            clock=clock,
+            allow_http=True,
+            on_quota_exhausted=on_quota_exhausted,
+            max_quota_wait=max_quota_wait,
+        ) as api:
+            yield api
