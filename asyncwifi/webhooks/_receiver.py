@@ -257,7 +257,7 @@ class Receiver:
         length = _header(headers, "Content-Length")
         if length is not None:
             length = length.strip()
-            if not length.isdigit():
+            if not (length.isascii() and length.isdigit()):
                 return Rejection(400, "invalid Content-Length")
             if int(length) > self.max_body_size:
                 return self.too_large()

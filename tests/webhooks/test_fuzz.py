@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from asyncwifi.models.webhook import WebhookPayload
 from asyncwifi.webhooks import Receiver, create_app
 from tests.webhooks.helpers import HEADER, NOW, SECRET, ClientFactory, FakeClock, auth, body_of
 
@@ -122,3 +123,22 @@ async def test_raw_garbage_on_the_socket_does_not_stop_the_server(
 async def test_old_events_in_the_fuzz_are_refused(live: Any) -> None:
     response = await live.post("/webhooks", data=body_of(timestamp=NOW - 7200), headers=auth())
     assert response.status == 409
+
+
+any_text = st.text(max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    headers=st.dictionaries(
+        st.sampled_from([HEADER, "content-type", "Content-Length", "x-other"]) | any_text,
+        any_text,
+        max_size=5,
+    ),
+    body=bodies,
+    now=st.floats(allow_nan=False, allow_infinity=False),
+)
+def test_the_pure_checks_never_raise(headers: dict[str, str], body: bytes, now: float) -> None:
+    receiver = Receiver(SECRET, header_name=HEADER, max_body_size=512, max_age=60)
+    result = receiver.check(headers, body, now=now)
+    assert isinstance(result, WebhookPayload) or result.status in EXPECTED

@@ -132,6 +132,7 @@ def test_a_declared_length_above_the_limit_is_413_before_reading() -> None:
     assert status(r.check_headers(auth(**{"Content-Length": "101"}))) == 413
     assert status(r.check_headers(auth(**{"Content-Length": "100"}))) == 200
     assert status(r.check_headers(auth(**{"Content-Length": "-1"}))) == 400
+    assert status(r.check_headers(auth(**{"Content-Length": "\u00b2"}))) == 400
 
 
 def test_a_body_above_the_limit_is_413() -> None:
