@@ -198,9 +198,9 @@ class EventStore:
         self._tz = ZoneInfo(timezone)
         self._tzname = timezone
         self._offsets: dict[int, int] = {}
-        self._chunks: list[tuple[bytes, array[int]] | None] = [None] * (
-            -(-count // self.CHUNK) if count else 0
-        )
+        n_chunks = -(-count // self.CHUNK) if count else 0
+        self._chunks: list[tuple[bytes, array[int]] | None] = [None] * n_chunks
+        self._rchunks: list[tuple[bytes, array[int]] | None] = [None] * n_chunks
         self._encode = msgspec.json.Encoder().encode
         self._by_type: list[array[int]] | None = None
         self._by_owner: dict[int, array[int]] | None = None
@@ -305,13 +305,46 @@ class EventStore:
                 lo, k = end, k + 1
             out = b"".join(pieces)
             return out[:-1]
-        chunk = self._chunk
+        if isinstance(indices, range) and indices.step == -1:
+            return self._join_reversed(indices)
+        # any other order: consecutive indices mostly share a chunk, so look it up once
         parts = []
+        chunk = self._chunk
+        base = -2 * size  # no chunk loaded yet
+        blob, off = b"", array("I")
         for i in indices:
-            blob, off = chunk(i // size)
-            r = i % size
+            if not base <= i < base + size:
+                blob, off = chunk(i // size)
+                base = i - i % size
+            r = i - base
             parts.append(blob[off[r] : off[r + 1] - 1])
         return b",".join(parts)
+
+    def _rchunk(self, k: int) -> tuple[bytes, array[int]]:
+        """Chunk ``k`` with its events in reverse order (built on first use)."""
+        cached = self._rchunks[k]
+        if cached is not None:
+            return cached
+        blob, off = self._chunk(k)
+        parts = [blob[off[r] : off[r + 1]] for r in range(len(off) - 2, -1, -1)]
+        offsets = array("I", accumulate((len(p) for p in parts), initial=0))
+        self._rchunks[k] = cached = (b"".join(parts), offsets)
+        return cached
+
+    def _join_reversed(self, indices: range) -> bytes:
+        """A descending run (``sortReverse=true`` pages): slices of reversed chunks."""
+        size = self.CHUNK
+        pieces: list[memoryview] = []
+        hi, lo = indices.start, indices.stop  # hi included, lo excluded
+        while hi > lo:
+            k = hi // size
+            base = k * size
+            blob, off = self._rchunk(k)
+            last = len(off) - 2  # reversed position of the chunk's first event
+            stop = max(lo, base - 1)
+            pieces.append(memoryview(blob)[off[last - (hi - base)] : off[last - (stop - base)]])
+            hi = stop
+        return b"".join(pieces)[:-1]
 
     # -- queries --------------------------------------------------------------------------
 

@@ -172,3 +172,15 @@ def test_data_is_deterministic_for_a_seed() -> None:
     assert len(set(a.data.event_ids())) == 2000
     record = a.data.events.record(0)
     assert record["id"] == a.data.event_ids()[0]
+
+
+async def test_pages_in_every_order_match_the_log(caller: Caller, simulator: Simulator) -> None:
+    # pages cut across the store's internal chunks, forwards, backwards and filtered
+    everything = simulator.data.event_ids()
+    newest_first, _ = await scroll_events(caller, size="1500", sortReverse="true")
+    assert [e["id"] for e in newest_first] == everything[::-1]
+    typed, _ = await scroll_events(caller, size="999", events="promo,signup", sortReverse="true")
+    assert [e["id"] for e in typed] == simulator.data.event_ids(types=["signup", "promo"])[::-1]
+    store = simulator.data.events
+    for i in (0, 2047, 2048, 4095, len(store) - 1):
+        assert store.record(i)["id"] == everything[i]
