@@ -1,13 +1,70 @@
-"""asyncwifi: an asyncio client SDK for the guest Wi-Fi and contact platform REST API."""
+"""asyncwifi: an asyncio client SDK for the guest Wi-Fi and contact platform REST API.
 
-from asyncwifi import errors
+The API's quota (60 requests a minute, 15,000 a day) is the only bottleneck: every request
+goes through a rate-aware scheduler that never sends what the gateway would refuse.
+"""
+
+from asyncwifi import errors, models
+from asyncwifi._client import Client, ClientState
 from asyncwifi._clock import Clock, ScaledClock, SystemClock
+from asyncwifi._core import RequestInfo, ResponseInfo, RetryInfo
+from asyncwifi._retry import RetryPolicy
+from asyncwifi._scroll import Record, ScrollPage, ScrollStream
+from asyncwifi._transport import (
+    AiohttpTransport,
+    MockTransport,
+    Request,
+    Response,
+    Transport,
+    make_headers,
+)
 from asyncwifi._version import __version__
+from asyncwifi.models import (
+    Contact,
+    Event,
+    Hotspot,
+    HotspotCreate,
+    HotspotUpdate,
+    HotspotWriteResult,
+    Policy,
+    Segment,
+)
+from asyncwifi.ratelimit import Lane, Limit, Limits, MemoryStore, QuotaSnapshot, RedisStore
 
 __all__ = [
+    "AiohttpTransport",
+    "Client",
+    "ClientState",
     "Clock",
+    "Contact",
+    "Event",
+    "Hotspot",
+    "HotspotCreate",
+    "HotspotUpdate",
+    "HotspotWriteResult",
+    "Lane",
+    "Limit",
+    "Limits",
+    "MemoryStore",
+    "MockTransport",
+    "Policy",
+    "QuotaSnapshot",
+    "Record",
+    "RedisStore",
+    "Request",
+    "RequestInfo",
+    "Response",
+    "ResponseInfo",
+    "RetryInfo",
+    "RetryPolicy",
     "ScaledClock",
+    "ScrollPage",
+    "ScrollStream",
+    "Segment",
     "SystemClock",
+    "Transport",
     "__version__",
     "errors",
+    "make_headers",
+    "models",
 ]

@@ -187,10 +187,13 @@ class TokenManager:
             return None
         return token
 
-    async def get(self) -> Token:
-        """A valid token, logging in first when there is none or it is about to expire."""
+    def _check_open(self) -> None:
         if self.state is TokenState.CLOSED:
             raise ClientStateError("the client is closed")
+
+    async def get(self) -> Token:
+        """A valid token, logging in first when there is none or it is about to expire."""
+        self._check_open()
         token = self._usable(self._clock.now())
         if token is not None:
             return token
@@ -198,8 +201,7 @@ class TokenManager:
             token = self._usable(self._clock.now())
             if token is not None:
                 return token
-            if self.state is TokenState.CLOSED:
-                raise ClientStateError("the client is closed")
+            self._check_open()
             value = await self._login()
             now = self._clock.now()
             claims = read_jwt_claims(value)

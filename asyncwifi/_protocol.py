@@ -107,7 +107,9 @@ def _query_value(value: object) -> str:
     raise ValidationError(f"cannot put a {type(value).__name__} in a query string")
 
 
-def build_query(params: Mapping[str, object], extra: Mapping[str, object] | None = None) -> dict[str, str]:
+def build_query(
+    params: Mapping[str, object], extra: Mapping[str, object] | None = None
+) -> dict[str, str]:
     """Query parameters as strings: ``None`` dropped, booleans as ``true``/``false``, lists
     comma-joined. ``extra`` (the caller's own parameters, for what the spec does not show)
     may not silently override a parameter the SDK sets."""
@@ -177,9 +179,13 @@ def error_from_response(
     message = _message_of(status, body)
     request_id = headers.get("X-Kong-Request-Id") or headers.get("X-Request-Id")
     if cls is RateLimitedError:
-        retry_after = _seconds(headers.get("Retry-After")) or _seconds(headers.get("RateLimit-Reset"))
+        retry_after = _seconds(headers.get("Retry-After")) or _seconds(
+            headers.get("RateLimit-Reset")
+        )
         rate: dict[str, Any] = {
-            k.lower(): v for k, v in headers.items() if "ratelimit" in k.lower() or k.lower() == "retry-after"
+            k.lower(): v
+            for k, v in headers.items()
+            if "ratelimit" in k.lower() or k.lower() == "retry-after"
         }
         return RateLimitedError(
             message,

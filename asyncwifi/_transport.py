@@ -8,7 +8,6 @@ users can test their own code without a network.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import ssl
 import time
@@ -164,7 +163,7 @@ class AiohttpTransport:
                 path=request.path,
                 kind="connect",
             ) from exc
-        except (TimeoutError, asyncio.TimeoutError) as exc:
+        except TimeoutError as exc:
             raise TransportError(
                 "timed out waiting for the response",
                 method=request.method,

@@ -80,6 +80,8 @@ class DecodeError(AsyncWifiError):
         self.message = message
         self.path = path
         self.raw = raw
+        #: set by the client when the body was not even JSON (cut in transit): worth a retry
+        self.retryable = False
 
 
 class TransportError(AsyncWifiError):

@@ -1,0 +1,276 @@
+"""The Client: lifecycle, configuration, and the resource namespaces users touch."""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+import ssl
+from collections.abc import Callable
+from types import TracebackType
+from typing import Literal
+
+from asyncwifi._auth import Secret, Token, TokenManager
+from asyncwifi._clock import Clock, SystemClock
+from asyncwifi._core import Api, Hooks, RequestInfo, ResponseInfo, RetryInfo
+from asyncwifi._protocol import require_text
+from asyncwifi._retry import RetryPolicy
+from asyncwifi._scroll import SCROLL_WINDOW
+from asyncwifi._transport import AiohttpTransport, Transport
+from asyncwifi.errors import ClientStateError, ConfigurationError, DecodeError
+from asyncwifi.models import LoginRequest, LoginResponse, decode, encode
+from asyncwifi.ratelimit import Lane, Limits, QuotaSnapshot, Scheduler, Store
+from asyncwifi.resources import Contacts, Events, Hotspots, Segments
+
+__all__ = ["Client", "ClientState"]
+
+log = logging.getLogger("asyncwifi.client")
+
+LOGIN_PATH = "/v1/sts/login/services"  # spec §4.1
+LOGOUT_PATH = "/v1/sts/logout"
+
+
+class ClientState(enum.Enum):
+    """Lifecycle of a Client: opened once, closed once."""
+
+    UNOPENED = "unopened"
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+class Client:
+    """An asyncio client of the platform API; use it as ``async with Client(...) as api``.
+
+    Every request (logins and retries included) passes the rate-aware scheduler, so the
+    documented limits (60 a minute, 15,000 a day) are never exceeded; see the README.
+
+    Positional: the API key pair. Keyword options: ``base_url`` (or ASYNCWIFI_BASE_URL),
+    ``organization`` (the default ``{cid}`` of organization paths), ``limits``, ``store``
+    (``MemoryStore`` or ``RedisStore`` to share a key's budget across processes),
+    ``allow_http`` (plain http is refused otherwise), ``clock``, ``on_quota_exhausted``
+    ("wait" for the reset or "raise" ``QuotaExhaustedError``), ``max_quota_wait``,
+    ``retry`` (a :class:`RetryPolicy`), ``timeout``, ``max_connections``,
+    ``max_in_flight``, ``scroll_window`` (spec §8: 60 s), ``transport`` (a custom
+    :class:`Transport`, e.g. ``MockTransport``), and the hooks ``on_request``,
+    ``on_response``, ``on_retry``, ``on_throttle``.
+    """
+
+    def __init__(
+        self,
+        client_key: str,
+        client_secret: str,
+        *,
+        base_url: str | None = None,
+        organization: str | None = None,
+        limits: Limits | None = None,
+        store: Store | None = None,
+        allow_http: bool = False,
+        clock: Clock | None = None,
+        on_quota_exhausted: Literal["wait", "raise"] = "wait",
+        max_quota_wait: float | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: float = 30.0,
+        max_connections: int = 32,
+        max_in_flight: int = 16,
+        scroll_window: float = SCROLL_WINDOW,
+        ssl_context: ssl.SSLContext | None = None,
+        transport: Transport | None = None,
+        on_request: Callable[[RequestInfo], None] | None = None,
+        on_response: Callable[[ResponseInfo], None] | None = None,
+        on_retry: Callable[[RetryInfo], None] | None = None,
+        on_throttle: Callable[..., None] | None = None,
+    ) -> None:
+        require_text(client_key, "client_key")
+        if not isinstance(client_secret, str) or not client_secret:
+            raise ConfigurationError("client_secret must be a non-empty string")
+        base_url = base_url or os.environ.get("ASYNCWIFI_BASE_URL")
+        if not base_url:
+            raise ConfigurationError("base_url is required (or set ASYNCWIFI_BASE_URL)")
+        scheme = base_url.split(":", 1)[0].lower()
+        if scheme not in ("https", "http"):
+            raise ConfigurationError(f"base_url must be an http(s) URL, got scheme {scheme!r}")
+        if scheme == "http" and not allow_http:
+            raise ConfigurationError(
+                "plain http sends the client secret and tokens in clear; use https, "
+                "or pass allow_http=True (for a local simulator)"
+            )
+        if on_quota_exhausted not in ("wait", "raise"):
+            raise ConfigurationError("on_quota_exhausted must be 'wait' or 'raise'")
+        if organization is not None:
+            require_text(organization, "organization")
+        if scroll_window <= 0:
+            raise ConfigurationError("scroll_window must be positive")
+        self._key = client_key
+        self._secret = Secret(client_secret)
+        self.base_url = base_url.rstrip("/")
+        self.organization = organization
+        self.clock: Clock = clock or SystemClock()
+        self.state = ClientState.UNOPENED
+        self._transport: Transport = transport or AiohttpTransport(
+            self.base_url,
+            timeout=timeout,
+            max_connections=max_connections,
+            ssl_context=ssl_context,
+        )
+        self.scheduler = Scheduler(
+            limits or Limits(),
+            store=store,
+            clock=self.clock,
+            on_exhausted=on_quota_exhausted,
+            max_quota_wait=max_quota_wait,
+            max_in_flight=max_in_flight,
+            on_throttle=on_throttle,
+        )
+        hooks = Hooks()
+        if on_request is not None:
+            hooks.on_request.append(on_request)
+        if on_response is not None:
+            hooks.on_response.append(on_response)
+        if on_retry is not None:
+            hooks.on_retry.append(on_retry)
+        self._tokens = TokenManager(self._login, self._logout, clock=self.clock)
+        self._api = Api(
+            transport=self._transport,
+            scheduler=self.scheduler,
+            tokens=self._tokens,
+            clock=self.clock,
+            retry=retry or RetryPolicy(),
+            hooks=hooks,
+        )
+        self._contacts = Contacts(self._api, organization, scroll_window)
+        self._events = Events(self._api, organization, scroll_window)
+        self._hotspots = Hotspots(self._api, organization)
+        self._segments = Segments(self._api, organization)
+
+    @classmethod
+    def from_env(cls, **options: object) -> Client:
+        """A client configured from ASYNCWIFI_CLIENT_KEY, ASYNCWIFI_CLIENT_SECRET,
+        ASYNCWIFI_BASE_URL and ASYNCWIFI_ORGANIZATION; keyword ``options`` win."""
+        key = os.environ.get("ASYNCWIFI_CLIENT_KEY")
+        secret = os.environ.get("ASYNCWIFI_CLIENT_SECRET")
+        missing = [
+            name
+            for name, value in (("ASYNCWIFI_CLIENT_KEY", key), ("ASYNCWIFI_CLIENT_SECRET", secret))
+            if not value
+        ]
+        if missing:
+            raise ConfigurationError("missing environment variable(s): " + ", ".join(missing))
+        options.setdefault("base_url", os.environ.get("ASYNCWIFI_BASE_URL"))
+        options.setdefault("organization", os.environ.get("ASYNCWIFI_ORGANIZATION") or None)
+        assert key is not None
+        assert secret is not None
+        return cls(key, secret, **options)  # type: ignore[arg-type]
+
+    # -- lifecycle -------------------------------------------------------------------------
+    async def __aenter__(self) -> Client:
+        self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def open(self) -> None:
+        """Make the client usable (``async with`` does it); a client opens once."""
+        if self.state is not ClientState.UNOPENED:
+            raise ClientStateError(f"the client cannot be opened: it is {self.state.value}")
+        self.state = ClientState.OPEN
+
+    async def aclose(self) -> None:
+        """Close connections and the scheduler. The token is not revoked (see ``logout``)."""
+        if self.state is ClientState.CLOSED:
+            return
+        self.state = ClientState.CLOSED
+        self._tokens.close()
+        try:
+            await self.scheduler.aclose()
+        finally:
+            await self._transport.aclose()
+
+    def _require_open(self) -> Api:
+        if self.state is ClientState.OPEN:
+            return self._api
+        if self.state is ClientState.UNOPENED:
+            raise ClientStateError("the client is not open: use `async with Client(...) as api`")
+        raise ClientStateError("the client is closed")
+
+    # -- resources -------------------------------------------------------------------------
+    @property
+    def contacts(self) -> Contacts:
+        """Contacts (customers), spec §4.2."""
+        self._require_open()
+        return self._contacts
+
+    @property
+    def events(self) -> Events:
+        """Events, spec §4.5."""
+        self._require_open()
+        return self._events
+
+    @property
+    def hotspots(self) -> Hotspots:
+        """Hotspots (access points), spec §4.3."""
+        self._require_open()
+        return self._hotspots
+
+    @property
+    def segments(self) -> Segments:
+        """Segments, spec §4.4."""
+        self._require_open()
+        return self._segments
+
+    @property
+    def quota(self) -> QuotaSnapshot:
+        """What is known of the minute/day budget, and whether from the server or locally."""
+        return self.scheduler.quota
+
+    @property
+    def logins(self) -> int:
+        """How many logins this client made."""
+        return self._tokens.logins
+
+    # -- authentication ----------------------------------------------------------------------
+    async def login(self) -> None:
+        """Log in now (otherwise the first request does it)."""
+        self._require_open()
+        await self._tokens.get()
+
+    async def logout(self) -> bool:
+        """Revoke the current token on the server (spec §4.1); False when there was none."""
+        self._require_open()
+        return await self._tokens.logout()
+
+    async def _login(self) -> str:
+        body = encode(LoginRequest(client_key=self._key, client_secret=self._secret.reveal()))
+        response = await self._api.read(
+            "POST",
+            LOGIN_PATH,
+            body=body,
+            lane=Lane.INTERACTIVE,
+            auth=False,
+            decode=lambda b: decode(b, LoginResponse, what="login response"),
+        )
+        if not response.token:
+            raise DecodeError("the login response holds no token")
+        return response.token
+
+    async def _logout(self, token: Token) -> None:
+        # spec §4.1: the payload is not shown; the token is presented in the header
+        await self._api.write(
+            "POST",
+            LOGOUT_PATH,
+            body=b"{}",
+            decode=lambda b: None,
+            verify=None,
+            token=token,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"Client(base_url={self.base_url!r}, organization={self.organization!r}, "
+            f"state={self.state.value}, client_key={self._key[:4]}…, client_secret=***)"
+        )

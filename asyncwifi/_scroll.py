@@ -1,0 +1,513 @@
+"""Scroll streams: contacts and events as async iterators that never lapse and never repeat.
+
+spec §3 and §4.2: each scroll response carries a new id; the next request must follow
+within 60 s of the previous one, or the id expires, and an expired id answers 200 with no
+results, just like the end. A background task fetches ``prefetch`` pages ahead of the
+consumer and, when the consumer is slow, still sends the next request before the window
+closes (with a deadline the scheduler serves earliest-first), buffering at most
+``max_buffered`` pages. An empty page is taken for the end only when nothing says it is an
+expiry: a gap longer than the window before it, or (contacts) fewer records than
+``totalCount``. An expired events scroll resumes from the last event time delivered,
+skipping the ids already delivered at that time; contacts raise ``ScrollExpiredError``
+unless ``resume=True``.
+
+Iteration goes through a view object: when a loop breaks, is cancelled or raises, the view
+is released and stops the background task at once (and ``aclose()`` / ``async with`` stop
+it explicitly).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import msgspec
+
+from asyncwifi._core import Api
+from asyncwifi.errors import AsyncWifiError, ScrollExpiredError
+from asyncwifi.models import ContactPage, EventPage, ItemError, decode_page
+from asyncwifi.ratelimit import Lane
+
+__all__ = ["Record", "ScrollPage", "ScrollSpec", "ScrollStream"]
+
+log = logging.getLogger("asyncwifi.scroll")
+ItemT = TypeVar("ItemT")
+
+# spec §8: 60 seconds at most between two scroll requests
+SCROLL_WINDOW = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Record(Generic[ItemT]):
+    """One record, typed and as the server's exact JSON bytes (``raw``, with keep_raw)."""
+
+    item: ItemT
+    raw: msgspec.Raw | None
+
+
+@dataclass(slots=True)
+class ScrollPage(Generic[ItemT]):
+    """One page of a stream: the records that were not delivered before, in order.
+
+    ``raw_items`` (with ``keep_raw``) holds each item's exact bytes, index for index.
+    ``errors`` lists records of the page that did not decode (also passed to
+    ``on_item_error`` and kept on ``stream.errors``). ``number`` counts pages from 1.
+    """
+
+    items: list[ItemT]
+    raw_items: list[msgspec.Raw] | None
+    errors: list[ItemError]
+    number: int
+    scroll_id: str | None
+    total: int | None = None
+
+    @property
+    def count(self) -> int:
+        """How many records the page carries."""
+        return len(self.items)
+
+
+@dataclass(slots=True)
+class ScrollSpec:
+    """How one kind of scroll is asked for and read (built by the resources)."""
+
+    path: str
+    #: query of the first request
+    params: dict[str, str]
+    #: the query of a continuation, given the latest scroll id
+    continuation: Callable[[str], dict[str, str]]
+    #: ContactPage or EventPage
+    page_type: type[ContactPage] | type[EventPage]
+    #: the record's identity (cid or event id), for de-duplication
+    key: Callable[[Any], str | None]
+    #: contacts: totalCount; events: None
+    total: Callable[[Any], int | None]
+    scroll_id: Callable[[Any], str | None]
+    #: events: restart the query from a time, skipping what was delivered; None: no resume
+    restart: Callable[[str | None], dict[str, str]] | None = None
+    #: the record's time (events' ``date``), usable as a restart point when ordered by it
+    time_of: Callable[[Any], str | None] | None = None
+    #: whether an expiry may be resumed (events always; contacts when resume=True)
+    resumable: bool = False
+    what: str = "records"
+    objects: str | None = None
+
+
+@dataclass(slots=True)
+class _Cursor:
+    """What was delivered, enough to resume without repeating a record."""
+
+    delivered: int = 0
+    #: latest record time delivered and the ids delivered at exactly that time
+    time: str | None = None
+    ids_at_time: set[str] = field(default_factory=set)
+    #: every id delivered, kept only when no time cursor is possible (full re-scan)
+    all_ids: set[str] | None = None
+    #: ids to skip that the caller already has (a resumed backfill)
+    skip: frozenset[str] = frozenset()
+
+    def seen(self, key: str | None, when: str | None) -> bool:
+        if key is None:
+            return False
+        if key in self.skip:
+            return True
+        if self.all_ids is not None and key in self.all_ids:
+            return True
+        return when is not None and when == self.time and key in self.ids_at_time
+
+    def add(self, key: str | None, when: str | None) -> None:
+        self.delivered += 1
+        if key is None:
+            return
+        if self.all_ids is not None:
+            self.all_ids.add(key)
+        if when is not None:
+            if self.time is None or when > self.time:
+                self.time = when
+                self.ids_at_time = {key}
+            elif when == self.time:
+                self.ids_at_time.add(key)
+
+
+_END = object()
+
+
+class _Producer:
+    """The background task's state; it holds no reference to the stream or its views."""
+
+    def __init__(
+        self,
+        api: Api,
+        spec: ScrollSpec,
+        *,
+        keep_raw: bool,
+        prefetch: int,
+        max_buffered: int,
+        window: float,
+        skip_ids: Collection[str],
+        on_item_error: Callable[[ItemError], None] | None,
+        lane: Lane,
+    ) -> None:
+        self.api = api
+        self.spec = spec
+        self.keep_raw = keep_raw
+        self.prefetch = prefetch
+        self.max_buffered = max_buffered
+        self.window = window
+        self.on_item_error = on_item_error
+        self.lane = lane
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.taken = asyncio.Event()
+        self.cursor = _Cursor(skip=frozenset(skip_ids))
+        if spec.time_of is None and spec.resumable:
+            self.cursor.all_ids = set()
+        self.errors: list[ItemError] = []
+        self.requests = 0
+        self.pages = 0
+        self.resumes = 0
+        self.total: int | None = None
+        self.last_sent: float | None = None
+
+    def _sent(self, when: float) -> None:
+        self.requests += 1
+        self.last_sent = when
+
+    def _bad_item(self, error: ItemError) -> None:
+        self.errors.append(error)
+        log.warning("%s: a record did not decode and was set aside: %s", self.spec.what, error)
+        if self.on_item_error is not None:
+            self.on_item_error(error)
+
+    async def _fetch(self, params: Mapping[str, str], *, continuation: bool) -> tuple[Any, float]:
+        """One page request; returns the decoded page and the gap since the previous send."""
+        previous = self.last_sent
+        deadline = None
+        if continuation and previous is not None:
+            # the next request must reach the server within the window: keep 5 % for the road
+            deadline = previous + self.window * 0.95
+        page = await self.api.read(
+            "GET",
+            self.spec.path,
+            params=params,
+            lane=Lane.SCROLL if continuation else self.lane,
+            deadline=deadline,
+            objects=self.spec.objects,
+            on_sent=self._sent,
+            decode=lambda body: decode_page(
+                body, self.spec.page_type, keep_raw=self.keep_raw, on_item_error=self._bad_item
+            ),
+        )
+        gap = 0.0 if previous is None or self.last_sent is None else self.last_sent - previous
+        return page, gap
+
+    async def _await_room(self) -> None:
+        """Do not start a scroll that the budget cannot keep alive: wait for room."""
+        scheduler = self.api.scheduler
+        clock = self.api.clock
+        while not scheduler.can_meet(clock.now() + self.window * 0.5, lane=Lane.SCROLL):
+            wait = scheduler.earliest_admission(lane=Lane.SCROLL) - clock.now()
+            log.info("%s: waiting %.1f s for room to keep a scroll alive", self.spec.what, wait)
+            await clock.sleep(max(wait, self.window * 0.05))
+
+    async def _until_needed(self) -> None:
+        """Wait until the consumer wants another page, or the window needs a keep-alive."""
+        clock = self.api.clock
+        while True:
+            buffered = self.queue.qsize()
+            if buffered < self.prefetch:
+                return
+            self.taken.clear()
+            if buffered >= self.max_buffered or self.last_sent is None:
+                await self.taken.wait()  # the memory bound wins: the scroll may lapse
+                continue
+            # keep the scroll alive: ask for the next page half-way through the window
+            keep_alive_at = self.last_sent + self.window * 0.5
+            remaining = keep_alive_at - clock.now()
+            if remaining <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.taken.wait(), clock.real(remaining))
+
+    async def run(self) -> None:
+        try:
+            await self._run()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            self.queue.put_nowait(_Failure(exc))
+
+    async def _run(self) -> None:
+        spec = self.spec
+        await self._await_room()
+        params: Mapping[str, str] = spec.params
+        continuation = False
+        while True:
+            decoded, gap = await self._fetch(params, continuation=continuation)
+            envelope = decoded.envelope
+            total = spec.total(envelope)
+            if total is not None:
+                self.total = total
+            scroll_id = spec.scroll_id(envelope)
+            raw_count = len(decoded.items) + len(decoded.errors)
+            if raw_count == 0:
+                expired = continuation and (
+                    gap > self.window
+                    or (self.total is not None and self.cursor.delivered < self.total)
+                )
+                if not expired:
+                    self.queue.put_nowait(_END)
+                    return
+                params = self._resume(gap)
+                continuation = False
+                continue
+            self._deliver(decoded, scroll_id)
+            if not scroll_id:
+                self.queue.put_nowait(_END)
+                return
+            params = spec.continuation(scroll_id)
+            continuation = True
+            await self._until_needed()
+
+    def _resume(self, gap: float) -> Mapping[str, str]:
+        spec = self.spec
+        delivered, total = self.cursor.delivered, self.total
+        if not spec.resumable or spec.restart is None:
+            raise ScrollExpiredError(
+                f"the {spec.what} scroll expired after {delivered} of "
+                f"{total if total is not None else 'an unknown number of'} records "
+                f"({gap:.1f} s since the previous request); pass resume=True to re-scan "
+                "and skip what was delivered",
+                delivered=delivered,
+                total=total,
+            )
+        self.resumes += 1
+        log.warning(
+            "%s scroll expired after %d records (gap %.1f s); resuming (resume %d)",
+            spec.what,
+            delivered,
+            gap,
+            self.resumes,
+        )
+        return spec.restart(self.cursor.time if self.cursor.all_ids is None else None)
+
+    def _deliver(self, decoded: Any, scroll_id: str | None) -> None:
+        spec = self.spec
+        cursor = self.cursor
+        items: list[Any] = decoded.items
+        raws: list[msgspec.Raw] | None = decoded.raw_items
+        key, time_of = spec.key, spec.time_of
+        dedupe = bool(cursor.skip) or cursor.all_ids is not None or self.resumes > 0
+        if dedupe:
+            kept: list[Any] = []
+            kept_raw: list[msgspec.Raw] | None = [] if raws is not None else None
+            for index, item in enumerate(items):
+                ident = key(item)
+                when = time_of(item) if time_of else None
+                if cursor.seen(ident, when):
+                    continue
+                kept.append(item)
+                if kept_raw is not None and raws is not None:
+                    kept_raw.append(raws[index])
+                cursor.add(ident, when)
+            items, raws = kept, kept_raw
+        elif time_of is not None:
+            for item in items:
+                cursor.add(key(item), time_of(item))
+        else:
+            cursor.delivered += len(items)
+        self.pages += 1
+        self.queue.put_nowait(
+            ScrollPage(items, raws, decoded.errors, self.pages, scroll_id, self.total)
+        )
+
+
+@dataclass(slots=True)
+class _Failure:
+    error: BaseException
+
+
+class _View:
+    """One iteration over a stream; releasing it (break, cancel, raise) stops the stream."""
+
+    __slots__ = ("_buffer", "_done", "_kind", "_stream")
+
+    def __init__(self, stream: ScrollStream[Any], kind: str) -> None:
+        self._stream = stream
+        self._kind = kind
+        self._buffer: list[Any] = []
+        self._done = False
+
+    def __aiter__(self) -> _View:
+        return self
+
+    async def __anext__(self) -> Any:
+        if self._kind == "pages":
+            page = await self._stream._next_page()
+            if page is None:
+                self._done = True
+                raise StopAsyncIteration
+            return page
+        while not self._buffer:
+            page = await self._stream._next_page()
+            if page is None:
+                self._done = True
+                raise StopAsyncIteration
+            if self._kind == "items":
+                self._buffer = page.items[::-1]
+            else:
+                raws: list[msgspec.Raw | None] = (
+                    list(page.raw_items) if page.raw_items is not None else [None] * len(page.items)
+                )
+                self._buffer = [Record(i, r) for i, r in zip(page.items, raws, strict=True)][::-1]
+        return self._buffer.pop()
+
+    def __del__(self) -> None:
+        if not self._done:
+            self._stream._stop()
+
+
+class ScrollStream(Generic[ItemT]):
+    """An async iterable of records fetched page by page from a scroll (see module doc).
+
+    ``async for item in stream``: typed records. ``stream.pages()``: page by page.
+    ``stream.records()``: :class:`Record` (typed + the server's bytes; needs keep_raw).
+    Counters: ``delivered``, ``requests``, ``pages_fetched``, ``resumes``, ``total``;
+    records that did not decode are on ``errors``.
+    """
+
+    def __init__(
+        self,
+        api: Api,
+        spec: ScrollSpec,
+        *,
+        keep_raw: bool = False,
+        prefetch: int = 1,
+        max_buffered: int = 4,
+        window: float = SCROLL_WINDOW,
+        skip_ids: Collection[str] = (),
+        on_item_error: Callable[[ItemError], None] | None = None,
+        lane: Lane = Lane.DEFAULT,
+    ) -> None:
+        self._producer = _Producer(
+            api,
+            spec,
+            keep_raw=keep_raw,
+            prefetch=prefetch,
+            max_buffered=max(max_buffered, prefetch),
+            window=window,
+            skip_ids=skip_ids,
+            on_item_error=on_item_error,
+            lane=lane,
+        )
+        self._task: asyncio.Task[None] | None = None
+        self._finished = False
+        self._iterating = False
+
+    # -- iteration ---------------------------------------------------------------------
+    def _start(self) -> None:
+        if self._task is None and not self._finished:
+            self._task = asyncio.get_running_loop().create_task(
+                self._producer.run(), name=f"asyncwifi-scroll-{self._producer.spec.what}"
+            )
+
+    def _view(self, kind: str) -> _View:
+        if self._iterating:
+            raise AsyncWifiError("a scroll stream can be iterated only once")
+        if kind == "records" and not self._producer.keep_raw:
+            raise AsyncWifiError("records() needs keep_raw=True")
+        self._iterating = True
+        return _View(self, kind)
+
+    def __aiter__(self) -> AsyncIterator[ItemT]:
+        return self._view("items")
+
+    def pages(self) -> AsyncIterator[ScrollPage[ItemT]]:
+        """Iterate page by page."""
+        return self._view("pages")
+
+    def records(self) -> AsyncIterator[Record[ItemT]]:
+        """Iterate records as (typed item, exact server bytes)."""
+        return self._view("records")
+
+    async def _next_page(self) -> ScrollPage[ItemT] | None:
+        if self._finished:
+            return None
+        self._start()
+        producer = self._producer
+        got = await producer.queue.get()
+        producer.taken.set()
+        if got is _END:
+            self._finished = True
+            self._task = None
+            return None
+        if isinstance(got, _Failure):
+            self._stop()
+            raise got.error
+        page: ScrollPage[ItemT] = got
+        return page
+
+    def _stop(self) -> None:
+        self._finished = True
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            with contextlib.suppress(RuntimeError):  # the loop may be closed already
+                task.cancel()
+
+    async def aclose(self) -> None:
+        """Stop the background task and wait until it has let go of its connection."""
+        task = self._task
+        self._stop()
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def __aenter__(self) -> ScrollStream[ItemT]:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __del__(self) -> None:
+        self._stop()
+
+    # -- what happened -------------------------------------------------------------------
+    @property
+    def delivered(self) -> int:
+        """Records handed to the consumer's side so far (queued pages included)."""
+        return self._producer.cursor.delivered
+
+    @property
+    def requests(self) -> int:
+        """Requests this stream sent (retries included)."""
+        return self._producer.requests
+
+    @property
+    def pages_fetched(self) -> int:
+        """Non-empty pages fetched."""
+        return self._producer.pages
+
+    @property
+    def resumes(self) -> int:
+        """How many times an expired scroll was resumed."""
+        return self._producer.resumes
+
+    @property
+    def total(self) -> int | None:
+        """The server's total count, when the kind of scroll reports one (contacts)."""
+        return self._producer.total
+
+    @property
+    def errors(self) -> list[ItemError]:
+        """Records that did not decode; they were not delivered, and nothing else was lost."""
+        return self._producer.errors
+
+    def __repr__(self) -> str:
+        p = self._producer
+        return (
+            f"ScrollStream({p.spec.what}, delivered={p.cursor.delivered}, "
+            f"requests={p.requests}, resumes={p.resumes})"
+        )

@@ -1,0 +1,214 @@
+"""Contacts (customers), spec §4.2: the scroll list, get, events, devices, accountings,
+policies and delete.
+
+Where the spec says "request and response: not shown", responses decode into a plain JSON
+object (``GenericResponse``) rather than failing, and callers may pass extra query
+parameters. ``get`` reads the contact from the body itself or from a ``customer`` /
+``data`` member (assumption), so both plausible shapes give a typed ``Contact``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from asyncwifi._core import Api, Verdict
+from asyncwifi._protocol import build_query, path_segment
+from asyncwifi._scroll import SCROLL_WINDOW, ScrollSpec, ScrollStream
+from asyncwifi.errors import DecodeError, NotFoundError, ValidationError
+from asyncwifi.models import (
+    Contact,
+    ContactPage,
+    GenericResponse,
+    ItemError,
+    Policy,
+    decode_generic,
+    encode,
+)
+from asyncwifi.ratelimit import Lane
+
+__all__ = ["Contacts"]
+
+
+def _contact_of(body: bytes) -> Contact:
+    data = decode_generic(body, what="contact")
+    for key in ("customer", "contact", "data"):
+        inner = data.get(key)
+        if isinstance(inner, dict) and "cid" not in data:
+            data = inner
+            break
+    try:
+        return msgspec.convert(data, Contact, str_keys=True)
+    except msgspec.ValidationError as exc:
+        raise DecodeError(f"invalid contact: {exc}", raw=body[:1024]) from None
+
+
+class Contacts:
+    """``api.contacts``: spec §4.2."""
+
+    __slots__ = ("_api", "_org", "_window")
+
+    def __init__(self, api: Api, organization: str | None, window: float = SCROLL_WINDOW) -> None:
+        self._api = api
+        self._org = organization
+        self._window = window
+
+    def list(
+        self,
+        *,
+        has_email: bool | None = None,
+        has_phone: bool | None = None,
+        age_verification: bool | None = None,
+        segment_id: str | None = None,
+        sort_by: str | None = "created_absolute",
+        sort_reverse: bool | None = None,
+        size: int = 100,
+        organization: str | None = None,
+        resume: bool = False,
+        keep_raw: bool = False,
+        prefetch: int = 1,
+        max_buffered: int = 4,
+        skip_ids: Collection[str] = (),
+        on_item_error: Callable[[ItemError], None] | None = None,
+        extra_params: Mapping[str, object] | None = None,
+    ) -> ScrollStream[Contact]:
+        """Stream every contact matching the filters through a scroll (spec §4.2).
+
+        ``segment_id`` is sent as ``segmentId`` (the name is "not shown": assumption).
+        On an expired scroll this raises :class:`~asyncwifi.errors.ScrollExpiredError`
+        saying how many were delivered, unless ``resume=True``, which re-scans and skips
+        the contacts already delivered (it keeps their ids in memory).
+        """
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise ValidationError(f"size must be a positive integer, got {size!r}")
+        _positive(prefetch, "prefetch")
+        org = organization or self._org
+        if org is None:
+            raise ValidationError("no organization: pass organization= or set it on the Client")
+        params = build_query(
+            {
+                "sortBy": sort_by,
+                "sortReverse": sort_reverse,
+                "size": size,
+                "hasEmail": has_email,
+                "hasPhone": has_phone,
+                "ageVerification": age_verification,
+                "segmentId": segment_id,
+            },
+            extra_params,
+        )
+        spec = ScrollSpec(
+            path=f"/v2/customers/organizations/{path_segment(org, 'organization')}",
+            params=params,
+            # spec §4.2: the next request carries the latest sId, the filters unchanged
+            continuation=lambda sid: {**params, "sId": sid},
+            page_type=ContactPage,
+            key=lambda c: c.cid,
+            total=lambda env: env.total_count,
+            scroll_id=lambda env: env.s_id,
+            restart=(lambda _time: dict(params)) if resume else None,
+            time_of=None,
+            resumable=resume,
+            what="contacts",
+        )
+        return ScrollStream(
+            self._api,
+            spec,
+            keep_raw=keep_raw,
+            prefetch=prefetch,
+            max_buffered=max_buffered,
+            window=self._window,
+            skip_ids=skip_ids,
+            on_item_error=on_item_error,
+        )
+
+    async def get(self, cid: str) -> Contact:
+        """One contact by id (response shape "not shown": see the module doc)."""
+        path = f"/v2/customers/{path_segment(cid, 'cid')}"
+        return await self._api.read("GET", path, lane=Lane.INTERACTIVE, decode=_contact_of)
+
+    async def _generic(
+        self, suffix: str, cid: str, extra: Mapping[str, object] | None
+    ) -> GenericResponse:
+        path = f"/v2/customers/{path_segment(cid, 'cid')}/{suffix}"
+        return await self._api.read(
+            "GET",
+            path,
+            params=build_query({}, extra) or None,
+            lane=Lane.INTERACTIVE,
+            decode=lambda b: decode_generic(b, what=f"contact {suffix}"),
+        )
+
+    async def events(
+        self, cid: str, *, extra_params: Mapping[str, object] | None = None
+    ) -> GenericResponse:
+        """``GET /v2/customers/{cid}/events`` (shape not shown: a plain JSON object)."""
+        return await self._generic("events", cid, extra_params)
+
+    async def devices(
+        self, cid: str, *, extra_params: Mapping[str, object] | None = None
+    ) -> GenericResponse:
+        """``GET /v2/customers/{cid}/devices`` (shape not shown: a plain JSON object)."""
+        return await self._generic("devices", cid, extra_params)
+
+    async def accountings(
+        self, cid: str, *, extra_params: Mapping[str, object] | None = None
+    ) -> GenericResponse:
+        """``GET /v2/customers/{cid}/accountings`` (shape not shown: a plain JSON object)."""
+        return await self._generic("accountings", cid, extra_params)
+
+    async def update_policies(
+        self, cid: str, policies: Sequence[Policy | Mapping[str, Any]]
+    ) -> GenericResponse:
+        """``PUT /v1/customers/{cid}/policies`` with ``{"policies": [...]}`` (assumption:
+        the payload is not shown). Checked with a lookup after an ambiguous outcome."""
+        path = f"/v1/customers/{path_segment(cid, 'cid')}/policies"
+        items: list[Policy] = []
+        for policy in policies:
+            if isinstance(policy, Mapping):
+                try:
+                    policy = msgspec.convert(policy, Policy)
+                except msgspec.ValidationError as exc:
+                    raise ValidationError(f"invalid policy: {exc}") from None
+            if not isinstance(policy, Policy) or not policy.name:
+                raise ValidationError("every policy needs a name")
+            items.append(policy)
+        if not items:
+            raise ValidationError("policies must not be empty")
+        wanted = {p.name: p.accepted for p in items}
+
+        async def verify() -> Verdict[GenericResponse]:
+            contact = await self.get(cid)
+            current = {p.name: p.accepted for p in contact.policies or []}
+            done = all(current.get(name) == accepted for name, accepted in wanted.items())
+            return Verdict(done, {"status": "OK", "verified": True})
+
+        return await self._api.write(
+            "PUT",
+            path,
+            body=encode({"policies": items}),
+            decode=lambda b: decode_generic(b, what="policies"),
+            verify=verify,
+        )
+
+    async def delete(self, cid: str) -> GenericResponse:
+        """``DELETE /v1/customers/{cid}``; an ambiguous outcome is checked with a lookup."""
+        path = f"/v1/customers/{path_segment(cid, 'cid')}"
+
+        async def verify() -> Verdict[GenericResponse]:
+            try:
+                await self.get(cid)
+            except NotFoundError:
+                return Verdict(True, {"status": "OK", "verified": True})
+            return Verdict(False)
+
+        return await self._api.write(
+            "DELETE", path, decode=lambda b: decode_generic(b, what="delete"), verify=verify
+        )
+
+
+def _positive(value: object, what: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValidationError(f"{what} must be a positive integer, got {value!r}")

@@ -1,0 +1,177 @@
+"""Events, spec §4.5: the organization's events as a scroll stream, and a contact's events.
+
+Validated before any request: ``size`` 1..10000, type names from spec §4.5, ``sort_by``
+businessTime|utcTime, dates as aware datetimes or ISO 8601 strings with a zone. The stream
+sorts by ``utcTime`` by default (the API's default is businessTime): in UTC order an
+expired scroll can resume from the last event time delivered instead of re-scanning.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Collection, Iterable, Mapping
+from datetime import datetime
+
+from asyncwifi._core import Api
+from asyncwifi._protocol import EVENT_TYPES, build_query, format_datetime, path_segment
+from asyncwifi._scroll import SCROLL_WINDOW, ScrollSpec, ScrollStream
+from asyncwifi.errors import ValidationError
+from asyncwifi.models import Event, EventPage, ItemError, decode_page
+from asyncwifi.ratelimit import Lane
+
+__all__ = ["Events", "validate_event_query"]
+
+SORT_BY = ("businessTime", "utcTime")
+MAX_SIZE = 10_000  # spec §8: events page size 1 to 10000
+
+
+def validate_event_query(
+    *,
+    date_start: datetime | str | None,
+    date_end: datetime | str | None,
+    types: Iterable[str] | None,
+    size: int,
+    sort_by: str | None,
+) -> dict[str, str | int | None]:
+    """The wire parameters of an events query, or ``ValidationError`` (spec §4.5)."""
+    if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= MAX_SIZE:
+        raise ValidationError(f"size must be an integer from 1 to {MAX_SIZE}, got {size!r}")
+    if sort_by is not None and sort_by not in SORT_BY:
+        raise ValidationError(f"sort_by must be one of {', '.join(SORT_BY)}, got {sort_by!r}")
+    start = None if date_start is None else format_datetime(date_start, "date_start")
+    end = None if date_end is None else format_datetime(date_end, "date_end")
+    if start is not None and end is not None and start > end:
+        raise ValidationError(f"date_start ({start}) is after date_end ({end})")
+    names: str | None = None
+    if types is not None:
+        if isinstance(types, str):
+            types = [t for t in types.split(",") if t]
+        wanted = list(dict.fromkeys(types))
+        unknown = [t for t in wanted if t not in EVENT_TYPES]
+        if unknown:
+            raise ValidationError(
+                f"unknown event type(s) {', '.join(map(repr, unknown))}; "
+                f"known: {', '.join(sorted(EVENT_TYPES))}"
+            )
+        if not wanted:
+            raise ValidationError("types must name at least one event type (or be None)")
+        names = ",".join(wanted)
+    return {"dateStart": start, "dateEnd": end, "events": names, "size": size, "sortBy": sort_by}
+
+
+class Events:
+    """``api.events``: spec §4.5."""
+
+    __slots__ = ("_api", "_org", "_window")
+
+    def __init__(self, api: Api, organization: str | None, window: float = SCROLL_WINDOW) -> None:
+        self._api = api
+        self._org = organization
+        self._window = window
+
+    def _organization(self, organization: str | None) -> str:
+        org = organization or self._org
+        if org is None:
+            raise ValidationError("no organization: pass organization= or set it on the Client")
+        return path_segment(org, "organization")
+
+    def list(
+        self,
+        *,
+        date_start: datetime | str | None = None,
+        date_end: datetime | str | None = None,
+        types: Iterable[str] | None = None,
+        size: int = MAX_SIZE,
+        sort_by: str = "utcTime",
+        sort_reverse: bool | None = None,
+        organization: str | None = None,
+        keep_raw: bool = False,
+        prefetch: int = 1,
+        max_buffered: int = 4,
+        skip_ids: Collection[str] = (),
+        on_item_error: Callable[[ItemError], None] | None = None,
+        lane: Lane = Lane.DEFAULT,
+        extra_params: Mapping[str, object] | None = None,
+    ) -> ScrollStream[Event]:
+        """Stream the organization's events through a scroll (spec §4.5).
+
+        ``size`` defaults to the maximum, 10,000: quota is what binds, so fewer, fuller
+        pages. An expired scroll resumes transparently (``stream.resumes`` counts it) and
+        no event is delivered twice; ``skip_ids`` are ids the caller already has.
+        """
+        query = validate_event_query(
+            date_start=date_start, date_end=date_end, types=types, size=size, sort_by=sort_by
+        )
+        if not isinstance(prefetch, int) or prefetch < 1:
+            raise ValidationError(f"prefetch must be a positive integer, got {prefetch!r}")
+        path = f"/v1/organizations/{self._organization(organization)}/events"
+        params = build_query(
+            {**query, "sortReverse": sort_reverse, "enableScroll": True}, extra_params
+        )
+        ordered = sort_by == "utcTime" and not sort_reverse
+
+        def restart(since: str | None) -> dict[str, str]:
+            # a fresh scroll over what remains: from the last time delivered (inclusive;
+            # the ids delivered at that time are skipped), else the whole range again
+            fresh = dict(params)
+            if since is not None:
+                fresh["dateStart"] = since
+            return fresh
+
+        spec = ScrollSpec(
+            path=path,
+            params=params,
+            # spec §4.5: the next page is fetched with scrollId; size cannot change
+            continuation=lambda sid: {**params, "scrollId": sid},
+            page_type=EventPage,
+            key=lambda e: e.id,
+            total=lambda env: None,
+            scroll_id=lambda env: env.scroll_id,
+            restart=restart,
+            time_of=(lambda e: e.date) if ordered else None,
+            resumable=True,
+            what="events",
+        )
+        return ScrollStream(
+            self._api,
+            spec,
+            keep_raw=keep_raw,
+            prefetch=prefetch,
+            max_buffered=max_buffered,
+            window=self._window,
+            skip_ids=skip_ids,
+            on_item_error=on_item_error,
+            lane=lane,
+        )
+
+    async def for_customer(
+        self,
+        customer_id: str,
+        *,
+        date_start: datetime | str | None = None,
+        date_end: datetime | str | None = None,
+        types: Iterable[str] | None = None,
+        size: int = MAX_SIZE,
+        sort_by: str | None = None,
+        sort_reverse: bool | None = None,
+        organization: str | None = None,
+        extra_params: Mapping[str, object] | None = None,
+    ) -> builtins.list[Event]:
+        """One contact's events (spec §4.5, second path; no scrolling on it)."""
+        query = validate_event_query(
+            date_start=date_start, date_end=date_end, types=types, size=size, sort_by=sort_by
+        )
+        org = self._organization(organization)
+        path = (
+            f"/v1/organizations/{org}/customers/{path_segment(customer_id, 'customer_id')}/events"
+        )
+        page = await self._api.read(
+            "GET",
+            path,
+            params=build_query({**query, "sortReverse": sort_reverse}, extra_params),
+            lane=Lane.INTERACTIVE,
+            decode=lambda b: decode_page(b, EventPage),
+        )
+        if page.errors:
+            raise page.errors[0].to_exception()
+        return page.items

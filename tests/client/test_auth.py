@@ -1,0 +1,123 @@
+"""Token lifecycle: single flight, refresh before exp, one relogin on 403, no storm, no leak."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+
+import pytest
+
+from asyncwifi._auth import Secret, Token, TokenManager, TokenState, read_jwt_claims
+from asyncwifi.errors import ClientStateError
+
+
+class FakeClock:
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.t = now
+
+    def now(self) -> float:
+        return self.t
+
+    async def sleep(self, seconds: float) -> None:
+        self.t += seconds
+        await asyncio.sleep(0)
+
+    def real(self, seconds: float) -> float:
+        return 0.0
+
+
+def jwt(iat: float, exp: float) -> str:
+    def part(obj: object) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'HS256'})}.{part({'aud': 'service', 'iat': iat, 'exp': exp})}.sig"
+
+
+class Server:
+    def __init__(self, clock: FakeClock, lifetime: float = 86_400.0) -> None:
+        self.clock = clock
+        self.lifetime = lifetime
+        self.logins = 0
+        self.logouts: list[Token] = []
+
+    async def login(self) -> str:
+        self.logins += 1
+        await asyncio.sleep(0.001)  # let every waiter pile up behind the first login
+        now = self.clock.now()
+        return jwt(now, now + self.lifetime)
+
+    async def logout(self, token: Token) -> None:
+        self.logouts.append(token)
+
+
+async def test_many_coroutines_make_one_login() -> None:
+    clock = FakeClock()
+    server = Server(clock)
+    tokens = TokenManager(server.login, server.logout, clock=clock)
+    got = await asyncio.gather(*(tokens.get() for _ in range(1000)))
+    assert server.logins == 1
+    assert len({t.generation for t in got}) == 1
+    assert tokens.state is TokenState.VALID
+
+
+async def test_refresh_before_exp() -> None:
+    clock = FakeClock()
+    server = Server(clock, lifetime=3600.0)
+    tokens = TokenManager(server.login, server.logout, clock=clock, refresh_margin=300.0)
+    first = await tokens.get()
+    clock.t += 3600 - 360 - 1  # margin is min(300, 10% of 3600) = 300 s before exp
+    assert (await tokens.get()) is first
+    clock.t += 100
+    second = await tokens.get()
+    assert second.generation == first.generation + 1
+    assert server.logins == 2
+
+
+async def test_403_on_old_token_relogs_once_and_fresh_token_does_not() -> None:
+    clock = FakeClock()
+    server = Server(clock)
+    tokens = TokenManager(server.login, server.logout, clock=clock, relogin_cooldown=60.0)
+    token = await tokens.get()
+    # a 403 right after login is a permission refusal: no new login (no storm)
+    assert tokens.rejected(token) is False
+    clock.t += 120
+    assert tokens.rejected(token) is True
+    # a second 403 on the same old token by another coroutine: still just one login
+    assert tokens.rejected(token) is True
+    await asyncio.gather(*(tokens.get() for _ in range(50)))
+    assert server.logins == 2
+    # a 403 on the replaced token: retry with the newer one, no login
+    assert tokens.rejected(token) is True
+    assert server.logins == 2
+
+
+async def test_logout_and_close() -> None:
+    clock = FakeClock()
+    server = Server(clock)
+    tokens = TokenManager(server.login, server.logout, clock=clock)
+    assert await tokens.logout() is False
+    await tokens.get()
+    assert await tokens.logout() is True
+    assert tokens.state is TokenState.REVOKED
+    assert len(server.logouts) == 1
+    await tokens.get()
+    assert server.logins == 2
+    tokens.close()
+    with pytest.raises(ClientStateError):
+        await tokens.get()
+
+
+def test_secrets_never_show() -> None:
+    secret = Secret("s3cr3t-value")
+    for shown in (repr(secret), str(secret), f"{secret}"):
+        assert "s3cr3t" not in shown
+    token = Token("header.payload.signature", generation=1, issued_at=0, expires_at=10)
+    assert "payload" not in repr(token)
+    assert token.bearer == "Bearer header.payload.signature"
+
+
+def test_read_jwt_claims_is_tolerant() -> None:
+    assert read_jwt_claims(jwt(1, 2))["exp"] == 2
+    assert read_jwt_claims("not-a-jwt") == {}
+    assert read_jwt_claims("a.!!!.c") == {}
