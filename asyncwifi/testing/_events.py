@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
@@ -152,12 +153,37 @@ def _poisson_times(rnd: random.Random, count: int, start: float, end: float) -> 
     return out
 
 
-def _owners(rnd: random.Random, count: int, n_owners: int) -> array[int]:
-    """``count`` uniformly drawn contact indices below ``n_owners``, built in blocks."""
+def _owners(
+    rnd: random.Random, codes: bytes, contacts: Sequence[tuple[str, str, str]]
+) -> array[int]:
+    """The contact index of each event, drawn uniformly, in blocks.
+
+    Email events go to contacts with an email address and SMS events to contacts with a
+    phone number (a draw that lands elsewhere moves to the next contact that has one).
+    """
+    n = max(1, len(contacts))
+    ident = list(range(n))
+
+    def next_with(field: int) -> list[int]:
+        having = [i for i, c in enumerate(contacts) if c[field]]
+        if not having or len(having) == n:
+            return ident
+        table, k = [0] * n, 0
+        for i in range(n):
+            while having[k % len(having)] < i and k < len(having):
+                k += 1
+            table[i] = having[k % len(having)]
+        return table
+
     out = array("I")
-    for lo in range(0, count, _BLOCK):
-        raw = array("I", rnd.randbytes(4 * min(_BLOCK, count - lo)))
-        out.extend(map(n_owners.__rmod__, raw))
+    for lo in range(0, len(codes), _BLOCK):
+        raw = array("I", rnd.randbytes(4 * min(_BLOCK, len(codes) - lo)))
+        out.extend(map(n.__rmod__, raw))
+    for pattern, table in ((rb"[\x03-\x05]", next_with(0)), (rb"[\x06\x07]", next_with(1))):
+        if table is not ident:
+            for match in re.finditer(pattern, codes):
+                i = match.start()
+                out[i] = table[out[i]]
     return out
 
 
@@ -187,9 +213,8 @@ class EventStore:
         self.times = _poisson_times(rnd, count, float(start), float(end))
         #: the type code of each event (an index into ``EVENT_TYPES``)
         self.codes = rnd.randbytes(count).translate(_CODE_TABLE)
-        n_owners = max(1, len(owners))
         #: the index of the contact each event belongs to
-        self.owners = _owners(rnd, count, n_owners)
+        self.owners = _owners(rnd, self.codes, owners)
         self.start = float(start)
         self.end = float(end)
         self._contacts = list(owners) or [("", "", "")]

@@ -71,6 +71,11 @@ async def test_event_records_carry_type_id_date_and_their_sub_object(caller: Cal
         expected = SUB_OBJECT.get(event["type"])
         assert subs == ({expected} if expected else set()), event
     assert seen == {*SUB_OBJECT, "login"}
+    contacts = {c["email"] for c in caller.sim.data.contacts}
+    emails = [e["email"]["email"] for e in body["events"] if "email" in e]
+    assert emails
+    assert set(emails) <= contacts - {None}  # sent to contacts that have an address
+    assert all(e["sms"]["phone"] for e in body["events"] if "sms" in e)
     visit = next(e for e in body["events"] if e["type"] == "visit")["visit"]
     assert set(visit) == {"startAt", "startAtLocal", "timezone", "duration"}
 
