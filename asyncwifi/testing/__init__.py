@@ -2,19 +2,35 @@
 
 ``async with Simulator() as sim:`` serves the documented API (spec §4) behind a gateway that
 limits, counts and fails like the real one, with seeded data; point a client at
-``sim.base_url`` with ``sim.client_key`` and ``sim.client_secret``.
+``sim.base_url`` with ``sim.client_key`` and ``sim.client_secret``. :class:`Faults` injects
+failures, :class:`SimulatorProcess` runs a simulator in a child process,
+:func:`make_webhook_payload` builds §6.2 webhook bodies, and
+``asyncwifi.testing.pytest_plugin`` offers pytest fixtures.
 """
 
 from asyncwifi.testing._counters import Counters
 from asyncwifi.testing._faults import Faults
+from asyncwifi.testing._process import (
+    AnchoredClock,
+    SimulatorProcess,
+    run_simulator,
+    serve_forever,
+)
 from asyncwifi.testing._server import DEFAULT_GONE_PATHS, Simulator
+from asyncwifi.testing._validation import COUNTRIES, ROUTER_TYPES
 from asyncwifi.testing._webhooks import WEBHOOK_TYPES, make_webhook_payload
 
 __all__ = [
+    "COUNTRIES",
     "DEFAULT_GONE_PATHS",
+    "ROUTER_TYPES",
     "WEBHOOK_TYPES",
+    "AnchoredClock",
     "Counters",
     "Faults",
     "Simulator",
+    "SimulatorProcess",
     "make_webhook_payload",
+    "run_simulator",
+    "serve_forever",
 ]

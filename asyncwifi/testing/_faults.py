@@ -20,9 +20,8 @@ __all__ = ["Fate", "FaultPlan", "Faults"]
 class Faults:
     """What can go wrong, and how often.
 
-    Per-request faults (the first group) apply only to requests matching ``paths`` and
-    ``methods``; ``revoke_tokens_every``, ``hidden_competitor`` and ``remaining_jitter`` act
-    on the whole gateway.
+    Per-request faults (all but ``revoke_tokens_every`` and ``hidden_competitor``, which act
+    on the whole gateway) apply only to requests matching ``paths`` and ``methods``.
     """
 
     #: seed of the fault sequence (independent of the data seed)

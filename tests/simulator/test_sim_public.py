@@ -1,0 +1,31 @@
+"""The public namespace of asyncwifi.testing, pinned (a name removed is a breaking change)."""
+
+from __future__ import annotations
+
+import asyncwifi.testing
+
+
+def test_exported_names() -> None:
+    assert asyncwifi.testing.__all__ == [
+        "COUNTRIES",
+        "DEFAULT_GONE_PATHS",
+        "ROUTER_TYPES",
+        "WEBHOOK_TYPES",
+        "AnchoredClock",
+        "Counters",
+        "Faults",
+        "Simulator",
+        "SimulatorProcess",
+        "make_webhook_payload",
+        "run_simulator",
+        "serve_forever",
+    ]
+    for name in asyncwifi.testing.__all__:
+        assert getattr(asyncwifi.testing, name) is not None
+
+
+def test_secrets_stay_out_of_reprs() -> None:
+    sim = asyncwifi.testing.Simulator(events=10, contacts=3)
+    assert sim.client_secret not in repr(sim)
+    proc = asyncwifi.testing.SimulatorProcess(client_secret="s3cr3t-value")
+    assert "s3cr3t-value" not in repr(proc)
