@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -379,10 +380,15 @@ class SimulatorProcess:
         deadline = time.monotonic() + self.startup_timeout
         line = ""
         while not line:
-            if proc.poll() is not None or time.monotonic() > deadline:
+            left = deadline - time.monotonic()
+            ready = select.select([proc.stdout], [], [], max(0.0, left))[0] if left > 0 else []
+            if not ready:
                 self.stop()
-                raise RuntimeError("the simulator process did not start")
+                raise RuntimeError("the simulator process did not start in time")
             line = proc.stdout.readline().strip()
+            if not line and proc.poll() is not None:
+                self.stop()
+                raise RuntimeError(f"the simulator process exited ({proc.returncode})")
         self.info = json.loads(line)
         self.base_url = self.info["base_url"]
         self.client_key = self.info["client_key"]
