@@ -12,7 +12,10 @@ Modes compared side by side: memory (the handler runs before the 200), durable w
 Targets (issue 8): 3,000/s in memory mode, 1,000/s durable.
 
     python benchmarks/webhooks.py                 # ~55 s
-    python benchmarks/webhooks.py --seconds 10 --connections 64
+    python benchmarks/webhooks.py --seconds 10 --connections 64 --rounds 3
+
+The "cpu us/ev" column is the server process's CPU time per event (all its threads): it
+says what one core would sustain if nothing else ran on it, when the machine is shared.
 """
 
 from __future__ import annotations
@@ -45,6 +48,12 @@ def _pin(cpu: int) -> str:
     return f"cpu {target}"
 
 
+def _cpu() -> float:
+    """CPU seconds used by this process, every thread (the spool's writer too)."""
+    times = os.times()
+    return times.user + times.system
+
+
 def run_server(args: argparse.Namespace) -> None:
     from asyncwifi.webhooks import Receiver, Spool, serve
 
@@ -65,7 +74,11 @@ def run_server(args: argparse.Namespace) -> None:
         batch = 1 if args.mode.endswith("nogroup") else 1024
         spool = Spool(Path(args.spool), synchronous=sync, max_batch=batch)  # type: ignore[arg-type]
 
+    cpu_at_ready = 0.0
+
     def ready(port: int) -> None:
+        nonlocal cpu_at_ready
+        cpu_at_ready = _cpu()
         print(json.dumps({"port": port}), flush=True)
 
     async def main() -> None:
@@ -77,7 +90,7 @@ def run_server(args: argparse.Namespace) -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        print(json.dumps({"handled": handled}), flush=True)
+        print(json.dumps({"handled": handled, "cpu": _cpu() - cpu_at_ready}), flush=True)
 
     asyncio.run(main())
 
@@ -238,7 +251,10 @@ def _measure(mode: str, args: argparse.Namespace, workdir: Path) -> dict[str, An
         result: dict[str, Any] = json.loads(load.stdout.strip().splitlines()[-1])
         server.stdin.close()
         tail = server.stdout.read().strip().splitlines()
-        result["handled_by_server"] = json.loads(tail[-1])["handled"] if tail else None
+        final = json.loads(tail[-1])
+        # CPU per event (warm-up included, idle costs ~nothing): what one core would sustain
+        # if nothing else ran on it, whatever else the machine was doing meanwhile.
+        result["cpu_us_per_event"] = 1e6 * final["cpu"] / max(1, final["handled"])
         return result
     finally:
         if server.poll() is None:
@@ -290,18 +306,21 @@ def main() -> None:
             rate = statistics.median(r["accepted_per_s"] for r in runs)
             p50 = statistics.median(r["p50_ms"] for r in runs)
             p99 = statistics.median(r["p99_ms"] for r in runs)
+            cpu = statistics.median(r["cpu_us_per_event"] for r in runs)
             statuses = runs[-1]["statuses"]
-            rows.append((mode, rate, p50, p99, targets.get(mode, 1000.0), statuses))
+            rows.append((mode, rate, p50, p99, targets.get(mode, 1000.0), cpu, statuses))
     base = rows[0][1] if rows else 1.0
     print()
     print(
         f"{'mode':<22}{'accepted/s':>12}{'p50 ms':>9}{'p99 ms':>9}"
-        f"{'target/s':>10}{'x target':>10}{'x ' + rows[0][0]:>12}  statuses"
+        f"{'target/s':>10}{'x target':>10}{'x ' + rows[0][0]:>10}"
+        f"{'cpu us/ev':>11}{'1-core cap/s':>14}  statuses"
     )
-    for mode, rate, p50, p99, target, statuses in rows:
+    for mode, rate, p50, p99, target, cpu, statuses in rows:
         print(
             f"{mode:<22}{rate:>12,.0f}{p50:>9.2f}{p99:>9.2f}{target:>10,.0f}"
-            f"{rate / target if target else float('nan'):>10.2f}{rate / base:>12.2f}  {statuses}"
+            f"{rate / target:>10.2f}{rate / base:>10.2f}{cpu:>11.0f}{1e6 / cpu:>14,.0f}"
+            f"  {statuses}"
         )
 
 
