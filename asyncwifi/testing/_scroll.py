@@ -2,10 +2,11 @@
 
 Every page is served with a new id. An id is a cursor: it names a session and the position
 the next page starts at, and it expires ``ttl`` clock seconds after the request that issued
-it. An expired or unknown id answers like the end of the scroll (no results), with a fresh
-id of its own; so does the latest id once the results are spent. With ``single_use`` an id
-that was already used answers like an expired one (a retried page is lost, as on servers
-whose cursors advance on the server side).
+it (spec §3: a request more than ``ttl`` seconds later finds it expired; one exactly ``ttl``
+later is still in time). An expired or unknown id answers like the end of the scroll (no
+results), with a fresh id of its own; so does the latest id once the results are spent.
+With ``single_use`` an id that was already used answers like an expired one (a retried page
+is lost, as on servers whose cursors advance on the server side).
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ class ScrollRegistry:
         entry = self._entries.get(sid)
         if entry is None:
             return Lookup("unknown")
-        if now >= entry.expires:
+        if now > entry.expires:  # spec §3: "more than 60 seconds between two requests"
             return Lookup("expired", entry.session, entry.position)
         if entry.used and self.single_use:
             return Lookup("used", entry.session, entry.position)

@@ -96,10 +96,10 @@ async def test_an_sid_expires_60_clock_seconds_after_the_request_that_issued_it(
     clock = ManualClock()
     caller = await make_caller(clock=clock)
     first = (await caller.get(caller.org(LIST), size="10")).json
-    clock.set(clock.t + 59.9)
+    clock.set(clock.t + 60.0)  # exactly 60 s: still "within 60 seconds" (spec §3)
     second = (await caller.get(caller.org(LIST), sId=first["sId"])).json
     assert second["count"] == 10  # in time: the next batch
-    clock.set(clock.t + 60.0)  # exactly 60 s after the request that issued the latest sId
+    clock.set(clock.t + 60.001)  # more than 60 s after the request that issued the latest sId
     late = await caller.get(caller.org(LIST), sId=second["sId"])
     assert late.status == 200  # spec §3: no error, just no results
     body = late.json

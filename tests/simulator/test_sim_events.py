@@ -102,7 +102,7 @@ async def test_the_end_and_expired_or_unknown_ids_answer_no_results(
     again = (await caller.get(path, scrollId=ids[-1])).json
     assert again["count"] == 0
     fresh = (await caller.get(path, enableScroll="true", size="100")).json
-    clock.set(clock.t + 60.0)
+    clock.set(clock.t + 60.5)
     late = await caller.get(path, scrollId=fresh["scrollId"])
     assert late.status == 200
     assert late.json["count"] == 0
