@@ -518,17 +518,18 @@ class ExportJob:
             state.ordered = chosen.ordered
             state.pages += 1
             state.records += len(chosen.ids)
-            self.progress.duplicates_run += chosen.duplicates
+            # counted with the commit: a worker cancelled while waiting for it still counts
+            progress = self.progress
+            progress.duplicates_run += chosen.duplicates
+            progress.records += len(chosen.ids)
+            progress.records_run += len(chosen.ids)
+            progress.pages_run += 1
+            progress.requests_run += requests
+            progress.requests_total += requests
             return len(chosen.ids)
 
         added = await self._locked(work)
-        progress = self.progress
-        progress.records += added
-        progress.records_run += added
-        progress.pages_run += 1
-        progress.requests_run += requests
-        progress.requests_total += requests
-        self.reporter.page(progress, slice_index=state.index, records=added)
+        self.reporter.page(self.progress, slice_index=state.index, records=added)
         return added
 
     async def _locked(self, fn: Callable[[], T]) -> T:

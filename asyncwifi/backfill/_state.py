@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.request import pathname2url
 
 import msgspec
 
@@ -121,7 +122,7 @@ class StateStore:
         if not path.exists() or path.stat().st_size == 0:
             return False
         try:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            conn = sqlite3.connect(_read_only_uri(path), uri=True)
         except sqlite3.Error:
             return False
         try:
@@ -135,7 +136,7 @@ class StateStore:
     @classmethod
     def read_only(cls, path: Path) -> StateInfo:
         """Read what a state file says without changing it (for checks and dry runs)."""
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn = sqlite3.connect(_read_only_uri(path), uri=True)
         try:
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             total, done = conn.execute(
@@ -353,6 +354,19 @@ class _Transaction:
             self._conn.execute("COMMIT")
         else:
             self._conn.execute("ROLLBACK")
+
+
+def _read_only_uri(path: Path) -> str:
+    """A URI that reads ``path`` without creating anything next to it.
+
+    A state closed cleanly has no ``-wal`` file and is opened ``immutable`` (SQLite then
+    creates no ``-shm``/``-wal``); after a kill the ``-wal`` holds committed pages and must be
+    read, so the files that already exist are used as they are.
+    """
+    uri = "file:" + pathname2url(str(path.resolve()))
+    if Path(f"{path}-wal").exists():
+        return uri + "?mode=ro"
+    return uri + "?mode=ro&immutable=1"
 
 
 def _diff(stored: JobParams, wanted: JobParams) -> str:

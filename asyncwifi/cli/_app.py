@@ -116,14 +116,14 @@ pass_app = click.make_pass_decorator(App)
 
 
 def _set_quiet(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    if value and isinstance(ctx.obj, App):
-        ctx.obj.display.quiet = True
+    if value:
+        ctx.ensure_object(App).display.quiet = True
 
 
 def _set_format(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
-    if value and isinstance(ctx.obj, App):
+    if value:
         fmt: LogFormat = "json" if value == "json" else "text"
-        ctx.obj.display.log_format = fmt
+        ctx.ensure_object(App).display.log_format = fmt
         _configure_logging(fmt, None)
 
 

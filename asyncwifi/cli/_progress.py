@@ -32,7 +32,7 @@ LogFormat = Literal["text", "json"]
 
 
 def human_duration(seconds: float | None) -> str:
-    """``2 d 3 h``, ``4 h 05 min``, ``3 min 20 s``, ``12 s``; ``?`` when unknown."""
+    """``2 d 3 h``, ``4 h 05 min``, ``3 min 20 s``, ``12 s``, ``1 d``; ``?`` when unknown."""
     if seconds is None:
         return "?"
     s = max(0, round(seconds))
@@ -40,11 +40,11 @@ def human_duration(seconds: float | None) -> str:
     hours, s = divmod(s, 3_600)
     minutes, s = divmod(s, 60)
     if days:
-        return f"{days} d {hours} h"
+        return f"{days} d {hours} h" if hours else f"{days} d"
     if hours:
-        return f"{hours} h {minutes:02d} min"
+        return f"{hours} h {minutes:02d} min" if minutes else f"{hours} h"
     if minutes:
-        return f"{minutes} min {s:02d} s"
+        return f"{minutes} min {s:02d} s" if s else f"{minutes} min"
     return f"{s} s"
 
 

@@ -10,6 +10,7 @@ lets a killed ``--simulate`` run be resumed).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -101,6 +102,9 @@ async def simulated_client(
 
     clock = simulated_clock(options)
     simulator = build_simulator(options, since=since, until=until, clock=clock)
+    # encode every event before serving, so that serving a page never stalls the loop
+    # that also runs the client (a stall would look like a slow client to the scroll)
+    await asyncio.to_thread(simulator.data.events.warm)
     async with simulator as sim:
         data = sim.data
         start, end = simulated_range(since, until, clock.now())
