@@ -10,6 +10,8 @@ ordering are advanced, which is what lets a resumed slice narrow its ``dateStart
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -24,6 +26,7 @@ __all__ = [
     "drop",
     "key_of",
     "parse_key",
+    "select_general",
     "select_page",
 ]
 
@@ -101,7 +104,29 @@ def select_page(
     """Choose the records of a page to write; ``seen`` is the slice's delivered ids.
 
     ``dates`` is ``None`` when records carry no date (contacts): no cursor, no boundary.
+    A page with no repeated id whose dates all have the API's own shape (the usual case)
+    takes a path with no Python loop per record; anything else the general one.
     """
+    if seen.isdisjoint(ids) and len(set(ids)) == len(ids):
+        fast = _select_fresh(ids, dates, raws, boundaries, cursor, ordered)
+        if fast is not None:
+            return fast
+    return select_general(
+        ids, dates, raws, seen=seen, boundaries=boundaries, cursor=cursor, ordered=ordered
+    )
+
+
+def select_general(
+    ids: Sequence[str],
+    dates: Sequence[object] | None,
+    raws: Sequence[RawRecord],
+    *,
+    seen: set[str] | frozenset[str],
+    boundaries: Boundaries,
+    cursor: str | None,
+    ordered: bool,
+) -> PageSelection:
+    """:func:`select_page`, one record at a time (any page; the reference for the fast path)."""
     out = PageSelection(cursor=cursor, ordered=ordered)
     in_page: set[str] = set()
     check = bool(boundaries.ranges)
@@ -124,6 +149,45 @@ def select_page(
             out.ordered = False
         if check and boundaries.near(key):
             out.boundary_ids.append(rid)
+    return out
+
+
+def _uniform(dates: Sequence[object]) -> bool:
+    """Whether every date is a string of the API's shape and one length (then string order
+    is time order)."""
+    first = dates[0]
+    if not isinstance(first, str) or len(first) not in (20, 24):
+        return False
+    size = len(first)
+    return all(type(d) is str and len(d) == size and d[-1] == "Z" and d[10] == "T" for d in dates)
+
+
+def _select_fresh(
+    ids: Sequence[str],
+    dates: Sequence[object] | None,
+    raws: Sequence[RawRecord],
+    boundaries: Boundaries,
+    cursor: str | None,
+    ordered: bool,
+) -> PageSelection | None:
+    """:func:`select_page` for a page without repeats: ``None`` when its dates are irregular."""
+    out = PageSelection(ids=list(ids), raws=list(raws), cursor=cursor, ordered=ordered)
+    if dates is None or not ids:
+        return out
+    if not _uniform(dates):
+        return None
+    texts: list[str] = list(dates)  # type: ignore[arg-type]  # checked by _uniform
+    in_order = all(map(operator.le, texts, itertools.islice(texts, 1, None)))
+    low, high = (texts[0], texts[-1]) if in_order else (min(texts), max(texts))
+    # uniform API-shaped strings always have a key
+    low_key, high_key = date_key(low) or low, date_key(high) or high
+    out.ordered = ordered and in_order and (cursor is None or low_key >= cursor)
+    out.cursor = high_key if cursor is None or high_key > cursor else cursor
+    if any(lo <= high_key and low_key <= hi for lo, hi in boundaries.ranges):
+        near = boundaries.near
+        out.boundary_ids = [
+            rid for rid, text in zip(ids, texts, strict=True) if near(date_key(text) or "")
+        ]
     return out
 
 
