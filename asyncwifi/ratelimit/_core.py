@@ -59,7 +59,6 @@ class RateCore:
 
     __slots__ = (
         "_caps",
-        "_recent",
         "cap_floor",
         "day_period",
         "max_reset",
@@ -69,6 +68,7 @@ class RateCore:
         "paced_until",
         "pause_reason",
         "pause_until",
+        "recent",
         "seq",
         "server_limits",
         "shortest",
@@ -90,7 +90,7 @@ class RateCore:
         self.paced_recovery = paced_recovery
         #: admissions so far (this process); a permit carries its own number
         self.seq = 0
-        self._recent: deque[float] = deque(maxlen=2048)
+        self.recent: deque[float] = deque(maxlen=2048)
         #: no admission before this time (a 429 named a reset)
         self.pause_until = -math.inf
         self.pause_reason = ""
@@ -137,7 +137,7 @@ class RateCore:
     def admitted(self, now: float) -> int:
         """Count an admission made at ``now``; returns its sequence number."""
         self.seq += 1
-        self._recent.append(now)
+        self.recent.append(now)
         return self.seq
 
     def tick(self, now: float) -> list[Effect]:
@@ -173,7 +173,7 @@ class RateCore:
         early as possible counts every later admission against what the server said remains.
         """
         c = 0
-        for t in reversed(self._recent):
+        for t in reversed(self.recent):
             if t < sent_at:
                 break
             c += 1

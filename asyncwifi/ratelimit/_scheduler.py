@@ -53,17 +53,10 @@ class Lane(IntEnum):
 class Permit:
     """An admission: the request may be sent now. ``sent_at`` is the admission time."""
 
-    __slots__ = ("_released", "_sched", "deadline", "lane", "objects", "sent_at", "seq", "ticket")
+    __slots__ = ("_released", "_sched", "lane", "sent_at", "seq", "ticket")
 
     def __init__(
-        self,
-        sched: Scheduler,
-        sent_at: float,
-        seq: int,
-        ticket: object,
-        lane: Lane,
-        deadline: float | None,
-        objects: str | None,
+        self, sched: Scheduler, sent_at: float, seq: int, ticket: object, lane: Lane
     ) -> None:
         self._sched = sched
         self._released = False
@@ -74,8 +67,6 @@ class Permit:
         #: the store's handle on the logged admission (for a refund)
         self.ticket = ticket
         self.lane = lane
-        self.deadline = deadline
-        self.objects = objects
 
     def observe(self, status: int, headers: HeadersLike) -> None:
         """Feed the response back: remaining counts, a 429's pause, object quotas."""
@@ -195,6 +186,7 @@ class Scheduler:
         self._store.bind(specs)
         self._store.listen(self._store_event)
         self._sync = self._store.synchronous
+        self._fast = self._sync  # the fast path is open (synchronous store, not closed)
         self._clock: Clock = clock if clock is not None else SystemClock()
         # a day window that frees within this horizon is pacing, not a spent quota
         self._pacing_horizon = max(
@@ -255,9 +247,14 @@ class Scheduler:
         objects: str | None = None,
     ) -> Permit:
         """Wait for admission without a context manager; call ``permit.release()`` after."""
-        s = self.slot(lane, deadline, objects)
-        p = self._try_now(s._lane, s._deadline, s._objects)
-        return p if p is not None else await self._wait(s._lane, s._deadline, s._objects)
+        if type(lane) is not Lane:
+            lane = Lane(lane)
+        if deadline is not None and not math.isfinite(deadline):
+            raise ValidationError(f"deadline must be a finite clock time, got {deadline!r}")
+        if objects:
+            objects = objects.lower()
+        p = self._try_now(lane, deadline, objects)
+        return p if p is not None else await self._wait(lane, deadline, objects)
 
     def observe(
         self,
@@ -375,6 +372,7 @@ class Scheduler:
         if self._closed:
             return
         self._closed = True
+        self._fast = False
         err = "the rate-limit scheduler was closed while this request waited; nothing was sent"
         for w in [*self._heap, *self._parked]:
             if not w.fut.done():
@@ -411,9 +409,9 @@ class Scheduler:
 
     def _try_now(self, lane: Lane, deadline: float | None, objects: str | None) -> Permit | None:
         """The fast path: nobody waiting, room in flight and in every window, right now."""
-        if self._closed:
-            raise ClientStateError("the rate-limit scheduler is closed")
-        if not self._sync or self._heap:
+        if self._heap or not self._fast:
+            if self._closed:
+                raise ClientStateError("the rate-limit scheduler is closed")
             return None
         mif = self._max_in_flight
         if mif is not None and self._in_flight >= mif:
@@ -424,24 +422,25 @@ class Scheduler:
             self._apply(core.tick(now), now)
         if core.pause_until > now or core.seq >= core.cap_floor or objects is not None:
             t, why = core.gate(now, objects)
-        else:
-            t, why = now, ""
-        if t <= now:
-            ticket = self._store.try_acquire(now)
-            if ticket is not None:
-                self._in_flight += 1
-                return Permit(self, now, core.admitted(now), ticket, lane, deadline, objects)
-            t, why = self._store.next_free(now)
-        err = self._exhausted(now, t, why)
-        if err is not None:
-            raise err
-        return None
-
-    def _grant(
-        self, now: float, ticket: object, lane: Lane, deadline: float | None, objects: str | None
-    ) -> Permit:
+            if t > now:
+                err = self._exhausted(now, t, why)
+                if err is not None:
+                    raise err
+                return None
+        ticket = self._store.try_acquire(now)
+        if ticket is None:
+            err = self._exhausted(now, *self._store.next_free(now))
+            if err is not None:
+                raise err
+            return None
         self._in_flight += 1
-        return Permit(self, now, self._core.admitted(now), ticket, lane, deadline, objects)
+        core.seq = seq = core.seq + 1  # core.admitted(now), inlined: the hot path
+        core.recent.append(now)
+        return Permit(self, now, seq, ticket, lane)
+
+    def _grant(self, now: float, ticket: object, lane: Lane) -> Permit:
+        self._in_flight += 1
+        return Permit(self, now, self._core.admitted(now), ticket, lane)
 
     def _ready(self, now: float, objects: str | None) -> tuple[float, str]:
         t, why = self._core.gate(now, objects)
@@ -599,7 +598,7 @@ class Scheduler:
             if ticket is None:  # another scheduler shares the store and took the room
                 return min(store.next_free(now)[0], wake)
             heapq.heappop(heap)
-            w.fut.set_result(self._grant(now, ticket, w.lane, w.deadline, w.objects))
+            w.fut.set_result(self._grant(now, ticket, w.lane))
 
     def _arm(self, at: float) -> None:
         """Keep exactly one timer, at the earliest time someone needs waking."""
@@ -658,7 +657,7 @@ class Scheduler:
             else:
                 heap.remove(w)
                 heapq.heapify(heap)
-            w.fut.set_result(self._grant(now, ticket, w.lane, w.deadline, w.objects))
+            w.fut.set_result(self._grant(now, ticket, w.lane))
         return None
 
     async def _pump_wait(self, wake: float | None) -> None:

@@ -9,12 +9,13 @@ synchronously and exactly; a shared store (``RedisStore``) answers over the netw
 from __future__ import annotations
 
 import abc
+import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from asyncwifi.errors import ValidationError
 from asyncwifi.ratelimit._limits import WindowSpec
-from asyncwifi.ratelimit._window import WindowLog, project, record, try_admit
+from asyncwifi.ratelimit._window import WindowLog, free_at, project, record
 
 __all__ = ["MemoryStore", "Store", "WindowUsage"]
 
@@ -114,6 +115,9 @@ class MemoryStore(Store):
         super().__init__()
         self._specs: tuple[WindowSpec, ...] | None = None
         self._logs: list[WindowLog] = []
+        # the hot path's whole test: no admission before _free (recomputed on every change)
+        self._free = -math.inf
+        self._last = -math.inf
 
     def bind(self, specs: Sequence[WindowSpec]) -> None:
         if self._specs is not None:
@@ -134,42 +138,48 @@ class MemoryStore(Store):
             w.count = max(1, min(w.count, count))
         if paced is not None:
             w.paced = paced
+        self._free = free_at(self._logs)
 
     def try_acquire(self, now: float) -> float | None:
-        # the hot path: try_admit() inlined (same arithmetic as WindowLog.next_free/record)
-        t = now
+        if now < self._free:
+            return None
+        t = now if now >= self._last else self._last
+        # record in every window and recompute the free time (free_at(), inlined)
+        free = -math.inf
         for w in self._logs:
             log = w._log
-            edge = now - w.span
-            while log and log[0] <= edge:
-                log.popleft()
-            n = len(log)
-            if n:
-                if n >= w.count and log[n - w.count] + w.span > now:
-                    return None
-                last = log[-1]
-                if w.paced and last + w.span / w.count > now:
-                    return None
-                if last > t:
-                    t = last
-        for w in self._logs:
-            w._log.append(t)
+            log.append(t)
+            c = w._count
+            if len(log) >= c:
+                f = log[0] + w.span
+                if f > free:
+                    free = f
+            if w.paced:
+                f = t + w.span / c
+                if f > free:
+                    free = f
+        self._last = t
+        self._free = free
         return t
 
     async def acquire(self, now: float) -> tuple[object | None, float]:
-        ticket = try_admit(self._logs, now)
+        ticket = self.try_acquire(now)
         if ticket is not None:
             return ticket, now
-        return None, self.next_free(now)[0]
+        return None, self._free
 
     def force(self, now: float) -> float:
         """Log an admission without checking (merging admissions made elsewhere)."""
-        return record(self._logs, now)
+        t = self._last = record(self._logs, now)
+        self._free = free_at(self._logs)
+        return t
 
     def next_free(self, now: float) -> tuple[float, str]:
+        if now >= self._free:
+            return now, ""
         best, why = now, ""
         for w in self._logs:
-            t = w.next_free(now)
+            t = w.free_at()
             if t > best:
                 best, why = t, w.name
         return best, why
@@ -178,6 +188,7 @@ class MemoryStore(Store):
         if isinstance(ticket, float):
             for w in self._logs:
                 w.remove(ticket)
+            self._free = free_at(self._logs)
 
     def project(self, now: float, k: int) -> list[float]:
         return project(self._logs, now, k)

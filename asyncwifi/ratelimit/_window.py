@@ -1,64 +1,71 @@
 """Exact sliding-window logs: the sans-I/O arithmetic under the scheduler (no asyncio here).
 
-A window keeps the times of its last admissions. A new admission at ``t`` is allowed when
-fewer than ``count`` admissions lie in ``(t - span, +inf)``, i.e. when the ``count``-th most
-recent one is at or before ``t - span``. Then no half-open interval of length ``span`` ever
-holds more than ``count`` admissions, so neither does any sliding window of the period nor
-any clock-aligned fixed window (DESIGN "Rate limits" 1), while a burst of ``count`` at once
-is still allowed (2). In *paced* mode admissions are also spaced ``span / count`` apart,
-which satisfies servers that weigh two fixed windows against each other.
+A window keeps the times of its last ``count`` admissions. A new admission at ``t`` is
+allowed when the oldest of them (the ``count``-th most recent) is at or before
+``t - span``. Then no half-open interval of length ``span`` ever holds more than ``count``
+admissions, so neither does any sliding window of the period nor any clock-aligned fixed
+window (DESIGN "Rate limits" 1), while a burst of ``count`` at once is still allowed (2).
+Older admissions can never matter again, so the log is a ``deque(maxlen=count)``: O(1)
+per admission, whatever the limit. In *paced* mode admissions are also spaced
+``span / count`` apart, which satisfies servers that weigh two fixed windows together.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Iterable, Sequence
 
 from asyncwifi.ratelimit._limits import WindowSpec
 
-__all__ = ["WindowLog", "project", "record", "try_admit"]
+__all__ = ["WindowLog", "free_at", "project", "record", "try_admit"]
 
 
 class WindowLog:
     """The admission log of one limit: at most ``count`` admissions in any ``span`` seconds."""
 
-    __slots__ = ("_log", "count", "name", "paced", "span")
+    __slots__ = ("_count", "_log", "name", "paced", "span")
 
     def __init__(self, name: str, count: int, span: float) -> None:
         #: the limit's name ("minute", "day")
         self.name = name
-        #: admissions allowed in any window of ``span`` seconds
-        self.count = count
         #: the window length: the limit's period plus its margin
         self.span = span
         #: when true, admissions are also spaced at least ``span / count`` apart
         self.paced = False
-        self._log: deque[float] = deque()
+        self._count = count
+        self._log: deque[float] = deque(maxlen=count)
 
     @classmethod
     def from_spec(cls, spec: WindowSpec) -> WindowLog:
         return cls(spec.name, spec.count, spec.span)
 
-    def _prune(self, now: float) -> None:
-        log, edge = self._log, now - self.span
-        while log and log[0] <= edge:
-            log.popleft()
+    @property
+    def count(self) -> int:
+        """Admissions allowed in any window of ``span`` seconds."""
+        return self._count
 
-    def next_free(self, now: float) -> float:
-        """The earliest time >= ``now`` at which one more admission is allowed."""
+    @count.setter
+    def count(self, value: int) -> None:
+        self._count = value
+        self._log = deque(self._log, maxlen=value)
+
+    def free_at(self) -> float:
+        """The earliest time the next admission is allowed by this window (may be past)."""
         log = self._log
-        edge = now - self.span
-        while log and log[0] <= edge:
-            log.popleft()
-        n = len(log)
-        t = now
-        if n >= self.count:
-            t = log[n - self.count] + self.span
-        if self.paced and n:
-            p = log[-1] + self.span / self.count
+        t = -math.inf
+        if len(log) >= self._count:
+            t = log[0] + self.span
+        if self.paced and log:
+            p = log[-1] + self.span / self._count
             if p > t:
                 t = p
         return t
+
+    def next_free(self, now: float) -> float:
+        """The earliest time >= ``now`` at which one more admission is allowed."""
+        t = self.free_at()
+        return t if t > now else now
 
     def record(self, now: float) -> float:
         """Log an admission at ``now``; returns the time logged (never before the last one)."""
@@ -67,7 +74,7 @@ class WindowLog:
         log.append(t)
         return t
 
-    def times_append(self, t: float) -> None:
+    def append(self, t: float) -> None:
         """Append ``t`` (the caller keeps the log sorted: see :func:`record`)."""
         self._log.append(t)
 
@@ -80,13 +87,11 @@ class WindowLog:
         return True
 
     def used(self, now: float) -> int:
-        """Admissions in the window ending at ``now``."""
-        self._prune(now)
-        return len(self._log)
-
-    def oldest(self, now: float) -> float | None:
-        self._prune(now)
-        return self._log[0] if self._log else None
+        """Admissions in the window ending at ``now`` (drops the ones that left it)."""
+        log, edge = self._log, now - self.span
+        while log and log[0] <= edge:
+            log.popleft()
+        return len(log)
 
     def newest(self) -> float | None:
         return self._log[-1] if self._log else None
@@ -97,20 +102,21 @@ class WindowLog:
 
     def extend(self, times: Iterable[float]) -> None:
         """Merge admissions made elsewhere (kept sorted)."""
-        merged = sorted([*self._log, *times])
-        self._log = deque(merged)
+        self._log = deque(sorted([*self._log, *times]), maxlen=self._count)
 
     def __repr__(self) -> str:
         mode = " paced" if self.paced else ""
-        return f"<WindowLog {self.name} {len(self._log)}/{self.count} in {self.span:g}s{mode}>"
+        return f"<WindowLog {self.name} {len(self._log)}/{self._count} in {self.span:g}s{mode}>"
 
 
-def try_admit(logs: Sequence[WindowLog], now: float) -> float | None:
-    """Admit one at ``now`` if every window allows it: returns the logged time, else None."""
+def free_at(logs: Sequence[WindowLog]) -> float:
+    """The earliest time every window allows the next admission (may be in the past)."""
+    t = -math.inf
     for w in logs:
-        if w.next_free(now) > now:
-            return None
-    return record(logs, now)
+        f = w.free_at()
+        if f > t:
+            t = f
+    return t
 
 
 def record(logs: Sequence[WindowLog], now: float) -> float:
@@ -125,8 +131,15 @@ def record(logs: Sequence[WindowLog], now: float) -> float:
         if last is not None and last > t:
             t = last
     for w in logs:
-        w.times_append(t)
+        w.append(t)
     return t
+
+
+def try_admit(logs: Sequence[WindowLog], now: float) -> float | None:
+    """Admit one at ``now`` if every window allows it: returns the logged time, else None."""
+    if free_at(logs) > now:
+        return None
+    return record(logs, now)
 
 
 def project(logs: Sequence[WindowLog], now: float, k: int) -> list[float]:
