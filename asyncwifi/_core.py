@@ -25,6 +25,7 @@ from asyncwifi.errors import (
     AmbiguousWriteError,
     ApiError,
     DecodeError,
+    QuotaExhaustedError,
     RateLimitedError,
     ServerError,
     TransportError,
@@ -343,10 +344,16 @@ class Api:
                 ) from ambiguous
             try:
                 verdict = await verify()
-            except ApiError as exc:
+            except (ApiError, QuotaExhaustedError, TransportError) as exc:
+                hint = (
+                    "the gateway sends a bodyless 429 after executing a write whose object "
+                    "quota is spent, so it most likely took effect"
+                    if isinstance(ambiguous, RateLimitedError)
+                    else "it may or may not have taken effect"
+                )
                 raise AmbiguousWriteError(
-                    f"outcome unknown after {type(ambiguous).__name__}, "
-                    f"and the check failed: {exc}",
+                    f"{type(ambiguous).__name__}: {hint}; the lookup to confirm it failed "
+                    f"({type(exc).__name__}: {exc}); not retried",
                     method=method,
                     path=path,
                 ) from ambiguous

@@ -52,7 +52,9 @@ class RetryPolicy:
 def is_retryable_read(exc: BaseException) -> bool:
     """Whether a failed read is worth another attempt."""
     if isinstance(exc, RateLimitedError):
-        return True
+        # a bodyless 429 is the per-object quota (gateway.md): spent until the day resets,
+        # so a retry would only burn another request
+        return not exc.bodyless
     if isinstance(exc, ServerError):
         return True
     if isinstance(exc, TransportError):

@@ -22,17 +22,15 @@ Requirement = Literal["required", "optional", "forbidden"]
 
 #: routerType -> rule for (macAddress, hotspotIdentifier, ssid); assumption, see module doc
 ROUTER_TYPES: dict[str, dict[str, Requirement]] = {
-    # access points identified by their MAC address (cloud-managed vendors)
-    "meraki": {"macAddress": "required", "hotspotIdentifier": "optional", "ssid": "optional"},
-    "aruba": {"macAddress": "required", "hotspotIdentifier": "optional", "ssid": "optional"},
-    "ruckus": {"macAddress": "required", "hotspotIdentifier": "optional", "ssid": "optional"},
-    "ubiquiti": {"macAddress": "required", "hotspotIdentifier": "optional", "ssid": "optional"},
-    # controllers that name their access points with an identifier of their own
-    "mikrotik": {"macAddress": "optional", "hotspotIdentifier": "required", "ssid": "optional"},
-    "fortinet": {"macAddress": "optional", "hotspotIdentifier": "required", "ssid": "optional"},
-    "cisco": {"macAddress": "optional", "hotspotIdentifier": "required", "ssid": "optional"},
-    # a generic captive portal reached by network name only
-    "generic": {"macAddress": "forbidden", "hotspotIdentifier": "optional", "ssid": "required"},
+    # controllers that identify an access point by its MAC address
+    "meraki": {"macAddress": "required", "hotspotIdentifier": "optional", "ssid": "forbidden"},
+    "ruckus": {"macAddress": "required", "hotspotIdentifier": "optional", "ssid": "forbidden"},
+    "ubiquiti": {"macAddress": "required", "hotspotIdentifier": "forbidden", "ssid": "forbidden"},
+    # controllers that name access points by an identifier configured in the dashboard
+    "cisco-wlc": {"macAddress": "optional", "hotspotIdentifier": "required", "ssid": "forbidden"},
+    "aruba": {"macAddress": "optional", "hotspotIdentifier": "required", "ssid": "optional"},
+    # a plain captive portal told apart by the network name only
+    "generic": {"macAddress": "forbidden", "hotspotIdentifier": "forbidden", "ssid": "required"},
 }
 
 #: spec §4.3: required when addressAsLocation is false ("state" is optional: assumption,
