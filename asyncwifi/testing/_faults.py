@@ -113,6 +113,7 @@ class Fate:
     drop_after: bool = False
     truncate_at: float = 0.0
     delay: float = 0.0
+    spike: bool = False
     html_429: bool = False
     remaining_noise: int = 0
 
@@ -157,7 +158,8 @@ class FaultPlan:
         u = [rnd.random() for _ in range(10)]
         if f.remaining_jitter:
             noise = round((u[9] * 2 - 1) * f.remaining_jitter)
-        delay = f.latency + u[5] * f.latency_jitter + (f.spike if u[6] < f.spike_rate else 0.0)
+        spike = u[6] < f.spike_rate
+        delay = f.latency + u[5] * f.latency_jitter + (f.spike if spike else 0.0)
         return Fate(
             drop_before=u[0] < f.drop_before_rate,
             inbound_delay=u[1] * f.inbound_jitter,
@@ -168,6 +170,7 @@ class FaultPlan:
             drop_after=u[3] < f.drop_rate,
             truncate_at=(0.1 + 0.8 * u[7]) if u[4] < f.truncated_rate else 0.0,
             delay=delay,
+            spike=spike,
             html_429=u[8] < f.html_429_rate,
             remaining_noise=noise,
         )

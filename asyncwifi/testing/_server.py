@@ -343,7 +343,7 @@ class Simulator:
         if decision.allowed:
             headers["X-Kong-Upstream-Latency"] = "1"
         if fate.delay:
-            if fate.delay >= self._plan.faults.spike > 0:
+            if fate.spike:
                 c.faults["spike"] += 1
             await self.clock.sleep(fate.delay)
         if fate.drop_after:
