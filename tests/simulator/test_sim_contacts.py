@@ -157,7 +157,8 @@ async def test_policy_update_takes_effect(caller: Caller, simulator: Simulator) 
     refused = {"policies": [{"name": "termsOfUse", "accepted": False}]}
     bad = await caller.call("PUT", f"/v1/customers/{cid}/policies", json_body=refused)
     assert bad.status == 409
-    for junk in ({"policies": []}, {"policies": [{"name": "privacy"}]}, [1, 2]):
+    junks: list[Any] = [{"policies": []}, {"policies": [{"name": "privacy"}]}, [1, 2]]
+    for junk in junks:
         answer = await caller.call("PUT", f"/v1/customers/{cid}/policies", json_body=junk)
         assert answer.status == 409, junk
 
