@@ -39,7 +39,8 @@ __all__ = ["RedisStore"]
 
 _US = 1_000_000
 
-# KEYS: window sets..., pause key.  ARGV: now_us|"" , member, n, then n x (count, span, pace)
+# KEYS: window sets..., pause key, high-water mark.
+# ARGV: now_us|"" , member, n, then n x (count, span, pace)
 _ACQUIRE = """
 local now
 if ARGV[1] == '' then
@@ -49,9 +50,21 @@ else
   now = tonumber(ARGV[1])
 end
 local n = tonumber(ARGV[3])
+-- time never goes back: a caller whose reading is older than one already used (it was
+-- delayed on its way here) decides and records at the newest time, or its check would
+-- miss entries that a newer caller already pruned
+local hwm = tonumber(redis.call('GET', KEYS[n + 2]) or '0')
+if hwm and hwm > now then now = hwm end
+local longest = 0
+for i = 1, n do
+  local span = tonumber(ARGV[2 + 3 * i])
+  if span > longest then longest = span end
+end
+redis.call('SET', KEYS[n + 2], string.format('%.0f', now), 'PX', math.ceil(longest / 1000) + 1000)
 local wait = now
+local why = 0
 local p = tonumber(redis.call('GET', KEYS[n + 1]) or '0')
-if p and p > wait then wait = p end
+if p and p > wait then wait = p; why = n + 1 end
 local used = {}
 for i = 1, n do
   local key = KEYS[i]
@@ -63,12 +76,12 @@ for i = 1, n do
   if c >= count then
     local e = redis.call('ZRANGE', key, c - count, c - count, 'WITHSCORES')
     local t = tonumber(e[2]) + span
-    if t > wait then wait = t end
+    if t > wait then wait = t; why = i end
   end
   if pace > 0 and c > 0 then
     local e = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
     local t = tonumber(e[2]) + pace
-    if t > wait then wait = t end
+    if t > wait then wait = t; why = i end
   end
   used[i] = c
 end
@@ -81,7 +94,7 @@ if wait <= now then
     used[i] = used[i] + 1
   end
 end
-local out = {ok, string.format('%.0f', now), string.format('%.0f', wait)}
+local out = {ok, string.format('%.0f', now), string.format('%.0f', wait), why}
 for i = 1, n do out[#out + 1] = used[i] end
 return out
 """
@@ -174,12 +187,14 @@ class RedisStore(Store):
         self._specs: tuple[WindowSpec, ...] | None = None
         self._keys: list[str] = []
         self._pause_key = f"{prefix}{{{key}}}:pause"
+        self._hwm_key = f"{prefix}{{{key}}}:hwm"
         self._counts: dict[str, int] = {}
         self._paced: dict[str, bool] = {}
         # this process's own admissions (full counts) and the conservative fallback logs
         self._shadow: list[WindowLog] = []
         self._fallback: list[WindowLog] = []
         self._hint = -math.inf  # the last "ask again at" the script returned (client time)
+        self._hint_why = ""
         self._seen: dict[str, int] = {}  # the last counts the script reported
         self._token = uuid.uuid4().hex[:12]
         self._ids = itertools.count()
@@ -263,27 +278,33 @@ class RedisStore(Store):
             if now < self._retry_at:
                 return self._local(now)
             if not await self._restore(now):
-                return self._local(now)
+                return None, now  # time passed in the attempt: decide again with a fresh reading
         member = f"{self._token}:{next(self._ids)}"
         args: list[Any] = [self._now_arg(now), member, len(self._keys)]
         for spec in self._specs:
             pace = spec.span / self._counts[spec.name] if self._paced[spec.name] else 0.0
             args += [self._counts[spec.name], round(spec.span * _US), round(pace * _US)]
         try:
-            ok, r_now, r_wait, *used = await self._call(
-                "acquire", _ACQUIRE, [*self._keys, self._pause_key], args
+            ok, r_now, r_wait, why, *used = await self._call(
+                "acquire", _ACQUIRE, [*self._keys, self._pause_key, self._hwm_key], args
             )
         except self._errors as exc:
             self._enter_fallback(now, exc)
-            return self._local(now)
+            return None, now  # time passed in the attempt: decide again with a fresh reading
         self._seen = {s.name: int(u) for s, u in zip(self._specs, used, strict=False)}
+        # on the client's time line the script's time is absolute; on Redis' own clock only
+        # differences carry over
+        at = int(r_now) / _US if not self.use_redis_time else now
         if int(ok):
             self._hint = -math.inf
-            t = record(self._shadow, now)
-            record(self._fallback, now)
-            return (t, member), now
-        retry_at = now + (int(r_wait) - int(r_now)) / _US
+            t = record(self._shadow, at)
+            record(self._fallback, at)
+            return (t, member), at
+        retry_at = at + (int(r_wait) - int(r_now)) / _US
         self._hint = retry_at
+        # which window (or the shared pause) set the wait: a spent day is reported as such
+        i = int(why)
+        self._hint_why = self._specs[i - 1].name if 0 < i <= len(self._specs) else "pause"
         return None, retry_at
 
     def _local(self, now: float) -> tuple[object | None, float]:
@@ -332,7 +353,7 @@ class RedisStore(Store):
             if t > best:
                 best, why = t, w.name
         if self._degraded is None and self._hint > best:
-            best, why = self._hint, "shared"
+            best, why = self._hint, self._hint_why
         return best, why
 
     def refund(self, ticket: object) -> None:

@@ -386,7 +386,9 @@ class Scheduler:
         for t in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await t
-        await self._store.aclose()
+        # the last scheduler using a store closes it (a shared store stays open for the rest)
+        if self._store.unlisten(self._store_event):
+            await self._store.aclose()
 
     async def __aenter__(self) -> Scheduler:
         return self
@@ -637,6 +639,7 @@ class Scheduler:
 
     async def _service_async(self) -> float | None:
         core, store, heap = self._core, self._store, self._heap
+        floor = -_INF
         while not self._closed:
             now = self._clock.now()
             if core.paced_until:
@@ -644,11 +647,14 @@ class Scheduler:
             w, t, _why, wake = self._head(now)
             if w is None:
                 return None if wake == _INF else wake
+            t = max(t, floor)  # the store's own retry time, should its estimate lag behind
             if t > now:
                 return min(t, wake)
-            ticket, retry_at = await store.acquire(now)
+            ticket, at = await store.acquire(now)
             if ticket is None:
-                return min(max(retry_at, now), wake)
+                # re-examine the head with the store's answer (a spent day may fail it now)
+                floor = at
+                continue
             if self._closed or w.fut.done():
                 store.refund(ticket)
                 continue
@@ -657,7 +663,8 @@ class Scheduler:
             else:
                 heap.remove(w)
                 heapq.heapify(heap)
-            w.fut.set_result(self._grant(now, ticket, w.lane))
+            # admitted at the store's time (the newest time it had seen, if later than ours)
+            w.fut.set_result(self._grant(max(at, now), ticket, w.lane))
         return None
 
     async def _pump_wait(self, wake: float | None) -> None:

@@ -42,6 +42,12 @@ class Store(abc.ABC):
         """Call ``callback(kind, reason)`` on "fallback" and "restored" (shared store health)."""
         self._listeners.append(callback)
 
+    def unlisten(self, callback: Callable[[str, str], None]) -> bool:
+        """Stop calling ``callback``; returns True when no listener is left."""
+        if callback in self._listeners:
+            self._listeners.remove(callback)
+        return not self._listeners
+
     def _emit(self, kind: str, reason: str) -> None:
         for cb in list(self._listeners):
             cb(kind, reason)
@@ -60,7 +66,9 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def acquire(self, now: float) -> tuple[object | None, float]:
-        """Admit one at ``now``: ``(ticket, now)``, or ``(None, t)``: retry at time ``t``."""
+        """Admit one at ``now``: ``(ticket, at)`` with ``at`` the time the admission was
+        logged at (``now``, or later if the store's time line had moved on), or
+        ``(None, t)``: retry at time ``t``."""
 
     @abc.abstractmethod
     def next_free(self, now: float) -> tuple[float, str]:

@@ -577,3 +577,56 @@ class TestWholeDay:
         first_two_days = [t for t in sent if t < START + 2 * 86_460]
         assert len(first_two_days) >= 0.99 * 2 * 15_000
         assert sent[15_000] == START + 86_460
+
+
+class TestSharing:
+    def test_two_schedulers_on_one_memory_store_share_the_budget(self) -> None:
+        clock = VirtualClock(START)
+        sent: list[Any] = []
+
+        async def main() -> None:
+            store = MemoryStore()
+            a = Scheduler(limits(5, 60.0), clock=clock, store=store, max_in_flight=None)
+            b = Scheduler(limits(5, 60.0), clock=clock, store=store, max_in_flight=None)
+            await asyncio.gather(*(take(a if i % 2 else b, sent) for i in range(20)))
+            await a.aclose()  # the store stays usable for b
+            await take(b, sent)
+            await b.aclose()
+
+        run(clock, main)
+        ts = [t for _, t in sent]
+        assert len(ts) == 21
+        assert max_in_sliding(ts, 61.0) == 5
+
+    def test_limits_may_be_disabled(self) -> None:
+        clock = VirtualClock(START)
+        sent: list[Any] = []
+
+        async def main() -> None:
+            s = Scheduler(Limits(minute=None, day=None), clock=clock, max_in_flight=None)
+            await asyncio.gather(*(take(s, sent) for _ in range(500)))
+            await s.aclose()
+
+        run(clock, main)
+        assert {t for _, t in sent} == {START}
+
+
+def test_public_names_are_pinned() -> None:
+    import asyncwifi.ratelimit as rl
+
+    assert rl.__all__ == sorted(rl.__all__)
+    assert {
+        "Lane",
+        "Limit",
+        "Limits",
+        "MemoryStore",
+        "Permit",
+        "QuotaSnapshot",
+        "RateLimitHeaders",
+        "RedisStore",
+        "Scheduler",
+        "Store",
+        "ThrottleEvent",
+        "WindowSnapshot",
+    } <= set(rl.__all__)
+    assert [n for n in rl.__all__ if not hasattr(rl, n)] == []
