@@ -21,7 +21,9 @@ exit with a distinct status.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import operator
 import os
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -39,9 +41,9 @@ from asyncwifi.backfill._errors import (
     StateMismatchError,
 )
 from asyncwifi.backfill._plan import MS, Slice, format_ms
-from asyncwifi.backfill._records import Boundaries, drop, parse_key, select_page
+from asyncwifi.backfill._records import Boundaries, PageSelection, drop, parse_key, select_page
 from asyncwifi.backfill._sink import JsonlSink, RawRecord
-from asyncwifi.backfill._state import JobParams, SliceState, StateStore
+from asyncwifi.backfill._state import JobParams, PageCommit, SliceState, StateStore
 from asyncwifi.errors import QuotaExhaustedError, ScrollExpiredError
 
 __all__ = [
@@ -267,6 +269,9 @@ class ExportJob:
         self._store: StateStore | None = None
         #: the slices of the current round, updated as pages commit
         self._states: list[SliceState] = []
+        #: pages waiting for the committer, and the committer task (group commit)
+        self._queue: list[_Pending] = []
+        self._committer: asyncio.Future[None] | None = None
         self._sink: JsonlSink | None = None
         self.progress = Progress()
         self._boundary_moments = [s.start for s in self.plan[1:]] if date_of else []
@@ -343,7 +348,20 @@ class ExportJob:
                 await self.clock.sleep(max(0.0, delay) + RESET_MARGIN)
                 self.reporter.resumed(self.progress)
         finally:
+            await self._settle()
             self._close()
+
+    async def _settle(self) -> None:
+        """Let a commit in progress finish before the files close (even when cancelled)."""
+        committer = self._committer
+        self._queue.clear()
+        if committer is not None and not committer.done():
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(committer)
+            if not committer.done():  # we were cancelled again: wait without awaiting
+                await asyncio.wait([committer])
+        if committer is not None and committer.done() and not committer.cancelled():
+            committer.exception()  # retrieved: it reached its callers already
 
     def _require_store(self) -> StateStore:
         if self._store is None:
@@ -473,64 +491,143 @@ class ExportJob:
         if errors:
             items, raws = _with_undecoded(items, raws, errors)
             self.progress.undecoded_run += len(errors)
-        id_of = self._id_of
-        ids = [id_of(item, raw) for item, raw in zip(items, raws, strict=True)]
+        ids = self._ids_of(items, raws)
         date_of = self._date_of
-        dates = [date_of(item) for item in items] if date_of is not None else None
+        if date_of is None:
+            dates = None
+        else:
+            dates = _attributes(items, "date") if date_of is event_date else None
+            if dates is None:
+                dates = [date_of(item) for item in items]
+        item = _Pending(state, seen, boundaries, ids, dates, raws, requests)
+        added = await self._group_commit(item)
+        self.reporter.page(self.progress, slice_index=state.index, records=added)
+        return added
+
+    async def _group_commit(self, item: _Pending) -> int:
+        """Queue a page for the committer; pages queued meanwhile share one fsync.
+
+        A caller cancelled before its page was taken withdraws it; once taken, the page is
+        committed (or rolled back) whatever happens to the caller, who waits for that.
+        """
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        # an error nobody awaits any more (a cancelled caller) is still "retrieved"
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())
+        item.future = future
+        self._queue.append(item)
+        if self._committer is None or self._committer.done():
+            self._committer = asyncio.ensure_future(self._commit_loop())
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if item in self._queue:
+                self._queue.remove(item)
+                future.cancel()
+            elif not future.done():
+                await asyncio.wait([future])
+            raise
+
+    async def _commit_loop(self) -> None:
+        """Commit whatever is queued, batch after batch, in a worker thread."""
+        while self._queue:
+            batch, self._queue = self._queue, []
+            async with self._lock:
+                try:
+                    added = await asyncio.to_thread(self._commit_batch, batch)
+                except BaseException as exc:
+                    for item in batch:
+                        if item.future is not None and not item.future.done():
+                            item.future.set_exception(exc)
+                    if not isinstance(exc, Exception):
+                        raise
+                    continue
+            for item, count in zip(batch, added, strict=True):
+                if item.future is not None and not item.future.done():
+                    item.future.set_result(count)
+
+    def _commit_batch(self, batch: Sequence[_Pending]) -> list[int]:
+        """Write the pages, fsync once, commit them in one transaction (worker thread).
+
+        spec-independent rule of the engine: the output is durable before the state says
+        so; on any failure the file is cut back, so no later commit counts these bytes.
+        """
         store = self._require_store()
         sink = self._sink
         if sink is None:
             raise RuntimeError("the job is not open")
-
-        def work() -> int:
+        chosen_pages: list[PageSelection] = []
+        chunks: list[bytes] = []
+        near_written: set[str] = set()
+        for item in batch:
+            state = item.state
             chosen = select_page(
-                ids,
-                dates,
-                raws,
-                seen=seen,
-                boundaries=boundaries,
+                item.ids,
+                item.dates,
+                item.raws,
+                seen=item.seen,
+                boundaries=item.boundaries,
                 cursor=state.cursor,
                 ordered=state.ordered,
             )
             if chosen.boundary_ids:
-                drop(chosen, store.seen_at_boundary(chosen.boundary_ids))
-            before = sink.offset
-            try:
-                offset = sink.append(sink.encode(chosen.raws)) if chosen.raws else before
-                store.commit_page(
-                    index=state.index,
-                    offset=offset,
-                    records=len(chosen.ids),
-                    ids=chosen.ids,
-                    cursor=chosen.cursor,
-                    ordered=chosen.ordered,
-                    requests=requests,
-                    boundary_ids=chosen.boundary_ids,
-                )
-            except BaseException:
-                # disk full, a SQLite error...: the page's bytes must not be counted by the
-                # next page committed (by another slice); the page is fetched again later
-                sink.rollback(before)
-                raise
-            # only now, with the commit durable, is the page part of the slice's past
-            seen.update(chosen.ids)
+                # written by a neighbouring slice before, or earlier in this very batch
+                already = store.seen_at_boundary(chosen.boundary_ids)
+                already.update(i for i in chosen.boundary_ids if i in near_written)
+                drop(chosen, already)
+                near_written.update(chosen.boundary_ids)
+            chosen_pages.append(chosen)
+            if chosen.raws:
+                chunks.append(sink.encode(chosen.raws))
+        before = sink.offset
+        try:
+            offset = sink.append_many(chunks) if chunks else before
+            store.commit_pages(
+                offset=offset,
+                pages=[
+                    PageCommit(
+                        index=item.state.index,
+                        ids=chosen.ids,
+                        cursor=chosen.cursor,
+                        ordered=chosen.ordered,
+                        requests=item.requests,
+                        boundary_ids=chosen.boundary_ids,
+                    )
+                    for item, chosen in zip(batch, chosen_pages, strict=True)
+                ],
+            )
+        except BaseException:
+            # disk full, a SQLite error...: these bytes must not be counted by a later
+            # commit; the pages are fetched again by the next run
+            sink.rollback(before)
+            raise
+        # only now, with the commit durable, are the pages part of their slices' past
+        progress = self.progress
+        for item, chosen in zip(batch, chosen_pages, strict=True):
+            state = item.state
+            item.seen.update(chosen.ids)
             state.cursor = chosen.cursor
             state.ordered = chosen.ordered
             state.pages += 1
             state.records += len(chosen.ids)
             # counted with the commit: a worker cancelled while waiting for it still counts
-            progress = self.progress
             progress.duplicates_run += chosen.duplicates
             progress.records += len(chosen.ids)
             progress.records_run += len(chosen.ids)
             progress.pages_run += 1
-            progress.requests_run += requests
-            progress.requests_total += requests
-            return len(chosen.ids)
+            progress.requests_run += item.requests
+            progress.requests_total += item.requests
+        return [len(chosen.ids) for chosen in chosen_pages]
 
-        added = await self._locked(work)
-        self.reporter.page(self.progress, slice_index=state.index, records=added)
-        return added
+    def _ids_of(self, items: Sequence[Any], raws: Sequence[RawRecord]) -> list[str]:
+        """Each record's id; a whole page at once when every record has a string ``id``."""
+        id_of = self._id_of
+        if id_of is default_id:
+            for attr in ("id", "cid"):
+                found = _attributes(items, attr)
+                # every id a non-empty str, checked in C (no Python loop per record)
+                if found is not None and set(map(type, found)) <= {str} and "" not in found:
+                    return found
+        return [id_of(item, raw) for item, raw in zip(items, raws, strict=True)]
 
     async def _locked(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` in a thread under the job's lock; once begun it always completes."""
@@ -543,6 +640,28 @@ class ExportJob:
                 if not task.done():
                     await asyncio.wait([task])
                 raise
+
+
+@dataclass(slots=True, eq=False)
+class _Pending:
+    """A page waiting for the committer."""
+
+    state: SliceState
+    seen: set[str]
+    boundaries: Boundaries
+    ids: list[str]
+    dates: list[Any] | None
+    raws: Sequence[RawRecord]
+    requests: int
+    future: asyncio.Future[int] | None = None
+
+
+def _attributes(items: Sequence[Any], name: str) -> list[Any] | None:
+    """``[item.<name> for item in items]`` in C, or ``None`` if an item lacks it."""
+    try:
+        return list(map(operator.attrgetter(name), items))
+    except AttributeError:
+        return None
 
 
 def default_id(item: Any, raw: RawRecord) -> str:

@@ -154,12 +154,21 @@ def select_general(
 
 def _uniform(dates: Sequence[object]) -> bool:
     """Whether every date is a string of the API's shape and one length (then string order
-    is time order)."""
+    is time order). Checked with C-level string operations, not a loop per record."""
     first = dates[0]
     if not isinstance(first, str) or len(first) not in (20, 24):
         return False
-    size = len(first)
-    return all(type(d) is str and len(d) == size and d[-1] == "Z" and d[10] == "T" for d in dates)
+    size, count = len(first), len(dates)
+    try:
+        joined = "".join(dates)  # type: ignore[arg-type]  # a non-str raises TypeError
+        lengths = set(map(len, dates))  # type: ignore[arg-type]
+    except TypeError:
+        return False
+    return (
+        lengths == {size}
+        and joined[size - 1 :: size] == "Z" * count
+        and joined[10::size] == "T" * count
+    )
 
 
 def _select_fresh(

@@ -33,7 +33,7 @@ def encode_lines(records: Sequence[RawRecord]) -> bytes:
     """
     if not records:
         return b""
-    chunk = b"\n".join(records) + b"\n"
+    chunk = b"\n".join([*records, b""])  # one copy: the trailing b"" adds the last \n
     if chunk.count(b"\n") != len(records) or b"\r" in chunk:
         chunk = b"\n".join(r.replace(b"\r", b" ").replace(b"\n", b" ") for r in records) + b"\n"
     return chunk
@@ -85,15 +85,20 @@ class JsonlSink:
 
     def append(self, chunk: bytes) -> int:
         """Write ``chunk`` whole, flush it to disk, and return the new length of the file."""
+        return self.append_many([chunk])
+
+    def append_many(self, chunks: Sequence[bytes]) -> int:
+        """Write every chunk whole, then one fsync (a group commit); the new length."""
         if self._fd is None:
             raise RuntimeError("the sink is not open")
-        view = memoryview(chunk)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
+        for chunk in chunks:
+            view = memoryview(chunk)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            self.offset += len(chunk)
         if self.fsync:
             os.fsync(self._fd)
-        self.offset += len(chunk)
         return self.offset
 
     def rollback(self, offset: int) -> None:

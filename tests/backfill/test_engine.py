@@ -138,8 +138,8 @@ async def test_crash_at_random_moments_then_resume_writes_each_event_once(
     server = FakeServer(events, page_size=30)
     out = tmp_path / ("out.jsonl.gz" if compress else "out.jsonl")
     p = params(tmp_path, out=str(out), gzip=compress)
-    original_append = JsonlSink.append
-    original_commit = StateStore.commit_page
+    original_append = JsonlSink.append_many
+    original_commit = StateStore.commit_pages
     crashes = 0
     for attempt in range(40):
         kinds = ["mid-write", "after-write", "mid-stream"] + (["none"] if attempt >= 4 else [])
@@ -148,13 +148,14 @@ async def test_crash_at_random_moments_then_resume_writes_each_event_once(
         # no rollback (as with kill -9, where no code runs at all)
         kill = Kill(rnd.randrange(1, 12))
 
-        def append(self: JsonlSink, chunk: bytes, _w: str = where, _k: Kill = kill) -> int:
+        def append(self: JsonlSink, chunks: list[bytes], _w: str = where, _k: Kill = kill) -> int:
             if _k.dead:
                 raise Crash
             if _w == "mid-write" and _k.tick():
-                original_append(self, chunk[: len(chunk) // 2])  # a torn page
+                whole = b"".join(chunks)
+                original_append(self, [whole[: len(whole) // 2]])  # a torn write
                 raise Crash
-            offset = original_append(self, chunk)
+            offset = original_append(self, chunks)
             if _w == "after-write" and _k.tick():
                 raise Crash  # written and fsync'ed, never committed
             return offset
@@ -174,9 +175,9 @@ async def test_crash_at_random_moments_then_resume_writes_each_event_once(
         server.on_page = on_page
         try:
             with pytest.MonkeyPatch.context() as mp:
-                mp.setattr(JsonlSink, "append", append)
+                mp.setattr(JsonlSink, "append_many", append)
                 mp.setattr(JsonlSink, "rollback", rollback)
-                mp.setattr(StateStore, "commit_page", commit)
+                mp.setattr(StateStore, "commit_pages", commit)
                 outcome = await job(tmp_path, server, params=p, concurrency=2).run()
         except BaseException as exc:
             if not crashed(exc):
@@ -378,3 +379,50 @@ def test_encode_lines_keeps_one_record_per_line() -> None:
         b'{"a":1}\n{   "b": "x\\ny"  }\n'
     )
     assert encode_lines([]) == b""
+
+
+async def test_a_failed_write_is_cut_back_and_the_next_run_writes_each_event_once(
+    tmp_path: Path, events: list[Any]
+) -> None:
+    original = JsonlSink.append_many
+    calls = 0
+
+    def flaky(self: JsonlSink, chunks: list[bytes]) -> int:
+        nonlocal calls
+        calls += 1
+        if calls == 5:
+            original(self, [b"".join(chunks)[:100]])  # part of it reached the file
+            raise OSError(28, "No space left on device")
+        return original(self, chunks)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(JsonlSink, "append_many", flaky)
+        with pytest.raises(ExceptionGroup) as caught:
+            await job(tmp_path, FakeServer(events, page_size=30), concurrency=3).run()
+    assert caught.group_contains(OSError)
+    # what the state says was written is exactly what the file holds
+    info = StateStore.read_only(tmp_path / "out.state")
+    assert (tmp_path / "out.jsonl").stat().st_size == info.offset
+    await job(tmp_path, FakeServer(events, page_size=30), concurrency=3).run()
+    assert_exactly_once(tmp_path / "out.jsonl", events)
+
+
+async def test_concurrent_slices_share_fsyncs(tmp_path: Path, events: list[Any]) -> None:
+    import os
+    import time
+
+    syncs = 0
+    real_fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        nonlocal syncs
+        syncs += 1
+        time.sleep(0.005)  # a disk that takes its time
+        real_fsync(fd)
+
+    server = FakeServer(events, page_size=10)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(os, "fsync", slow_fsync)
+        outcome = await job(tmp_path, server, concurrency=4).run()
+    assert_exactly_once(tmp_path / "out.jsonl", events)
+    assert syncs < outcome.progress.pages_run
