@@ -171,6 +171,7 @@ class _Producer:
         self.resumes = 0
         self.total: int | None = None
         self.last_sent: float | None = None
+        self.last_received: float | None = None
 
     def _sent(self, when: float) -> None:
         self.requests += 1
@@ -183,7 +184,8 @@ class _Producer:
             self.on_item_error(error)
 
     async def _fetch(self, params: Mapping[str, str], *, continuation: bool) -> tuple[Any, float]:
-        """One page request; returns the decoded page and the gap since the previous send."""
+        """One page request; returns the decoded page and the most the server can have seen
+        between the previous request and this one: from the previous send to this answer."""
         previous = self.last_sent
         deadline = None
         if continuation and previous is not None:
@@ -201,7 +203,8 @@ class _Producer:
                 body, self.spec.page_type, keep_raw=self.keep_raw, on_item_error=self._bad_item
             ),
         )
-        gap = 0.0 if previous is None or self.last_sent is None else self.last_sent - previous
+        self.last_received = self.api.clock.now()
+        gap = 0.0 if previous is None else self.last_received - previous
         return page, gap
 
     async def _await_room(self) -> None:
@@ -229,8 +232,11 @@ class _Producer:
             remaining = keep_alive_at - clock.now()
             if remaining <= 0:
                 return
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
+            # that arrives as the event is set, and the stream would never stop
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.taken.wait(), clock.real(remaining))
+                async with asyncio.timeout(clock.real(remaining)):
+                    await self.taken.wait()
 
     async def run(self) -> None:
         try:
@@ -242,35 +248,48 @@ class _Producer:
 
     async def _run(self) -> None:
         spec = self.spec
+        clock = self.api.clock
         await self._await_room()
         params: Mapping[str, str] = spec.params
         continuation = False
         while True:
+            if continuation and self.last_received is not None:
+                # the server saw the previous request before we had its answer, so past
+                # this the id is certainly dead
+                lapsed = clock.now() - self.last_received
+                if lapsed > self.window:
+                    # the id is known to be dead: resume (or fail) without a wasted request
+                    params, continuation = self._resume(lapsed), False
             decoded, gap = await self._fetch(params, continuation=continuation)
             envelope = decoded.envelope
             total = spec.total(envelope)
             if total is not None:
                 self.total = total
             scroll_id = spec.scroll_id(envelope)
-            raw_count = len(decoded.items) + len(decoded.errors)
-            if raw_count == 0:
-                expired = continuation and (
-                    gap > self.window
-                    or (self.total is not None and self.cursor.delivered < self.total)
-                )
-                if not expired:
-                    self.queue.put_nowait(_END)
-                    return
-                params = self._resume(gap)
-                continuation = False
-                continue
-            self._deliver(decoded, scroll_id)
+            if not decoded.items and not decoded.errors:
+                if continuation and self._expired(gap):
+                    params, continuation = self._resume(gap), False
+                    continue
+                self.queue.put_nowait(_END)
+                return
+            fresh = self._deliver(decoded, scroll_id)
             if not scroll_id:
                 self.queue.put_nowait(_END)
                 return
             params = spec.continuation(scroll_id)
             continuation = True
-            await self._until_needed()
+            if fresh:
+                await self._until_needed()
+
+    def _expired(self, gap: float) -> bool:
+        """An empty continuation: the end, or a lapsed id that answers like the end?"""
+        if self.total is not None:
+            # contacts: the envelope's totalCount says whether anything is missing
+            return self.cursor.delivered < self.total
+        # events: no total. The server saw the two requests between the previous send and
+        # this answer, so a gap within the window is certainly the end; past it, a lapse is
+        # possible, and a needless resume costs a request where a wrong end loses data.
+        return gap > self.window
 
     def _resume(self, gap: float) -> Mapping[str, str]:
         spec = self.spec
@@ -294,7 +313,8 @@ class _Producer:
         )
         return spec.restart(self.cursor.time if self.cursor.all_ids is None else None)
 
-    def _deliver(self, decoded: Any, scroll_id: str | None) -> None:
+    def _deliver(self, decoded: Any, scroll_id: str | None) -> int:
+        """Queue the page's records not delivered before; returns how many there were."""
         spec = self.spec
         cursor = self.cursor
         items: list[Any] = decoded.items
@@ -319,10 +339,13 @@ class _Producer:
                 cursor.add(key(item), time_of(item))
         else:
             cursor.delivered += len(items)
+        if not items and not decoded.errors:
+            return 0  # only repeats (a resumed scroll re-reading its start): nothing to hand out
         self.pages += 1
         self.queue.put_nowait(
             ScrollPage(items, raws, decoded.errors, self.pages, scroll_id, self.total)
         )
+        return len(items)
 
 
 @dataclass(slots=True)
@@ -442,7 +465,6 @@ class ScrollStream(Generic[ItemT]):
         producer.taken.set()
         if got is _END:
             self._finished = True
-            self._task = None
             return None
         if isinstance(got, _Failure):
             self._stop()
@@ -452,15 +474,15 @@ class ScrollStream(Generic[ItemT]):
 
     def _stop(self) -> None:
         self._finished = True
-        task, self._task = self._task, None
+        task = self._task
         if task is not None and not task.done():
             with contextlib.suppress(RuntimeError):  # the loop may be closed already
                 task.cancel()
 
     async def aclose(self) -> None:
         """Stop the background task and wait until it has let go of its connection."""
-        task = self._task
         self._stop()
+        task, self._task = self._task, None
         if task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await task

@@ -1,0 +1,183 @@
+"""Scroll streams over real HTTP against the simulator, in scaled time (spec §3, §4.2, §4.5)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from asyncwifi import Limits, ScaledClock, errors
+from asyncwifi.testing import Faults
+from tests.client._support import NO_LIMITS, client_for, scroll_tasks
+
+#: a faster clock for the tests whose consumer sleeps through windows (90 s = 0.225 s)
+FAST = 400.0
+
+
+async def test_every_event_exactly_once_with_a_consumer_slower_than_the_window(
+    make_sim: Any,
+) -> None:
+    async with make_sim(events=3_000, clock=ScaledClock(FAST)) as sim, client_for(sim) as api:
+        stream = api.events.list(size=250, max_buffered=2)
+        seen: list[str] = []
+        async for page in stream.pages():
+            seen.extend(e.id for e in page.items if e.id)
+            await sim.clock.sleep(90.0)  # 1.5 windows per page: the buffer fills, the id lapses
+        assert Counter(seen) == Counter(sim.data.event_ids())
+        assert len(seen) == len(set(seen))
+        assert stream.resumes >= 1  # lapses happened and were resumed, not taken for the end
+        # a dead id is not asked again: at most one request per lapse went to one
+        assert sim.counters.expired_scroll_hits <= stream.resumes
+
+
+async def test_a_slow_consumer_within_the_buffer_never_lets_the_scroll_lapse(
+    make_sim: Any,
+) -> None:
+    async with make_sim(contacts=120, clock=ScaledClock(FAST)) as sim, client_for(sim) as api:
+        stream = api.contacts.list(size=10, max_buffered=16)
+        cids = []
+        async for contact in stream:
+            cids.append(contact.cid)
+            await sim.clock.sleep(6.0)  # 60 s a page: the keep-alive fetches ahead
+        assert sorted(cids) == sorted(c["cid"] for c in sim.data.contacts)
+        assert sim.counters.expired_scroll_hits == 0
+        assert stream.total == 120
+
+
+async def test_an_expired_contact_scroll_is_not_taken_for_the_end(make_sim: Any) -> None:
+    async with make_sim(contacts=60, clock=ScaledClock(FAST)) as sim, client_for(sim) as api:
+        stream = api.contacts.list(size=10, max_buffered=1)
+        delivered = 0
+        with pytest.raises(errors.ScrollExpiredError) as expired:
+            async for page in stream.pages():
+                delivered += page.count
+                await sim.clock.sleep(150.0)
+        assert expired.value.total == 60
+        assert 0 < expired.value.delivered < 60
+        assert "of 60" in str(expired.value)
+        assert not scroll_tasks()
+
+
+async def test_contacts_resume_mode_rescans_and_skips_what_was_delivered(make_sim: Any) -> None:
+    async with make_sim(contacts=60, clock=ScaledClock(FAST)) as sim, client_for(sim) as api:
+        stream = api.contacts.list(size=10, max_buffered=1, resume=True)
+        cids = []
+        async for page in stream.pages():
+            cids.extend(c.cid for c in page.items)
+            await sim.clock.sleep(150.0)
+        assert Counter(cids) == Counter(c["cid"] for c in sim.data.contacts)
+        assert stream.resumes >= 1
+
+
+async def test_twenty_concurrent_streams_share_the_budget(make_sim: Any) -> None:
+    # at 100x, 40 ms of event-loop lag on a busy 2-core machine is 4 clock seconds between
+    # send and arrival: a slower clock and a wider margin keep the test about the scheduler
+    limits = Limits(minute_margin=5.0)
+    clock = ScaledClock(40)
+    async with make_sim(events=4_000, clock=clock) as sim, client_for(sim, limits=limits) as api:
+        days = [f"2024-01-{d:02d}" for d in range(1, 22)]
+
+        async def one(i: int) -> list[str]:
+            stream = api.events.list(
+                date_start=f"{days[i]}T00:00:00Z",
+                date_end=f"{days[i]}T23:59:59.999Z",
+                size=50,
+            )
+            return [e.id async for e in stream if e.id]
+
+        results = await asyncio.gather(*(one(i) for i in range(20)))
+        for i, ids in enumerate(results):
+            expected = sim.data.event_ids(f"{days[i]}T00:00:00Z", f"{days[i]}T23:59:59.999Z")
+            assert ids == expected
+        assert sim.counters.rate_limited == 0
+        assert sim.counters.max_in_any_window <= 60
+
+
+@pytest.mark.parametrize("how", ["break", "cancel", "raise"])
+async def test_leaving_a_stream_stops_its_background_task(make_sim: Any, how: str) -> None:
+    async with make_sim(events=2_000, rate_limit_mode="off") as sim:
+        async with client_for(sim, limits=NO_LIMITS) as api:
+
+            async def consume() -> None:
+                async for event in api.events.list(size=100, prefetch=3):
+                    assert event.id
+                    if how == "break":
+                        break
+                    if how == "raise":
+                        raise RuntimeError("consumer failed")
+                    await asyncio.sleep(10)
+
+            if how == "cancel":
+                task = asyncio.create_task(consume())
+                await asyncio.sleep(0.05)
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+            elif how == "raise":
+                with pytest.raises(RuntimeError):
+                    await consume()
+            else:
+                await consume()
+            gc.collect()
+            for _ in range(3):
+                await asyncio.sleep(0)
+            assert not scroll_tasks()
+            served = sim.counters.scroll_pages
+            await asyncio.sleep(0.05)
+            assert sim.counters.scroll_pages == served  # nothing more is fetched
+
+
+async def test_aclose_and_async_with_stop_the_stream(make_sim: Any) -> None:
+    async with make_sim(events=2_000) as sim, client_for(sim) as api:
+        async with api.events.list(size=100) as stream:
+            async for _ in stream:
+                break
+        assert not scroll_tasks()
+
+
+async def test_faults_on_continuations_lose_no_position(make_sim: Any) -> None:
+    faults = Faults(seed=5, error_rate=0.2, truncated_rate=0.1, paths=("/v1/organizations/*",))
+    async with make_sim(events=3_000, faults=faults) as sim, client_for(sim) as api:
+        stream = api.events.list(size=200)
+        ids = [e.id async for e in stream]
+        assert ids == sim.data.event_ids()
+        assert sim.counters.faults
+
+
+async def test_a_429_on_a_continuation_loses_no_position(make_sim: Any) -> None:
+    async with make_sim(events=2_000, minute_limit=6, fractional_reset=True) as sim:
+        competitor = client_for(sim, limits=NO_LIMITS)
+        async with client_for(sim) as api, competitor:
+            stream = api.events.list(size=100)
+            ids: list[str | None] = []
+            async for page in stream.pages():
+                ids.extend(e.id for e in page.items)
+                if page.number == 2:
+                    await competitor.segments.list()  # spend the minute behind its back
+                    await competitor.segments.list()
+        assert ids == sim.data.event_ids()
+        assert stream.resumes == 0
+
+
+async def test_records_carry_the_servers_exact_bytes(make_sim: Any) -> None:
+    import msgspec
+
+    async with make_sim(events=300) as sim, client_for(sim) as api:
+        async for record in api.events.list(size=100, keep_raw=True).records():
+            assert record.raw is not None
+            assert msgspec.json.decode(bytes(record.raw))["id"] == record.item.id
+        assert sim.counters.events_served == 300
+
+
+async def test_the_end_is_recognised_and_counted(make_sim: Any) -> None:
+    async with make_sim(events=1_000) as sim, client_for(sim) as api:
+        stream = api.events.list(size=300, types=["visit", "login"])
+        ids = [e.id async for e in stream]
+        assert ids == sim.data.event_ids(types=["visit", "login"])
+        # 1 login + ceil(n/300) pages + the empty page that says the end
+        assert stream.requests == -(-len(ids) // 300) + 1
+        assert stream.delivered == len(ids)
+        assert stream.resumes == 0
