@@ -50,11 +50,13 @@ async def test_a_slow_consumer_within_the_buffer_never_lets_the_scroll_lapse(
 async def test_an_expired_contact_scroll_is_not_taken_for_the_end(make_sim: Any) -> None:
     async with make_sim(contacts=60, clock=ScaledClock(FAST)) as sim, client_for(sim) as api:
         stream = api.contacts.list(size=10, max_buffered=1)
-        delivered = 0
-        with pytest.raises(errors.ScrollExpiredError) as expired:
-            async for page in stream.pages():
-                delivered += page.count
+
+        async def consume() -> None:
+            async for _page in stream.pages():
                 await sim.clock.sleep(150.0)
+
+        with pytest.raises(errors.ScrollExpiredError) as expired:
+            await consume()
         assert expired.value.total == 60
         assert 0 < expired.value.delivered < 60
         assert "of 60" in str(expired.value)
@@ -98,36 +100,36 @@ async def test_twenty_concurrent_streams_share_the_budget(make_sim: Any) -> None
 
 @pytest.mark.parametrize("how", ["break", "cancel", "raise"])
 async def test_leaving_a_stream_stops_its_background_task(make_sim: Any, how: str) -> None:
-    async with make_sim(events=2_000, rate_limit_mode="off") as sim:
-        async with client_for(sim, limits=NO_LIMITS) as api:
+    sim_options = {"events": 2_000, "rate_limit_mode": "off"}
+    async with make_sim(**sim_options) as sim, client_for(sim, limits=NO_LIMITS) as api:
 
-            async def consume() -> None:
-                async for event in api.events.list(size=100, prefetch=3):
-                    assert event.id
-                    if how == "break":
-                        break
-                    if how == "raise":
-                        raise RuntimeError("consumer failed")
-                    await asyncio.sleep(10)
+        async def consume() -> None:
+            async for event in api.events.list(size=100, prefetch=3):
+                assert event.id
+                if how == "break":
+                    break
+                if how == "raise":
+                    raise RuntimeError("consumer failed")
+                await asyncio.sleep(10)
 
-            if how == "cancel":
-                task = asyncio.create_task(consume())
-                await asyncio.sleep(0.05)
-                task.cancel()
-                with pytest.raises(asyncio.CancelledError):
-                    await task
-            elif how == "raise":
-                with pytest.raises(RuntimeError):
-                    await consume()
-            else:
-                await consume()
-            gc.collect()
-            for _ in range(3):
-                await asyncio.sleep(0)
-            assert not scroll_tasks()
-            served = sim.counters.scroll_pages
+        if how == "cancel":
+            task = asyncio.create_task(consume())
             await asyncio.sleep(0.05)
-            assert sim.counters.scroll_pages == served  # nothing more is fetched
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        elif how == "raise":
+            with pytest.raises(RuntimeError):
+                await consume()
+        else:
+            await consume()
+        gc.collect()
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert not scroll_tasks()
+        served = sim.counters.scroll_pages
+        await asyncio.sleep(0.05)
+        assert sim.counters.scroll_pages == served  # nothing more is fetched
 
 
 async def test_aclose_and_async_with_stop_the_stream(make_sim: Any) -> None:
