@@ -1,10 +1,13 @@
 """The asyncio scheduler: every request waits here for a slot (DESIGN "Rate limits").
 
-Waiters sit in one priority queue: requests with a deadline first, earliest deadline first;
-then the others by *arrival time plus their lane's handicap* (``lane * aging`` seconds), so
-a lower lane goes first among requests of similar age but no waiter starves: a bulk request
-that has waited ``3 * aging`` is served before any newer interactive one. Ties keep arrival
-order, so hand-off is FIFO within a lane and a new caller never passes a waiter.
+Waiters sit in one priority queue: requests with a deadline first, earliest deadline first
+(DESIGN 5: a scroll continuation must leave within 60 s); then the others by *arrival time
+plus their lane's handicap* (``lane * aging`` seconds), so a lower lane goes first among
+requests of similar age but no waiter starves (DESIGN 6): a bulk request is served before
+any interactive one that arrived more than ``3 * aging`` after it. Ties keep arrival order,
+so hand-off is FIFO within a lane and a new caller never passes a waiter. Deadline requests
+are not aged: they can hold the lanes back only while they alone use the whole budget (one
+continuation per open scroll; ``can_meet`` keeps new scrolls from starting when it is short).
 
 Exactly one timer (a task sleeping on the injected clock) wakes the queue's head when the
 logs, a server pause or a server cap next allow it; a finished request wakes it when the
