@@ -45,8 +45,23 @@ from asyncwifi.models.hotspots import (
     HotspotWriteResult,
 )
 from asyncwifi.models.segments import Segment, SegmentPage
+from asyncwifi.models.webhook import (
+    WEBHOOK_EVENT_TYPES,
+    GeofenceGeometry,
+    WebhookContact,
+    WebhookEventInfo,
+    WebhookExtIds,
+    WebhookExtraFields,
+    WebhookGeofence,
+    WebhookHotspot,
+    WebhookLocation,
+    WebhookMetrics,
+    WebhookOptin,
+    WebhookOrganization,
+    WebhookPayload,
+)
 
-__all__ = [
+__all__ = [  # noqa: RUF022 - plain sorted order, pinned by tests/unit/test_models.py
     "Contact",
     "ContactPage",
     "CustomField",
@@ -57,6 +72,7 @@ __all__ = [
     "EventPage",
     "ExtId",
     "GenericResponse",
+    "GeofenceGeometry",
     "Hotspot",
     "HotspotCreate",
     "HotspotDeleteResult",
@@ -79,6 +95,18 @@ __all__ = [
     "SmsInfo",
     "Survey",
     "Visit",
+    "WEBHOOK_EVENT_TYPES",
+    "WebhookContact",
+    "WebhookEventInfo",
+    "WebhookExtIds",
+    "WebhookExtraFields",
+    "WebhookGeofence",
+    "WebhookHotspot",
+    "WebhookLocation",
+    "WebhookMetrics",
+    "WebhookOptin",
+    "WebhookOrganization",
+    "WebhookPayload",
     "decode",
     "decode_generic",
     "decode_page",

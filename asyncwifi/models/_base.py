@@ -23,7 +23,9 @@ class KeyValue(Model):
     """A ``{key, value}`` pair (custom fields, geofence metadata)."""
 
     key: str | None = None
-    value: str | None = None
+    #: a string in the documented shapes; numbers and booleans are accepted too, since a
+    #: dashboard-defined custom field or geofence metadata may carry them (spec §6.2: not shown)
+    value: str | int | float | bool | None = None
 
 
 def parse_timestamp(value: str | float | int | None, *, assume_utc: bool = True) -> datetime | None:

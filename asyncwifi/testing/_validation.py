@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
+from asyncwifi import _rules
 from asyncwifi.testing._util import BadParameter
 
 __all__ = [
@@ -25,25 +26,14 @@ __all__ = [
     "normalize_mac",
 ]
 
-Rule = Literal["required", "optional", "forbidden"]
-
-#: routerType -> rule for (macAddress, hotspotIdentifier, ssid); the simulator's choice
-ROUTER_TYPES: dict[str, dict[str, Rule]] = {
-    # controllers that identify an access point by its MAC address
-    "meraki": {"macAddress": "required", "hotspotIdentifier": "optional", "ssid": "forbidden"},
-    "ruckus": {"macAddress": "required", "hotspotIdentifier": "optional", "ssid": "forbidden"},
-    "ubiquiti": {"macAddress": "required", "hotspotIdentifier": "forbidden", "ssid": "forbidden"},
-    # controllers that name access points by an identifier configured in the dashboard
-    "cisco-wlc": {"macAddress": "optional", "hotspotIdentifier": "required", "ssid": "forbidden"},
-    "aruba": {"macAddress": "optional", "hotspotIdentifier": "required", "ssid": "optional"},
-    # a plain captive portal told apart by the network name only
-    "generic": {"macAddress": "forbidden", "hotspotIdentifier": "forbidden", "ssid": "required"},
-}
-
+#: the one table shared with the client's validation (spec §4.3: "not shown": assumption)
+ROUTER_TYPES = _rules.ROUTER_TYPES
 #: spec §4.3: fields required when addressAsLocation is false (state stays optional)
-REQUIRED_ADDRESS_FIELDS = ("country", "address", "city", "zip")
+REQUIRED_ADDRESS_FIELDS = _rules.ADDRESS_FIELDS
 #: spec §4.3: properties refused on update
-UPDATE_FORBIDDEN = ("venueId", "routerType", "macAddress", "hotspotIdentifier", "ssid")
+UPDATE_FORBIDDEN = tuple(sorted(_rules.HOTSPOT_UPDATE_FORBIDDEN))
+#: ISO 3166-1 alpha-2 codes (the 249 officially assigned)
+COUNTRIES = _rules.COUNTRY_CODES
 
 _STRINGS_CREATE = (
     "organizationId",
@@ -62,19 +52,6 @@ _STRINGS_CREATE = (
 )
 _STRINGS_UPDATE = ("name", "description", "country", "address", "city", "state", "zip")
 _MAC = re.compile(r"^[0-9A-Fa-f]{2}([:-]?)[0-9A-Fa-f]{2}(\1[0-9A-Fa-f]{2}){4}$")
-
-_COUNTRY_TABLE = """
-AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE BF BG BH BI BJ BL BM BN BO BQ BR BS
-BT BV BW BY BZ CA CC CD CF CG CH CI CK CL CM CN CO CR CU CV CW CX CY CZ DE DJ DK DM DO DZ EC EE
-EG EH ER ES ET FI FJ FK FM FO FR GA GB GD GE GF GG GH GI GL GM GN GP GQ GR GS GT GU GW GY HK HM
-HN HR HT HU ID IE IL IM IN IO IQ IR IS IT JE JM JO JP KE KG KH KI KM KN KP KR KW KY KZ LA LB LC
-LI LK LR LS LT LU LV LY MA MC MD ME MF MG MH MK ML MM MN MO MP MQ MR MS MT MU MV MW MX MY MZ NA
-NC NE NF NG NI NL NO NP NR NU NZ OM PA PE PF PG PH PK PL PM PN PR PS PT PW PY QA RE RO RS RU RW
-SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV SX SY SZ TC TD TF TG TH TJ TK TL TM TN TO
-TR TT TV TW TZ UA UG UM US UY UZ VA VC VE VG VI VN VU WF WS YE YT ZA ZM ZW
-"""
-#: ISO 3166-1 alpha-2 codes (the 249 officially assigned)
-COUNTRIES = frozenset(_COUNTRY_TABLE.split())
 
 
 def normalize_mac(value: str) -> str:

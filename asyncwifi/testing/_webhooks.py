@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import msgspec
 
+from asyncwifi.models.webhook import WEBHOOK_EVENT_TYPES
 from asyncwifi.testing._data import SimulatorData
 from asyncwifi.testing._util import mix
 
@@ -27,27 +28,8 @@ if TYPE_CHECKING:
 __all__ = ["WEBHOOK_TYPES", "build_payload", "make_webhook_payload", "post_webhook"]
 
 #: spec §6.2: every value of ``event.type``
-WEBHOOK_TYPES: tuple[str, ...] = (
-    "signup",
-    "login",
-    "presence",
-    "space",
-    "dwell",
-    "leave",
-    "geo-arriving",
-    "geo-dwell",
-    "geo-leave",
-    "verification.email",
-    "verification.phone",
-    "promopageaction",
-    "answer_survey",
-    "prx_send_email",
-    "prx_send_sms",
-    "prx_open_email",
-    "prx_click_email",
-    "prx_click_sms",
-    "promo_cta",
-)
+#: every spec §6.2 ``event.type`` value: the models' list, one source of truth
+WEBHOOK_TYPES: tuple[str, ...] = WEBHOOK_EVENT_TYPES
 _AT_ACCESS_POINT = ("signup", "login")  # spec §6.2: hotspot.id is null for the others
 _WITH_DWELL = ("dwell", "leave", "geo-dwell", "geo-leave")
 
