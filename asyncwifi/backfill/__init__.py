@@ -25,6 +25,12 @@ from asyncwifi.backfill._errors import (
     OutputNotWritableError,
     StateMismatchError,
 )
+from asyncwifi.backfill._jobs import (
+    contacts_export,
+    contacts_params,
+    events_backfill,
+    events_params,
+)
 from asyncwifi.backfill._plan import (
     PlanEstimate,
     Slice,
@@ -57,10 +63,14 @@ __all__ = [
     "StateStore",
     "StreamLike",
     "StreamRequest",
+    "contacts_export",
+    "contacts_params",
     "default_id",
     "encode_lines",
     "estimate",
     "event_date",
+    "events_backfill",
+    "events_params",
     "format_ms",
     "parse_duration",
     "parse_instant",

@@ -178,6 +178,11 @@ def _error(message: str) -> None:
 def _main(args: list[str]) -> int:
     try:
         result = cli.main(args=args, prog_name="asyncwifi", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        # a bare group (``asyncwifi``, ``asyncwifi events``): its help, not an error
+        if exc.ctx is not None:
+            click.echo(exc.ctx.get_help())
+        return ExitCode.OK
     except click.UsageError as exc:
         hint = ""
         if exc.ctx is not None:

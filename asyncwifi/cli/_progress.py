@@ -18,9 +18,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import IO, Any, Literal
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
+from rich.text import Text
 
 from asyncwifi._clock import Clock
 from asyncwifi.backfill import Progress, Reporter, requests_time, utc_text
@@ -197,17 +199,20 @@ class _TextReporter(Reporter):
         self.quota = quota
         self.clock = clock
         self._bar: RichProgress | None = None
+        self._live: Live | None = None
+        self._text = Text()
         self._task: Any = None
         if live:
+            # two lines: the bar over the slices, then the figures (they need the width)
+            console = Console(file=display.stream)
             self._bar = RichProgress(
                 TextColumn("[bold]{task.description}"),
-                BarColumn(),
+                BarColumn(bar_width=30),
                 MofNCompleteColumn(),
-                TextColumn("{task.fields[stats]}"),
-                console=Console(file=display.stream),
-                transient=False,
-                refresh_per_second=8,
+                TimeElapsedColumn(),
+                console=console,
             )
+            self._live = Live(Group(self._bar, self._text), console=console, refresh_per_second=8)
 
     def _stats(self, progress: Progress) -> str:
         quota = self.quota()
@@ -223,17 +228,14 @@ class _TextReporter(Reporter):
 
     def _update(self, progress: Progress) -> None:
         if self._bar is not None:
-            self._bar.update(
-                self._task, completed=progress.slices_done, stats=self._stats(progress)
-            )
+            self._bar.update(self._task, completed=progress.slices_done)
+            self._text.plain = self._stats(progress)
 
     def started(self, progress: Progress, *, resumed: bool) -> None:
-        if self._bar is not None:
-            self._bar.start()
-            self._task = self._bar.add_task(
-                "slices", total=progress.slices_total, stats=self._stats(progress)
-            )
+        if self._bar is not None and self._live is not None:
+            self._task = self._bar.add_task("slices", total=progress.slices_total)
             self._update(progress)
+            self._live.start()
         if resumed:
             self.display.info(
                 "started",
@@ -253,8 +255,9 @@ class _TextReporter(Reporter):
             )
 
     def _stop(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
 
     def paused(self, progress: Progress, *, reset_at: float, waiting: bool) -> None:
         self._update(progress)
@@ -272,4 +275,7 @@ class _TextReporter(Reporter):
 
     def finished(self, progress: Progress) -> None:
         self._update(progress)
+        self._stop()
+
+    def close(self) -> None:
         self._stop()

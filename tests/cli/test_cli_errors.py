@@ -232,3 +232,13 @@ def test_dry_run_in_json(clean_env: Path, run: Callable[..., Result]) -> None:
     assert plan["slices"] == 14
     assert plan["requests_spent_by_dry_run"] == 0
     assert plan["estimated_requests"] == plan["page_requests"] + plan["logins"]
+
+
+def test_a_bare_command_shows_its_help(clean_env: Path, run: Callable[..., Result]) -> None:
+    result = run()
+    assert result.code == 0
+    assert "events" in result.out
+    assert "--simulate" in result.out
+    result = run("nosuch")
+    assert result.code == ExitCode.USAGE
+    assert "nosuch" in one_line_error(result)

@@ -281,7 +281,9 @@ def test_resource_commands_print_json(clean_env: Path, run: Callable[..., Result
     assert snapshot["requests_spent_by_this_command"] == 1
 
 
-def test_hotspot_create_then_get(clean_env: Path, run: Callable[..., Result]) -> None:
+def test_hotspot_create_update_delete_and_a_missing_one(
+    clean_env: Path, run: Callable[..., Result]
+) -> None:
     listed = run("-q", "--simulate", "hotspots", "list")
     venue = json.loads(listed.out)[0]["venueId"]
     body = {
@@ -299,6 +301,12 @@ def test_hotspot_create_then_get(clean_env: Path, run: Callable[..., Result]) ->
     created = run("-q", "--simulate", "hotspots", "create", "--data", "@h.json")
     assert created.code == 0, created.err
     assert json.loads(created.out)["hotspotId"]
+    first = json.loads(listed.out)[0]["id"]
+    updated = run("-q", "--simulate", "hotspots", "update", first, "--data", '{"name": "Renamed"}')
+    assert updated.code == 0, updated.err
+    assert json.loads(updated.out)["status"]
+    deleted = run("-q", "--simulate", "hotspots", "delete", first, "--yes")
+    assert deleted.code == 0, deleted.err
     bad = run("-q", "--simulate", "hotspots", "get", "no-such-hotspot")
     assert bad.code == ExitCode.FAILURE
     assert bad.err.startswith("asyncwifi: error: 404")
