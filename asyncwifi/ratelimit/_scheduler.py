@@ -81,7 +81,8 @@ class Permit:
 
     def release(self) -> None:
         """End the request (frees its in-flight place); ``slot()`` does this on exit."""
-        self._sched._release(self)
+        if not self._released:
+            self._sched._release(self)
 
     def __repr__(self) -> str:
         return f"<Permit #{self.seq} {self.lane.name} sent_at={self.sent_at:.3f}>"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import math
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -126,6 +127,7 @@ class MemoryStore(Store):
         # the hot path's whole test: no admission before _free (recomputed on every change)
         self._free = -math.inf
         self._last = -math.inf
+        self._flat: list[tuple[deque[float], int, float, float]] = []
 
     def bind(self, specs: Sequence[WindowSpec]) -> None:
         if self._specs is not None:
@@ -133,6 +135,7 @@ class MemoryStore(Store):
             return
         self._specs = tuple(specs)
         self._logs = [WindowLog.from_spec(s) for s in specs]
+        self._refresh()
 
     def _log(self, name: str) -> WindowLog:
         for w in self._logs:
@@ -146,7 +149,7 @@ class MemoryStore(Store):
             w.count = max(1, min(w.count, count))
         if paced is not None:
             w.paced = paced
-        self._free = free_at(self._logs)
+        self._refresh()
 
     def try_acquire(self, now: float) -> float | None:
         if now < self._free:
@@ -154,21 +157,26 @@ class MemoryStore(Store):
         t = now if now >= self._last else self._last
         # record in every window and recompute the free time (free_at(), inlined)
         free = -math.inf
-        for w in self._logs:
-            log = w._log
+        for log, c, span, pace in self._flat:
             log.append(t)
-            c = w._count
             if len(log) >= c:
-                f = log[0] + w.span
+                f = log[0] + span
                 if f > free:
                     free = f
-            if w.paced:
-                f = t + w.span / c
+            if pace:
+                f = t + pace
                 if f > free:
                     free = f
         self._last = t
         self._free = free
         return t
+
+    def _refresh(self) -> None:
+        """Recompute the free time and the hot path's flat view of the windows."""
+        self._flat = [
+            (w._log, w._count, w.span, w.span / w._count if w.paced else 0.0) for w in self._logs
+        ]
+        self._free = free_at(self._logs)
 
     async def acquire(self, now: float) -> tuple[object | None, float]:
         ticket = self.try_acquire(now)
