@@ -360,7 +360,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--quick", action="store_true", help="fewer rounds and admissions")
     args = ap.parse_args()
-    rounds, ops = (3, 20_000) if args.quick else (9, 40_000)
+    rounds, ops = (3, 20_000) if args.quick else (7, 30_000)
     t0 = time.perf_counter()
     part_overhead(rounds, ops)
     part_windows()
