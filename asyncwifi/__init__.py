@@ -4,6 +4,8 @@ The API's quota (60 requests a minute, 15,000 a day) is the only bottleneck: eve
 goes through a rate-aware scheduler that never sends what the gateway would refuse.
 """
 
+import logging
+
 from asyncwifi import errors, models
 from asyncwifi._client import Client, ClientState
 from asyncwifi._clock import Clock, ScaledClock, SystemClock
@@ -30,6 +32,9 @@ from asyncwifi.models import (
     Segment,
 )
 from asyncwifi.ratelimit import Lane, Limit, Limits, MemoryStore, QuotaSnapshot, RedisStore
+
+# a library does not configure logging: without a handler of the application's, say nothing
+logging.getLogger("asyncwifi").addHandler(logging.NullHandler())
 
 __all__ = [
     "AiohttpTransport",
