@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from asyncwifi.backfill._engine import ExportJob, Reporter, StreamLike, StreamRequest, event_date
 from asyncwifi.backfill._plan import Slice, plan_slices
 from asyncwifi.backfill._state import JobParams
+from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.ratelimit import Lane
 
 if TYPE_CHECKING:
@@ -36,6 +37,31 @@ _WHOLE = Slice(
     datetime.fromisoformat("1970-01-01T00:00:00+00:00"),
     datetime.fromisoformat("9999-01-01T00:00:00+00:00"),
 )
+
+
+#: spec §8: at most 60 s between two scroll requests
+SCROLL_WINDOW = 60.0
+#: a scroll that could not start for this long (clock seconds) waits for the day's quota,
+#: not for the minute's: the job pauses instead (minute pacing never needs this long)
+START_WAIT_LIMIT = 120.0
+
+
+def _refuse_if_spent(api: Client) -> None:
+    """Raise ``QuotaExhaustedError`` rather than open a scroll the quota cannot serve today.
+
+    The client does not start a scroll it cannot keep alive: it waits for room, which
+    after the day's quota is spent means waiting for the reset inside the stream, silently.
+    The job pauses (exit 75, or its own wait with progress shown) instead.
+    """
+    scheduler = api.scheduler
+    now = api.clock.now()
+    if scheduler.can_meet(now + SCROLL_WINDOW * 0.5, lane=Lane.SCROLL):
+        return
+    at = scheduler.earliest_admission(lane=Lane.SCROLL)
+    if at - now > START_WAIT_LIMIT:
+        raise QuotaExhaustedError(
+            "too little of the day's quota is left to start a scroll", reset_at=at
+        )
 
 
 def events_params(
@@ -92,6 +118,7 @@ def events_backfill(
     events = api.events
 
     def open_stream(request: StreamRequest) -> StreamLike:
+        _refuse_if_spent(api)
         return events.list(
             date_start=request.date_start,
             date_end=request.date_end,
@@ -147,6 +174,7 @@ def contacts_export(
     def open_stream(request: StreamRequest) -> StreamLike:
         # the engine skips what it already wrote; the client is not given those ids, so that
         # its own expiry check (delivered < totalCount) counts every record it hands out
+        _refuse_if_spent(api)
         return contacts.list(
             has_email=has_email,
             size=page_size,

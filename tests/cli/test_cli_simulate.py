@@ -13,6 +13,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -121,6 +122,9 @@ def test_interrupted_then_killed_at_random_moments_then_resumed_writes_each_even
     for signum in (signal.SIGTERM, signal.SIGKILL, signal.SIGKILL):
         proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
         assert proc.stderr is not None
+        # a run that hangs must fail the test, not stall it
+        watchdog = threading.Timer(60, proc.kill)
+        watchdog.start()
         wanted = rnd.randrange(1, 10)
         pages = 0
         for line in proc.stderr:
@@ -132,6 +136,7 @@ def test_interrupted_then_killed_at_random_moments_then_resumed_writes_each_even
                     break
         rest = proc.stderr.read()
         proc.wait(timeout=60)
+        watchdog.cancel()
         proc.stderr.close()
         outcomes.append((signum, proc.returncode, rest))
     term = outcomes[0]
