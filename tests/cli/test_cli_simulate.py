@@ -20,6 +20,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from asyncwifi._clock import ScaledClock
 from asyncwifi.backfill import parse_instant
 from asyncwifi.cli import ExitCode
@@ -152,8 +154,24 @@ def test_interrupted_then_killed_at_random_moments_then_resumed_writes_each_even
     )
 
 
+def cli(*args: str) -> Result:
+    """Run the command in a subprocess (a hang fails after a minute instead of stalling)."""
+    proc = subprocess.run(
+        [*command(), *args], capture_output=True, text=True, timeout=60, check=False
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.mark.parametrize(
+    "slicing",
+    [
+        ("--slice", "1d"),
+        # many small slices, one at a time: a new scroll starts when the quota is spent
+        ("--slice", "4h", "--concurrency", "1"),
+    ],
+)
 def test_a_spent_quota_exits_75_with_the_reset_time_and_the_next_runs_resume(
-    clean_env: Path, run: Callable[..., Result]
+    clean_env: Path, slicing: tuple[str, ...]
 ) -> None:
     args = (
         "--simulate",
@@ -169,18 +187,19 @@ def test_a_spent_quota_exits_75_with_the_reset_time_and_the_next_runs_resume(
         "2026-01-02",
         "--page-size",
         "1000",
+        *slicing,
         "--out",
         "events.jsonl",
     )
-    first = run(*args)
-    assert first.code == ExitCode.TEMPFAIL == 75
+    first = cli(*args)
+    assert first.code == ExitCode.TEMPFAIL == 75, first.err
     assert "quota is spent; progress is saved" in first.err
     assert "run the same command again after 20" in first.err
     written = sum(ids_in(clean_env / "events.jsonl").values())
     assert 0 < written < 20_000
     codes = [first.code]
     for _ in range(6):
-        result = run(*args)
+        result = cli(*args)
         codes.append(result.code)
         if result.code == 0:
             break
@@ -189,7 +208,7 @@ def test_a_spent_quota_exits_75_with_the_reset_time_and_the_next_runs_resume(
     assert_exactly_once(
         clean_env / "events.jsonl", expected_ids("2026-01-01", "2026-01-02", per_day=20_000)
     )
-    again = run(*args)
+    again = cli(*args)
     assert again.code == 0
     assert "already complete" in again.err
 
