@@ -186,7 +186,7 @@ def test_a_spent_quota_exits_75_with_the_reset_time_and_the_next_runs_resume(
         "--until",
         "2026-01-02",
         "--page-size",
-        "1000",
+        "2000",
         *slicing,
         "--out",
         "events.jsonl",
