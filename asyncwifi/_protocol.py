@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import msgspec
 
+from asyncwifi import _rules
 from asyncwifi.errors import ApiError, RateLimitedError, ValidationError, error_for_status
 
 __all__ = [
@@ -22,25 +23,13 @@ __all__ = [
     "build_query",
     "error_from_response",
     "format_datetime",
+    "organization_segment",
     "path_segment",
     "require_text",
 ]
 
 # spec §4.5: the accepted values of the events API's `events` parameter
-EVENT_TYPES: frozenset[str] = frozenset(
-    {
-        "visit",
-        "signup",
-        "login",
-        "send_email",
-        "open_email",
-        "click_email",
-        "send_sms",
-        "click_sms",
-        "survey",
-        "promo",
-    }
-)
+EVENT_TYPES: frozenset[str] = frozenset(_rules.EVENT_TYPES)
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -68,6 +57,14 @@ def path_segment(value: object, what: str) -> str:
     if encoded in (".", ".."):
         encoded = encoded.replace(".", "%2E")
     return encoded
+
+
+def organization_segment(given: str | None, default: str | None) -> str:
+    """The ``{cid}`` of an organization path: the call's, else the client's, encoded."""
+    organization = given or default
+    if organization is None:
+        raise ValidationError("no organization: pass organization= or set it on the Client")
+    return path_segment(organization, "organization")
 
 
 def format_datetime(value: object, what: str) -> str:

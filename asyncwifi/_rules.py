@@ -13,6 +13,7 @@ from typing import Literal
 __all__ = [
     "ADDRESS_FIELDS",
     "COUNTRY_CODES",
+    "EVENT_TYPES",
     "HOTSPOT_UPDATE_FORBIDDEN",
     "ROUTER_TYPES",
     "Requirement",
@@ -36,6 +37,21 @@ ROUTER_TYPES: dict[str, dict[str, Requirement]] = {
 #: spec §4.3: required when addressAsLocation is false ("state" is optional: assumption,
 #: since many countries have none)
 ADDRESS_FIELDS: tuple[str, ...] = ("country", "address", "city", "zip")
+
+#: spec §4.5: the event type names the events API's ``events`` filter accepts, in the spec's
+#: order (the simulator derives its type codes from this order)
+EVENT_TYPES: tuple[str, ...] = (
+    "visit",
+    "signup",
+    "login",
+    "send_email",
+    "open_email",
+    "click_email",
+    "send_sms",
+    "click_sms",
+    "survey",
+    "promo",
+)
 
 #: spec §4.3: properties not allowed on update
 HOTSPOT_UPDATE_FORBIDDEN: frozenset[str] = frozenset(

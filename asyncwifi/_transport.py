@@ -145,41 +145,10 @@ class AiohttpTransport:
                     body=body,
                     elapsed=time.perf_counter() - started,
                 )
-        except (aiohttp.ClientSSLError, ssl.SSLError) as exc:
+        except (TimeoutError, aiohttp.ClientError, ssl.SSLError) as exc:
+            kind, message = _classify(exc)
             raise TransportError(
-                f"TLS failure: {type(exc).__name__}",
-                method=request.method,
-                path=request.path,
-                kind="tls",
-            ) from exc
-        except aiohttp.ConnectionTimeoutError as exc:
-            raise TransportError(
-                "connect timeout", method=request.method, path=request.path, kind="connect"
-            ) from exc
-        except aiohttp.ClientConnectorError as exc:
-            raise TransportError(
-                f"cannot connect: {exc.os_error.strerror or type(exc).__name__}",
-                method=request.method,
-                path=request.path,
-                kind="connect",
-            ) from exc
-        except TimeoutError as exc:
-            raise TransportError(
-                "timed out waiting for the response",
-                method=request.method,
-                path=request.path,
-                kind="timeout",
-            ) from exc
-        except aiohttp.ClientPayloadError as exc:
-            raise TransportError(
-                "response body incomplete", method=request.method, path=request.path, kind="payload"
-            ) from exc
-        except aiohttp.ClientError as exc:
-            raise TransportError(
-                f"connection lost: {type(exc).__name__}",
-                method=request.method,
-                path=request.path,
-                kind="disconnected",
+                message, method=request.method, path=request.path, kind=kind
             ) from exc
 
     async def aclose(self) -> None:
@@ -189,6 +158,26 @@ class AiohttpTransport:
 
     def __repr__(self) -> str:
         return f"AiohttpTransport({str(self._base)!r})"
+
+
+#: aiohttp's failures, most specific first: (exception types, kind, message)
+_FAILURES: tuple[tuple[tuple[type[BaseException], ...], str, str], ...] = (
+    ((aiohttp.ClientSSLError, ssl.SSLError), "tls", "TLS failure"),
+    ((aiohttp.ConnectionTimeoutError,), "connect", "connect timeout"),
+    ((aiohttp.ClientConnectorError,), "connect", "cannot connect"),
+    ((TimeoutError,), "timeout", "timed out waiting for the response"),
+    ((aiohttp.ClientPayloadError,), "payload", "response body incomplete"),
+    ((aiohttp.ClientError,), "disconnected", "connection lost"),
+)
+
+
+def _classify(exc: BaseException) -> tuple[str, str]:
+    """The ``kind`` of a transport failure (whether the request may have been executed)
+    and a message naming the exception type, never its text (it may hold a URL)."""
+    for types, kind, message in _FAILURES:
+        if isinstance(exc, types):
+            return kind, f"{message} ({type(exc).__name__})"
+    return "disconnected", type(exc).__name__
 
 
 Handler = Callable[[Request], "Response | Awaitable[Response]"]

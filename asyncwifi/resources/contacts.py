@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from asyncwifi._core import Api, Verdict
-from asyncwifi._protocol import build_query, path_segment
+from asyncwifi._protocol import build_query, organization_segment, path_segment
 from asyncwifi._scroll import SCROLL_WINDOW, ScrollSpec, ScrollStream
 from asyncwifi.errors import DecodeError, NotFoundError, ValidationError
 from asyncwifi.models import (
@@ -84,9 +84,7 @@ class Contacts:
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:
             raise ValidationError(f"size must be a positive integer, got {size!r}")
         _positive(prefetch, "prefetch")
-        org = organization or self._org
-        if org is None:
-            raise ValidationError("no organization: pass organization= or set it on the Client")
+        org = organization_segment(organization, self._org)
         params = build_query(
             {
                 "sortBy": sort_by,
@@ -100,7 +98,7 @@ class Contacts:
             extra_params,
         )
         spec = ScrollSpec(
-            path=f"/v2/customers/organizations/{path_segment(org, 'organization')}",
+            path=f"/v2/customers/organizations/{org}",
             params=params,
             # spec §4.2: the next request carries the latest sId, the filters unchanged
             continuation=lambda sid: {**params, "sId": sid},

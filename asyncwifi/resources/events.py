@@ -13,7 +13,13 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime
 
 from asyncwifi._core import Api
-from asyncwifi._protocol import EVENT_TYPES, build_query, format_datetime, path_segment
+from asyncwifi._protocol import (
+    EVENT_TYPES,
+    build_query,
+    format_datetime,
+    organization_segment,
+    path_segment,
+)
 from asyncwifi._scroll import SCROLL_WINDOW, ScrollSpec, ScrollStream
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import Event, EventPage, ItemError, decode_page
@@ -70,10 +76,7 @@ class Events:
         self._window = window
 
     def _organization(self, organization: str | None) -> str:
-        org = organization or self._org
-        if org is None:
-            raise ValidationError("no organization: pass organization= or set it on the Client")
-        return path_segment(org, "organization")
+        return organization_segment(organization, self._org)
 
     def list(
         self,

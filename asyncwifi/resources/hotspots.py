@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from asyncwifi._core import Api, Verdict
-from asyncwifi._protocol import build_query, path_segment, require_text
+from asyncwifi._protocol import build_query, organization_segment, path_segment, require_text
 from asyncwifi._rules import ADDRESS_FIELDS, COUNTRY_CODES, HOTSPOT_UPDATE_FORBIDDEN, ROUTER_TYPES
 from asyncwifi.errors import NotFoundError, ValidationError
 from asyncwifi.models import (
@@ -173,10 +173,7 @@ class Hotspots:
         self._org = organization
 
     def _organization(self, organization: str | None) -> str:
-        org = organization or self._org
-        if org is None:
-            raise ValidationError("no organization: pass organization= or set it on the Client")
-        return path_segment(org, "organization")
+        return organization_segment(organization, self._org)
 
     async def list(
         self,

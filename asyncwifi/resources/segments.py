@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from asyncwifi._core import Api
-from asyncwifi._protocol import build_query, path_segment
-from asyncwifi.errors import ValidationError
+from asyncwifi._protocol import build_query, organization_segment
 from asyncwifi.models import Segment, SegmentPage, decode
 from asyncwifi.ratelimit import Lane
 
@@ -26,10 +25,7 @@ class Segments:
         self, *, organization: str | None = None, extra_params: Mapping[str, object] | None = None
     ) -> list[Segment]:
         """Every segment of the organization."""
-        org = organization or self._org
-        if org is None:
-            raise ValidationError("no organization: pass organization= or set it on the Client")
-        path = f"/v2/segments/organizations/{path_segment(org, 'organization')}"
+        path = f"/v2/segments/organizations/{organization_segment(organization, self._org)}"
         page = await self._api.read(
             "GET",
             path,

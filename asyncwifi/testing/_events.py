@@ -26,23 +26,13 @@ from zoneinfo import ZoneInfo
 
 import msgspec
 
+from asyncwifi import _rules
 from asyncwifi.testing._util import iso_z, mix
 
 __all__ = ["EVENT_TYPES", "EventStore"]
 
 #: spec §4.5: the event type names the ``events`` filter accepts, in type-code order
-EVENT_TYPES: tuple[str, ...] = (
-    "visit",
-    "signup",
-    "login",
-    "send_email",
-    "open_email",
-    "click_email",
-    "send_sms",
-    "click_sms",
-    "survey",
-    "promo",
-)
+EVENT_TYPES: tuple[str, ...] = _rules.EVENT_TYPES
 TYPE_CODES: dict[str, int] = {name: code for code, name in enumerate(EVENT_TYPES)}
 _WEIGHTS = (30, 6, 32, 8, 5, 3, 5, 2, 4, 5)
 _CAMPAIGNS = (
