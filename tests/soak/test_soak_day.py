@@ -5,7 +5,7 @@ against ONE simulator in its own process, all on one scaled time line, until the
 is spent. Checked: zero 429s, at least 99 % of the day quota used, no window over its
 limit, every exported record exactly once, no task left behind.
 
-The default run scales the day *limit* (600 requests, speed 60: about 11 s). The long
+The default run scales the day *limit* (450 requests, speed 60: about 8 s). The long
 version runs a real scaled day of 15,000 requests (about 3 minutes)::
 
     .venv/bin/python -m pytest tests/soak -m soak --soak-long -k day
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DAY_START = 1_735_689_610.0
 WORKERS = 3
 
-SHORT = {"speed": 60.0, "day_limit": 600, "events": 20_000, "contacts": 400, "timeout": 30}
+SHORT = {"speed": 60.0, "day_limit": 450, "events": 20_000, "contacts": 400, "timeout": 90}
 LONG = {"speed": 100.0, "day_limit": 15_000, "events": 60_000, "contacts": 2_000, "timeout": 900}
 
 
@@ -165,9 +165,7 @@ async def test_three_processes_spend_a_scaled_day_without_a_429(
     delivered = sum(check_exports(r, data, all_contacts) for r in results)
     completed = sum(j["complete"] for r in results for j in r["events"] + r["contacts"])
     assert completed >= WORKERS  # real work was done, not just logins
-    assert delivered == counters["events_served"] + counters["contacts_served"] - sum(
-        0 for _ in results
-    ) or delivered <= counters["events_served"] + counters["contacts_served"]
+    assert delivered <= counters["events_served"] + counters["contacts_served"]
     print(
         f"\nsoak: {counters['admitted']}/{day_limit} requests admitted, 0 x 429, "
         f"{delivered} records delivered, {completed} exports completed, "

@@ -30,10 +30,10 @@ SPEED = 100.0  # a minute lasts 0.6 s
 #: the gateway counts at arrival, the client at send: 5 clock s (50 ms) of slack for lag
 LIMITS = Limits(minute_margin=5.0)
 DATA = {"seed": 4, "events": 6_000, "contacts": 400}
-#: 2025-01-01T00:00:01Z: token revocations (at multiples of their period on the clock's time
-#: line) come well after the first login. A 403 on a token younger than the client's
+#: 2025-01-01T00:00:25Z: token revocations (at multiples of 90 s on the clock's time line)
+#: come 65 s after the first login, mid-run. A 403 on a token younger than the client's
 #: relogin_cooldown (60 s) is taken for a refusal, not a revocation (see the report).
-START = 1_735_689_601.0
+START = 1_735_689_625.0
 
 
 def clock() -> ScaledClock:
