@@ -10,6 +10,7 @@ ordering are advanced, which is what lets a resumed slice narrow its ``dateStart
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import operator
 from collections.abc import Sequence
@@ -193,11 +194,24 @@ def _select_fresh(
     out.ordered = ordered and in_order and (cursor is None or low_key >= cursor)
     out.cursor = high_key if cursor is None or high_key > cursor else cursor
     if any(lo <= high_key and low_key <= hi for lo, hi in boundaries.ranges):
-        near = boundaries.near
-        out.boundary_ids = [
-            rid for rid, text in zip(ids, texts, strict=True) if near(date_key(text) or "")
-        ]
+        if in_order:
+            # the page is sorted: the records near a boundary are found by bisection
+            picked: set[int] = set()
+            for lo, hi in boundaries.ranges:
+                start = bisect.bisect_left(texts, lo, key=_key)
+                stop = bisect.bisect_right(texts, hi, key=_key)
+                picked.update(range(start, stop))
+            out.boundary_ids = [ids[i] for i in sorted(picked)]
+        else:
+            near = boundaries.near
+            out.boundary_ids = [
+                rid for rid, text in zip(ids, texts, strict=True) if near(_key(text))
+            ]
     return out
+
+
+def _key(text: str) -> str:
+    return date_key(text) or ""
 
 
 def drop(selection: PageSelection, ids: set[str]) -> None:

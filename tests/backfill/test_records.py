@@ -31,7 +31,11 @@ def text(seconds: int, shape: int) -> object:
 
 @settings(max_examples=300, deadline=None)
 @given(
-    records=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 100)), min_size=0, max_size=40),
+    # times around the boundary at 50 s (its margin is 49..51 s) come often
+    records=st.lists(
+        st.tuples(st.integers(0, 30), st.integers(0, 100) | st.sampled_from([48, 49, 50, 51])),
+        max_size=40,
+    ),
     shape=st.sampled_from([0, 0, 1, 1, 2, 3]),
     mixed=st.booleans(),
     seen=st.sets(st.integers(0, 30), max_size=5),
@@ -78,3 +82,19 @@ def test_date_keys_sort_like_time() -> None:
     assert len(set(keys)) == 3
     assert date_key("not a date") is None
     assert date_key(17) is None
+
+
+def test_records_within_a_second_of_a_boundary_are_marked_both_edges_included() -> None:
+    seconds = [47, 48, 49, 50, 51, 52, 53]
+    ids = [f"id-{t}" for t in seconds]
+    dates = [text(t, 0) for t in seconds]
+    raws = [i.encode() for i in ids]
+    kw = {
+        "seen": set(),
+        "boundaries": Boundaries.around([BOUNDARY]),
+        "cursor": None,
+        "ordered": True,
+    }
+    fast = select_page(ids, dates, raws, **kw)  # type: ignore[arg-type]
+    assert fast.boundary_ids == ["id-49", "id-50", "id-51"]
+    assert fast == select_general(ids, dates, raws, **kw)  # type: ignore[arg-type]
