@@ -71,9 +71,7 @@ async def guarded(name: str, job: Any, out: dict[str, Any]) -> None:
 
 async def main(cfg: dict[str, Any]) -> None:
     clock = AnchoredClock(cfg["speed"], cfg["start"], cfg["anchor"])
-    store = RedisStore(
-        cfg["redis_url"], key=cfg["key"], prefix=cfg["prefix"], use_redis_time=False
-    )
+    store = RedisStore(cfg["redis_url"], key=cfg["key"], prefix=cfg["prefix"], use_redis_time=False)
     limits = Limits(
         minute=Limit(cfg["minute_limit"], 60.0),
         day=Limit(cfg["day_limit"], 86_400.0),

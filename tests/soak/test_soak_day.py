@@ -26,7 +26,6 @@ import redis
 
 from asyncwifi import ScaledClock
 from asyncwifi.testing import AnchoredClock, Simulator, SimulatorProcess
-from tests.soak.soak_worker import event_day
 
 pytestmark = [pytest.mark.soak, pytest.mark.redis]
 
