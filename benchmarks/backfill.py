@@ -14,7 +14,7 @@ JSON Lines:
 Each run is its own subprocess; its peak RSS comes from ``os.wait4`` (the child's own
 ``ru_maxrss``). The engine also runs over 100,000 events to show that its memory does not
 grow with the total. Prints events per second (median of ``--repeat`` interleaved runs,
-3 by default), peak RSS and the ratios. Run: ``python benchmarks/backfill.py`` (about a
+2 by default), peak RSS and the ratios. Run: ``python benchmarks/backfill.py`` (about a
 minute); ``--events 200000 --repeat 1`` for a quick one.
 """
 
@@ -193,7 +193,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000, help="events in the big run")
     parser.add_argument("--small", type=int, default=100_000, help="events in the small run")
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each (median)")
+    parser.add_argument("--repeat", type=int, default=2, help="runs of each (median)")
     parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -228,7 +228,7 @@ def main() -> None:
         f"{loop_rate:>12,.0f} {rss(runs['loop']):>8.1f} MB"
     )
     print(
-        f"{'asyncwifi backfill (' + format(args.small, ',') + ')':34} "
+        f"{'asyncwifi backfill (' + format(args.small, ',') + ', memory)':34} "
         f"{rate(small):>12,.0f} {rss(small):>8.1f} MB"
     )
     print()
