@@ -1,11 +1,12 @@
 """The export engine: slices streamed concurrently, pages committed exactly once.
 
-Per page, under one lock (so that pages of concurrent slices never interleave inside the
-file): choose the records to write (:mod:`._records`), append them to the output, flush and
-fsync, then commit the new length, the slice's cursor and the page's ids in one SQLite
-transaction (:mod:`._state`). The file I/O and the commit run in a worker thread, so the
-event loop keeps every scroll alive meanwhile; a cancelled worker waits for a commit that
-has begun, so a commit is never half done.
+Each page goes to one committer (so that pages of concurrent slices never interleave inside
+the file), which takes every page queued meanwhile as a group: it chooses the records to
+write (:mod:`._records`), appends them to the output, fsyncs once, then commits the new
+length and, per page, the slice's cursor and the page's ids in one SQLite transaction
+(:mod:`._state`). The file I/O and the commit run in a worker thread, so the event loop
+keeps every scroll alive meanwhile; a worker cancelled after its page was taken waits for
+that commit, so a commit is never half done, and a failed one is cut back from the file.
 
 On start the output is truncated to the committed length and every unfinished slice is
 streamed again with ``skip_ids`` = the ids it already delivered (and, when the slice's
@@ -225,7 +226,10 @@ class ExportJob:
 
     ``id_of(item, raw)`` names a record (the engine never writes one id twice);
     ``date_of(item)`` gives its date for cursors and boundary checks (``None`` for
-    records without dates, such as contacts).
+    records without dates, such as contacts). ``page_size`` is the size asked of the
+    server: a slice whose last page was full is checked once more from its cursor, since
+    a lapsed scroll answers like the end (spec §3). ``wait`` sleeps through a spent day
+    quota (at most ``max_wait`` seconds) instead of returning ``paused``.
     """
 
     def __init__(
