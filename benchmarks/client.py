@@ -126,10 +126,13 @@ async def bench(info: dict[str, Any], rounds: int, requests: int, profile: bool)
 def report(
     samples: dict[tuple[str, int, str], list[tuple[float, float]]], requests: int, rounds: int
 ) -> None:
-    print(f"\n{requests} requests per cell, median of {rounds} rounds; us = microseconds/request")
+    print(
+        f"\n{requests} requests per cell, median of {rounds} rounds; us = microseconds/request; "
+        "overhead = asyncwifi - hand-written (wall)"
+    )
     head = (
         f"{'call':<14} {'conc':>4} {'asyncwifi req/s':>16} {'hand req/s':>11} "
-        f"{'wall us':>15} {'ratio':>6} {'CPU us (client proc)':>21} {'ratio':>6}"
+        f"{'wall us':>15} {'overhead':>9} {'ratio':>6} {'CPU us (client proc)':>21} {'ratio':>6}"
     )
     print(head)
     print("-" * len(head))
@@ -145,7 +148,8 @@ def report(
             us = 1e6 / requests
             print(
                 f"{call:<14} {conc:>4} {requests / a_wall:>16,.0f} {requests / h_wall:>11,.0f} "
-                f"{a_wall * us:>6.0f} vs {h_wall * us:>5.0f} {ratio:>5.2f}x "
+                f"{a_wall * us:>6.0f} vs {h_wall * us:>5.0f} {(a_wall - h_wall) * us:>+6.0f} us "
+                f"{ratio:>5.2f}x "
                 f"{a_cpu * us:>10.0f} vs {h_cpu * us:>5.0f} {a_cpu / h_cpu:>5.2f}x"
             )
     print(
