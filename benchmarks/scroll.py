@@ -28,7 +28,6 @@ import argparse
 import asyncio
 import json
 import re
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -255,4 +254,4 @@ def report(
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
