@@ -156,29 +156,37 @@ class Api:
         async with self.scheduler.slot(
             lane=call.lane, deadline=call.deadline, objects=call.objects
         ) as permit:
-            self.hooks.fire(
-                self.hooks.on_request, RequestInfo(call.method, call.path, call.attempt)
-            )
+            if self.hooks.on_request:
+                self.hooks.fire(
+                    self.hooks.on_request, RequestInfo(call.method, call.path, call.attempt)
+                )
             if call.on_sent is not None:
                 call.on_sent(self.clock.now())
             started = time.perf_counter()
             response = await self.transport.send(request)
             permit.observe(response.status, response.headers)
         elapsed = time.perf_counter() - started
-        log.debug(
-            "%s %s -> %d in %.1f ms (attempt %d)",
-            call.method,
-            call.path,
-            response.status,
-            elapsed * 1000,
-            call.attempt,
-        )
-        self.hooks.fire(
-            self.hooks.on_response,
-            ResponseInfo(
-                call.method, call.path, response.status, elapsed, call.attempt, response.request_id
-            ),
-        )
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "%s %s -> %d in %.1f ms (attempt %d)",
+                call.method,
+                call.path,
+                response.status,
+                elapsed * 1000,
+                call.attempt,
+            )
+        if self.hooks.on_response:
+            self.hooks.fire(
+                self.hooks.on_response,
+                ResponseInfo(
+                    call.method,
+                    call.path,
+                    response.status,
+                    elapsed,
+                    call.attempt,
+                    response.request_id,
+                ),
+            )
         if response.status < 400:
             return response
         if (
@@ -276,6 +284,21 @@ class Api:
                 exc.retryable = not _is_json(response.body)
                 raise
 
+        # The first attempt runs without tenacity, whose per-call setup costs more than
+        # the rest of the pipeline; only a retryable failure hands over to it, replayed
+        # as its first attempt so that stop, wait and logging see every attempt.
+        try:
+            return await once()
+        except Exception as exc:
+            if not is_retryable_read(exc):
+                raise
+            first: list[Exception] = [exc]
+
+        async def attempt() -> T:
+            if first:
+                raise first.pop()
+            return await once()
+
         retrying = AsyncRetrying(
             retry=retry_if_exception(is_retryable_read),
             stop=self._stop(call),
@@ -284,7 +307,7 @@ class Api:
             before_sleep=self._before_sleep(call),
             reraise=True,
         )
-        result: T = await retrying(once)
+        result: T = await retrying(attempt)
         return result
 
     async def write(

@@ -119,6 +119,32 @@ class _Cursor:
             return True
         return when is not None and when == self.time and key in self.ids_at_time
 
+    def advance(
+        self,
+        items: list[Any],
+        key: Callable[[Any], str | None],
+        time_of: Callable[[Any], str | None],
+    ) -> None:
+        """Record a page in time order without per-record work: only its tail matters
+        (the last time, and the ids delivered at exactly that time)."""
+        last = time_of(items[-1])
+        if last is None:
+            for item in items:
+                self.add(key(item), time_of(item))
+            return
+        self.delivered += len(items)
+        tail: set[str] = set()
+        for item in reversed(items):
+            if time_of(item) != last:
+                break
+            ident = key(item)
+            if ident is not None:
+                tail.add(ident)
+        if self.time is None or last > self.time:
+            self.time, self.ids_at_time = last, tail
+        elif last == self.time:
+            self.ids_at_time |= tail
+
     def add(self, key: str | None, when: str | None) -> None:
         self.delivered += 1
         if key is None:
@@ -334,9 +360,8 @@ class _Producer:
                     kept_raw.append(raws[index])
                 cursor.add(ident, when)
             items, raws = kept, kept_raw
-        elif time_of is not None:
-            for item in items:
-                cursor.add(key(item), time_of(item))
+        elif time_of is not None and items:
+            cursor.advance(items, key, time_of)
         else:
             cursor.delivered += len(items)
         if not items and not decoded.errors:
