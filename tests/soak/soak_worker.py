@@ -11,8 +11,10 @@ figures; the parent checks them against the simulator's data.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
+import os
 import sys
 from typing import Any
 
@@ -69,7 +71,18 @@ async def guarded(name: str, job: Any, out: dict[str, Any]) -> None:
         out["stopped"][name] = exc.limit
 
 
+async def watchdog(seconds: float) -> None:
+    """Past ``seconds`` (real), print every task's stack and exit 3: a hang is diagnosable."""
+    await asyncio.sleep(seconds)
+    for task in asyncio.all_tasks():
+        print(f"--- {task.get_name()}: {task.get_coro()!r}", file=sys.stderr)
+        task.print_stack(file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(3)
+
+
 async def main(cfg: dict[str, Any]) -> None:
+    dog = asyncio.create_task(watchdog(cfg["watchdog"]), name="watchdog")
     clock = AnchoredClock(cfg["speed"], cfg["start"], cfg["anchor"])
     store = RedisStore(cfg["redis_url"], key=cfg["key"], prefix=cfg["prefix"], use_redis_time=False)
     limits = Limits(
@@ -105,6 +118,9 @@ async def main(cfg: dict[str, Any]) -> None:
         quota = api.quota
         out["logins"] = api.logins
         out["store"] = quota.store
+    dog.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await dog
     gc.collect()
     out["tasks_left"] = len(asyncio.all_tasks()) - 1
     with open(cfg["out"], "w", encoding="utf-8") as f:

@@ -115,6 +115,7 @@ async def test_three_processes_spend_a_scaled_day_without_a_429(
                 "contacts_size": 40,
                 "events_size": 50,
                 "out": str(tmp_path / f"worker{worker}.json"),
+                "watchdog": shape["timeout"] - 10,
             }
             procs.append(
                 await asyncio.create_subprocess_exec(
@@ -133,9 +134,6 @@ async def test_three_processes_spend_a_scaled_day_without_a_429(
             outputs = await asyncio.wait_for(
                 asyncio.gather(*(p.communicate() for p in procs)), shape["timeout"]
             )
-        except TimeoutError:
-            print("TIMEOUT", await sim.counters())
-            raise
         finally:
             for p in procs:
                 if p.returncode is None:
