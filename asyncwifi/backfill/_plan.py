@@ -35,8 +35,12 @@ _UNIT_SECONDS = {"w": 604_800, "d": 86_400, "h": 3_600, "m": 60, "s": 1}
 
 def format_ms(value: datetime) -> str:
     """``2026-01-01T00:00:00.000Z``: ISO 8601 UTC with milliseconds (the API's own shape)."""
-    utc = value.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    u = value.astimezone(UTC)
+    # not strftime("%Y"): glibc does not zero-pad years before 1000
+    return (
+        f"{u.year:04d}-{u.month:02d}-{u.day:02d}T{u.hour:02d}:{u.minute:02d}:{u.second:02d}"
+        f".{u.microsecond // 1000:03d}Z"
+    )
 
 
 def _floor_ms(value: datetime) -> datetime:

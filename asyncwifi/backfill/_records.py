@@ -54,12 +54,17 @@ def date_key(value: object) -> str | None:
         return None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return key_of(parsed)
 
 
 def key_of(moment: datetime) -> str:
-    """The :func:`date_key` of an aware ``datetime``."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """The :func:`date_key` of an aware ``datetime`` (no ``strftime("%Y")``: glibc does not
+    zero-pad years before 1000, which would break the order of keys)."""
+    u = moment.astimezone(UTC)
+    return (
+        f"{u.year:04d}-{u.month:02d}-{u.day:02d}T{u.hour:02d}:{u.minute:02d}:{u.second:02d}"
+        f".{u.microsecond:06d}Z"
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,6 +70,7 @@ def test_an_empty_or_reversed_range_is_refused() -> None:
         ("2026-01-01 10:30:00Z", "2026-01-01T10:30:00.000Z"),
         ("2026-01-01T12:30:00+02:00", "2026-01-01T10:30:00.000Z"),
         ("2026-01-01T10:30:00.123456Z", "2026-01-01T10:30:00.123Z"),
+        ("0999-06-01", "0999-06-01T00:00:00.000Z"),  # four digits, as ISO 8601 wants
     ],
 )
 def test_command_line_instants_without_a_zone_are_utc(text: str, expected: str) -> None:
