@@ -41,7 +41,7 @@ T = TypeVar("T")
 def _is_json(body: bytes) -> bool:
     try:
         msgspec.json.decode(body)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return False
     return True
 

@@ -89,7 +89,11 @@ def format_datetime(value: object, what: str) -> str:
             f"{what} has no time zone; pass an aware datetime or a string ending in Z"
         )
     utc = value.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    # not strftime("%Y"): glibc does not zero-pad years before 1000
+    return (
+        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"
+        f"{utc.second:02d}.{utc.microsecond // 1000:03d}Z"
+    )
 
 
 def _query_value(value: object) -> str:

@@ -54,6 +54,9 @@ ItemT = TypeVar("ItemT", bound=Model)
 
 #: the largest excerpt of a body kept on a DecodeError
 EXCERPT_BYTES = 1024
+#: what msgspec raises on bad input: invalid UTF-8 inside a JSON string comes out as
+#: UnicodeDecodeError, not msgspec.DecodeError; deep nesting as RecursionError
+_DECODE_FAILURES = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
 
 _ENCODER = msgspec.json.Encoder()
 _DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {
@@ -129,7 +132,7 @@ def decode(data: bytes | bytearray | memoryview | str, type_: type[T], *, what: 
     """
     try:
         result: T = _decoder(type_).decode(data)
-    except (msgspec.DecodeError, RecursionError) as exc:
+    except _DECODE_FAILURES as exc:
         error = _error(exc, data, what or _name(type_))
         if type_ in _SECRET_BODIES:
             error.raw = None
@@ -149,7 +152,7 @@ def decode_generic(
         return {}
     try:
         value = _ANY_DECODER.decode(data)
-    except (msgspec.DecodeError, RecursionError) as exc:
+    except _DECODE_FAILURES as exc:
         raise _error(exc, data, what or "response") from exc
     return value if isinstance(value, dict) else {"data": value}
 
@@ -316,7 +319,7 @@ def decode_page(
         raise TypeError(f"decode_page knows {known}, not {page_type!r}")
     try:
         envelope = kind.typed.decode(data)
-    except (msgspec.DecodeError, RecursionError):
+    except _DECODE_FAILURES:
         return _decode_page_slowly(kind, data, keep_raw, on_item_error)
     items = getattr(envelope, kind.field)
     if items is None:
@@ -337,7 +340,7 @@ def _decode_page_slowly(
     """The fallback: raw envelope once, then item by item; bad items become ItemErrors."""
     try:
         raw_env = kind.raw_envelope.decode(data)
-    except (msgspec.DecodeError, RecursionError) as exc:
+    except _DECODE_FAILURES as exc:
         raise _error(exc, data, kind.what) from exc
     raws: list[msgspec.Raw] = getattr(raw_env, kind.field) or []
     decode_item = kind.items.decode
@@ -347,7 +350,7 @@ def _decode_page_slowly(
     for index, raw in enumerate(raws):
         try:
             items.append(decode_item(raw))
-        except (msgspec.DecodeError, RecursionError) as exc:
+        except _DECODE_FAILURES as exc:
             message, sub = _split_path(str(exc))
             path = f"$.{kind.wire}[{index}]" + (sub[1:] if sub else "")
             error = ItemError(index, path, message, bytes(raw))

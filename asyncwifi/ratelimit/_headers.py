@@ -69,6 +69,10 @@ def _max(old: float | None, new: float | None) -> float | None:
     return new if old is None else max(old, new)
 
 
+#: first letters of the headers read here (X-RateLimit-*, RateLimit-*, Retry-After)
+_FIRST = frozenset("xXrR \t")
+
+
 @dataclass(frozen=True, slots=True)
 class ObjectCounts:
     """A per-object daily quota as the gateway reported it (either figure may be missing)."""
@@ -111,7 +115,9 @@ class RateLimitHeaders:
         limit = remaining_any = None
         reset = retry_after = retry_after_at = None
         for key, value in items:
-            if not isinstance(key, str) or not isinstance(value, str):
+            # most of a response's headers (Content-*, Date, Server, Via, Connection) are
+            # passed over on their first letter: this runs once per response
+            if not isinstance(key, str) or key[:1] not in _FIRST or not isinstance(value, str):
                 continue
             lk = key.strip().lower()
             if lk.startswith(_PREFIX):
