@@ -218,17 +218,17 @@ def main() -> None:
 
     engine_rate, loop_rate = rate(runs["engine"]), rate(runs["loop"])
     print()
-    print(f"{'':34} {'events/s':>12} {'peak RSS':>10}")
+    print(f"{'':40} {'events/s':>12} {'peak RSS':>10}")
     print(
-        f"{'asyncwifi backfill (' + format(args.events, ',') + ')':34} "
+        f"{'asyncwifi backfill (' + format(args.events, ',') + ')':40} "
         f"{engine_rate:>12,.0f} {rss(runs['engine']):>8.1f} MB"
     )
     print(
-        f"{'hand-written loop (' + format(args.events, ',') + ')':34} "
+        f"{'hand-written loop (' + format(args.events, ',') + ')':40} "
         f"{loop_rate:>12,.0f} {rss(runs['loop']):>8.1f} MB"
     )
     print(
-        f"{'asyncwifi backfill (' + format(args.small, ',') + ', memory)':34} "
+        f"{'asyncwifi backfill (' + format(args.small, ',') + ', memory)':40} "
         f"{rate(small):>12,.0f} {rss(small):>8.1f} MB"
     )
     print()
