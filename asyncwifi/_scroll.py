@@ -108,12 +108,19 @@ class _Cursor:
     #: every id delivered, kept only when no time cursor is possible (full re-scan)
     all_ids: set[str] | None = None
     #: ids to skip that the caller already has (a resumed backfill)
-    skip: frozenset[str] = frozenset()
+    skip: set[str] = field(default_factory=set)
+    #: records skipped because the caller had them (they count toward a total)
+    skipped: int = 0
 
     def seen(self, key: str | None, when: str | None) -> bool:
         if key is None:
             return False
         if key in self.skip:
+            if self.all_ids is not None:
+                # count it toward the total once; a re-scan finds it among all_ids
+                self.skip.discard(key)
+                self.all_ids.add(key)
+                self.skipped += 1
             return True
         if self.all_ids is not None and key in self.all_ids:
             return True
@@ -188,8 +195,8 @@ class _Producer:
         self.lane = lane
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.taken = asyncio.Event()
-        self.cursor = _Cursor(skip=frozenset(skip_ids))
-        if spec.time_of is None and spec.resumable:
+        self.cursor = _Cursor(skip=set(skip_ids))
+        if spec.time_of is None and (spec.resumable or skip_ids):
             self.cursor.all_ids = set()
         self.errors: list[ItemError] = []
         self.requests = 0
@@ -239,6 +246,10 @@ class _Producer:
         clock = self.api.clock
         while not scheduler.can_meet(clock.now() + self.window * 0.5, lane=Lane.SCROLL):
             wait = scheduler.earliest_admission(lane=Lane.SCROLL) - clock.now()
+            if wait > self.window:
+                # not congestion but a spent quota or a pause: the first request's own
+                # admission waits for it, or raises in on_quota_exhausted="raise" mode
+                return
             log.info("%s: waiting %.1f s for room to keep a scroll alive", self.spec.what, wait)
             await clock.sleep(max(wait, self.window * 0.05))
 
@@ -311,7 +322,7 @@ class _Producer:
         """An empty continuation: the end, or a lapsed id that answers like the end?"""
         if self.total is not None:
             # contacts: the envelope's totalCount says whether anything is missing
-            return self.cursor.delivered < self.total
+            return self.cursor.delivered + self.cursor.skipped < self.total
         # events: no total. The server saw the two requests between the previous send and
         # this answer, so a gap within the window is certainly the end; past it, a lapse is
         # possible, and a needless resume costs a request where a wrong end loses data.

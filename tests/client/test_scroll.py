@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from asyncwifi import Limits, ScaledClock, errors
+from asyncwifi import Limit, Limits, ScaledClock, errors
 from asyncwifi.testing import Faults
 from tests.client._support import NO_LIMITS, client_for, scroll_tasks
 
@@ -185,3 +185,33 @@ async def test_the_end_is_recognised_and_counted(make_sim: Any) -> None:
         assert stream.requests == -(-len(ids) // 300) + 1
         assert stream.delivered == len(ids)
         assert stream.resumes == 0
+
+
+async def test_contacts_with_skip_ids_end_cleanly_and_count_what_was_skipped(
+    make_sim: Any,
+) -> None:
+    async with make_sim(contacts=50, clock=ScaledClock(FAST)) as sim, client_for(sim) as api:
+        everyone = [c["cid"] for c in sim.data.contacts]
+        had = set(everyone[::2])
+        plain = [c.cid async for c in api.contacts.list(size=10, skip_ids=had)]
+        assert sorted(plain) == sorted(set(everyone) - had)
+        stream = api.contacts.list(size=10, max_buffered=1, resume=True, skip_ids=had)
+        resumed = []
+        async for page in stream.pages():
+            resumed.extend(c.cid for c in page.items)
+            await sim.clock.sleep(150.0)  # lapses: re-scans must still end
+        assert sorted(resumed) == sorted(set(everyone) - had)
+        assert stream.resumes < 10
+
+
+async def test_a_new_scroll_on_a_spent_day_raises_at_once_in_raise_mode(make_sim: Any) -> None:
+    async with make_sim(day_limit=3) as sim:
+        limits = Limits(day=Limit(3, 86_400.0))
+        async with client_for(sim, limits=limits, on_quota_exhausted="raise") as api:
+            await api.segments.list()  # login + 1
+            await api.segments.list()  # the day's third request
+            sent = sim.counters.requests
+            with pytest.raises(errors.QuotaExhaustedError):
+                async for _ in api.events.list(size=100):
+                    pass
+            assert sim.counters.requests == sent
