@@ -63,7 +63,7 @@ def simulate_command(
     this command at it (it speaks plain http: set ASYNCWIFI_ALLOW_HTTP=1).
     """
     from asyncwifi.backfill import parse_instant
-    from asyncwifi.testing._process import run_simulator
+    from asyncwifi.testing import run_simulator
 
     options: dict[str, Any] = {
         "seed": seed,
