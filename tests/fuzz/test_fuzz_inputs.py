@@ -10,6 +10,7 @@ give a documented exit status and one error line, never a traceback.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -237,8 +238,14 @@ cli_options = st.fixed_dictionaries(
 
 
 @pytest.fixture
-def no_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+def no_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """No credentials anywhere; the CLI's logging setup is undone afterwards (main() run
+    in-process installs a handler on the "asyncwifi" logger and stops its propagation)."""
+    import logging
     import os
+
+    sdk = logging.getLogger("asyncwifi")
+    saved = sdk.propagate, sdk.level, list(sdk.handlers)
 
     for name in list(os.environ):
         if name.startswith("ASYNCWIFI_"):
@@ -246,7 +253,12 @@ def no_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / ".config"))
     monkeypatch.chdir(tmp_path)
-    return tmp_path
+    yield tmp_path
+    for handler in list(sdk.handlers):
+        if handler not in saved[2]:
+            sdk.removeHandler(handler)
+    sdk.propagate, level, _ = saved
+    sdk.setLevel(level)
 
 
 @settings(

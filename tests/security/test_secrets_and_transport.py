@@ -11,6 +11,7 @@ import shutil
 import ssl
 import subprocess
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -60,10 +61,27 @@ def leaks(text: str, secrets: set[str]) -> list[str]:
     return [s for s in secrets if s and s in text]
 
 
+@pytest.fixture
+def sdk_logs_propagate() -> Iterator[None]:
+    """The SDK's loggers reach caplog even if an in-process CLI run turned propagation off."""
+    sdk = logging.getLogger("asyncwifi")
+    saved = sdk.propagate, sdk.level, list(sdk.handlers)
+    sdk.propagate = True
+    for handler in saved[2]:
+        sdk.removeHandler(handler)
+    yield
+    sdk.propagate, level, handlers = saved
+    sdk.setLevel(level)
+    for handler in handlers:
+        sdk.addHandler(handler)
+
+
+@pytest.mark.usefixtures("sdk_logs_propagate")
 async def test_debug_logs_of_a_faulty_run_with_relogins_hold_no_secret_nor_token(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.DEBUG, logger="asyncwifi")
     faults = Faults(seed=3, error_rate=0.05, drop_rate=0.02, revoke_tokens_every=90.0)
     clock = ScaledClock(100, start=START)
     async with Simulator(
