@@ -130,12 +130,15 @@ class TokenManager:
     """Hands out a valid token; logs in once however many coroutines ask at the same time.
 
     ``refresh_margin``: a token is renewed this many seconds before its ``exp``.
-    ``relogin_cooldown``: a 403 on a token younger than this is a permission refusal, not
-    an expiry, so it does not cause another login (this is what stops a token storm).
+    ``relogin_cooldown``: after a 403 has caused a new login, a 403 on the new token within
+    this many seconds is a permission refusal, not an expiry, so it causes no further login.
+    A revocation right after a login is still recovered from; a refused endpoint costs at
+    most one extra login per cooldown, however many calls hit it (no token storm).
     """
 
     __slots__ = (
         "_clock",
+        "_forced_at",
         "_generation",
         "_lock",
         "_login",
@@ -162,6 +165,7 @@ class TokenManager:
         self._lock = asyncio.Lock()
         self._token: Token | None = None
         self._generation = 0
+        self._forced_at: float | None = None
         #: how many logins this manager made
         self.logins = 0
         self.refresh_margin = refresh_margin
@@ -227,17 +231,20 @@ class TokenManager:
     def rejected(self, token: Token) -> bool:
         """A request with ``token`` got a 403: is one new login (or newer token) worth a retry?
 
-        True when a newer token exists already, or when ``token`` is old enough that an
-        expiry or revocation is plausible (it is then marked expired, and the next
-        :meth:`get` logs in once). False when the token is fresh: the 403 is a refusal.
+        True when a newer token exists already, or when no 403 has forced a login within
+        ``relogin_cooldown`` (``token`` is then marked expired, and the next :meth:`get`
+        logs in once). False when a 403 forced a login moments ago and the new token is
+        refused too: the 403 is a refusal, not an expiry.
         """
         current = self._token
         if current is None or current.generation != token.generation:
             return current is not None
         if self.state is not TokenState.VALID:
             return True
-        if self._clock.now() - current.issued_at < self.relogin_cooldown:
+        now = self._clock.now()
+        if self._forced_at is not None and now - self._forced_at < self.relogin_cooldown:
             return False
+        self._forced_at = now
         self._move(_Ev.REJECT)
         log.info("token generation %d refused with 403; one new login is due", token.generation)
         return True

@@ -7,6 +7,7 @@ status (:class:`ExitCode`): 2 for a bad command line, 65/73 for output and state
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -163,7 +164,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     Exits the process (``SystemExit``) with that status when called with ``argv=None``.
     """
     args = list(sys.argv[1:] if argv is None else argv)
-    code = _main(args)
+    # the command sets up the SDK logger for its own output; called in-process (tests,
+    # embedding), it must leave the logger as it found it, not bound to a closed stream
+    sdk_logger = logging.getLogger("asyncwifi")
+    saved = (list(sdk_logger.handlers), sdk_logger.propagate, sdk_logger.level)
+    try:
+        code = _main(args)
+    finally:
+        sdk_logger.handlers[:], sdk_logger.propagate, sdk_logger.level = saved
     if argv is None:
         sys.exit(code)
     return code

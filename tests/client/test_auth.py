@@ -74,22 +74,28 @@ async def test_refresh_before_exp() -> None:
     assert server.logins == 2
 
 
-async def test_403_on_old_token_relogs_once_and_fresh_token_does_not() -> None:
+async def test_a_403_relogs_once_and_a_refused_new_token_does_not_storm() -> None:
     clock = FakeClock()
     server = Server(clock)
     tokens = TokenManager(server.login, server.logout, clock=clock, relogin_cooldown=60.0)
     token = await tokens.get()
-    # a 403 right after login is a permission refusal: no new login (no storm)
-    assert tokens.rejected(token) is False
-    clock.t += 120
+    # a 403 right after login (a revocation, say): one new login is due
     assert tokens.rejected(token) is True
-    # a second 403 on the same old token by another coroutine: still just one login
+    # a second 403 on the same token by another coroutine: still just one login
     assert tokens.rejected(token) is True
     await asyncio.gather(*(tokens.get() for _ in range(50)))
     assert server.logins == 2
     # a 403 on the replaced token: retry with the newer one, no login
     assert tokens.rejected(token) is True
+    # the new token is refused too, moments later: a permission refusal, no login
+    fresh = await tokens.get()
+    assert tokens.rejected(fresh) is False
     assert server.logins == 2
+    # a cooldown later, a 403 may again be an expiry: one more login, at most
+    clock.t += 61
+    assert tokens.rejected(fresh) is True
+    await tokens.get()
+    assert server.logins == 3
 
 
 async def test_logout_and_close() -> None:

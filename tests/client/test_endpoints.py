@@ -321,3 +321,24 @@ def test_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     api = asyncwifi.Client.from_env()
     assert api.organization == "org-1"
     assert "super-secret" not in repr(api)
+
+
+async def test_a_revocation_right_after_login_is_recovered_and_a_refusal_never_storms(
+    make_sim: Any,
+) -> None:
+    async with make_sim() as sim, client_for(sim) as api:
+        await api.login()
+        sim.revoke_tokens()  # moments after the login
+        assert await api.segments.list()
+        assert api.logins == 2
+        # a real refusal (another tenant): a 403 forced a login moments ago, so these are
+        # refusals, raised without a login, however many calls hit it
+        for _ in range(20):
+            with pytest.raises(errors.ForbiddenError):
+                await api.segments.list(organization="org-of-someone-else")
+        assert api.logins == 2
+        await sim.clock.sleep(61.0)  # a cooldown later a 403 may be an expiry again:
+        with pytest.raises(errors.ForbiddenError):  # one more login, then the refusal
+            await api.segments.list(organization="org-of-someone-else")
+        assert api.logins == 3
+        assert sim.counters.logins == 3

@@ -171,9 +171,9 @@ async def test_401_and_403_errors_carry_neither_secret_nor_token() -> None:
             transport=transport,
         ) as api:
             await api.login()
-            sim.revoke_tokens()  # a fresh token refused: a 403 that is not retried
+            # another tenant's organization: a permission refusal (one relogin, then raised)
             with pytest.raises(errors.ForbiddenError) as forbidden:
-                await api.segments.list()
+                await api.segments.list(organization="org-of-someone-else")
         assert transport.tokens
         assert not leaks(error_text(forbidden.value), {SECRET, *transport.tokens})
 
