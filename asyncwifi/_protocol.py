@@ -17,6 +17,7 @@ import msgspec
 
 from asyncwifi import _rules
 from asyncwifi.errors import ApiError, RateLimitedError, ValidationError, error_for_status
+from asyncwifi.models._base import parse_timestamp
 
 __all__ = [
     "EVENT_TYPES",
@@ -74,14 +75,10 @@ def format_datetime(value: object, what: str) -> str:
     (``Z`` or an offset); naive values are refused because their zone would be a guess.
     """
     if isinstance(value, str):
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
         try:
-            parsed = datetime.fromisoformat(text)
+            value = parse_timestamp(value, assume_utc=False)
         except ValueError:
             raise ValidationError(f"{what}: not an ISO 8601 timestamp: {value!r}") from None
-        value = parsed
     if not isinstance(value, datetime):
         raise ValidationError(f"{what} must be a datetime or an ISO 8601 string")
     if value.tzinfo is None or value.utcoffset() is None:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -44,40 +44,37 @@ from asyncwifi.cli._progress import human_duration
 
 __all__ = ["contacts_group", "events_group"]
 
+V = TypeVar("V")
+
 #: the dry run's default assumption of event volume (the API has no count endpoint)
 DEFAULT_EVENTS_PER_DAY = 10_000
 
 
-class InstantType(click.ParamType[datetime]):
+class _Parsed(click.ParamType[V]):
+    """A click type read by one of the engine's parsers (a ``ValueError`` is a usage error)."""
+
+    def __init__(self, name: str, kind: type[V], parse: Callable[[str], V]) -> None:
+        self.name = name
+        self._kind = kind
+        self._parse = parse
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> V:
+        if isinstance(value, self._kind):
+            return value
+        try:
+            return self._parse(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def InstantType() -> _Parsed[datetime]:
     """An ISO 8601 date or date-time; no zone means UTC."""
-
-    name = "DATE"
-
-    def convert(
-        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> datetime:
-        if isinstance(value, datetime):
-            return value
-        try:
-            return parse_instant(str(value))
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
+    return _Parsed("DATE", datetime, parse_instant)
 
 
-class DurationType(click.ParamType[timedelta]):
+def DurationType() -> _Parsed[timedelta]:
     """``1d``, ``6h``, ``30m``, ``1h30m``."""
-
-    name = "DURATION"
-
-    def convert(
-        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> timedelta:
-        if isinstance(value, timedelta):
-            return value
-        try:
-            return parse_duration(str(value))
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
+    return _Parsed("DURATION", timedelta, parse_duration)
 
 
 def _types(ctx: click.Context, param: click.Parameter, value: Sequence[str]) -> list[str] | None:
