@@ -130,10 +130,11 @@ class TokenManager:
     """Hands out a valid token; logs in once however many coroutines ask at the same time.
 
     ``refresh_margin``: a token is renewed this many seconds before its ``exp``.
-    ``relogin_cooldown``: after a 403 has caused a new login, a 403 on the new token within
-    this many seconds is a permission refusal, not an expiry, so it causes no further login.
-    A revocation right after a login is still recovered from; a refused endpoint costs at
-    most one extra login per cooldown, however many calls hit it (no token storm).
+    ``relogin_cooldown``: when a 403-forced login did not help (its retry was refused too),
+    a 403 within this many seconds is a permission refusal and causes no further login; a
+    refused endpoint costs at most one extra login per cooldown, however many calls hit it
+    (no token storm). When the retry worked (an expiry or a revocation), the next 403 may
+    force a login again at once, so back-to-back revocations are recovered from.
     """
 
     __slots__ = (
@@ -248,6 +249,11 @@ class TokenManager:
         self._move(_Ev.REJECT)
         log.info("token generation %d refused with 403; one new login is due", token.generation)
         return True
+
+    def relogin_worked(self) -> None:
+        """The retry after a 403-forced login succeeded: that 403 was an expiry or a
+        revocation, not a refusal, so the next 403 may force a login again at once."""
+        self._forced_at = None
 
     async def logout(self) -> bool:
         """Revoke the current token on the server (spec §4.1); False when there was none."""

@@ -198,7 +198,9 @@ class Api:
         ):
             # spec §3: an expired or revoked token -> one new login and one retry, never a loop
             call.relogged = True
-            return await self._attempt(call)
+            response = await self._attempt(call)  # a 403 again: a refusal, raised
+            self.tokens.relogin_worked()
+            return response
         raise error_from_response(
             call.method,
             call.path,

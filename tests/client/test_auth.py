@@ -91,11 +91,18 @@ async def test_a_403_relogs_once_and_a_refused_new_token_does_not_storm() -> Non
     fresh = await tokens.get()
     assert tokens.rejected(fresh) is False
     assert server.logins == 2
+    # but when a forced login's retry worked, the next 403 (a second revocation) relogs
+    tokens.relogin_worked()
+    assert tokens.rejected(fresh) is True
+    fresh = await tokens.get()
+    assert server.logins == 3
+    assert tokens.rejected(fresh) is False
+    assert server.logins == 3
     # a cooldown later, a 403 may again be an expiry: one more login, at most
     clock.t += 61
     assert tokens.rejected(fresh) is True
     await tokens.get()
-    assert server.logins == 3
+    assert server.logins == 4
 
 
 async def test_logout_and_close() -> None:
