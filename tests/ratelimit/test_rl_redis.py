@@ -7,7 +7,6 @@ time line (admission times), never on wall-clock durations.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import socket
@@ -24,6 +23,7 @@ import redis.asyncio as aioredis
 from asyncwifi._clock import ScaledClock, SystemClock
 from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.ratelimit import Limit, Limits, RedisStore, Scheduler, ThrottleEvent
+from tests._proxy import CuttableProxy
 from tests.ratelimit.rlhelpers import max_in_fixed, max_in_sliding, require_redis
 
 pytestmark = pytest.mark.redis
@@ -231,56 +231,9 @@ async def test_three_processes_against_the_simulator_get_no_429(prefix: str) -> 
     assert counters.max_in_any_window <= n
 
 
-class FlakyProxy:
-    """A TCP proxy to Redis that can be cut (connections dropped, new ones refused)."""
-
-    def __init__(self) -> None:
-        self.up = True
-        self.port = 0
-        self._server: asyncio.Server | None = None
-        self._conns: set[asyncio.StreamWriter] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def _pipe(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError, OSError):
-            while data := await r.read(65536):
-                w.write(data)
-                await w.drain()
-        w.close()
-
-    async def _handle(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        if not self.up:
-            w.close()
-            return
-        ur, uw = await asyncio.open_connection("127.0.0.1", 6379)
-        self._conns |= {w, uw}
-        for t in (asyncio.create_task(self._pipe(r, uw)), asyncio.create_task(self._pipe(ur, w))):
-            self._tasks.add(t)
-            t.add_done_callback(self._tasks.discard)
-
-    def cut(self) -> None:
-        self.up = False
-        for w in self._conns:
-            w.close()
-        self._conns.clear()
-
-    async def close(self) -> None:
-        self.cut()
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-        for t in list(self._tasks):
-            t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-
 @pytest.fixture
-async def proxy() -> AsyncIterator[FlakyProxy]:
-    p = FlakyProxy()
+async def proxy() -> AsyncIterator[CuttableProxy]:
+    p = CuttableProxy()
     await p.start()
     yield p
     await p.close()
@@ -314,7 +267,7 @@ async def test_unreachable_redis_falls_back_to_a_conservative_paced_limit() -> N
 
 
 async def test_fallback_then_back_to_redis_with_the_meantime_merged(
-    prefix: str, proxy: FlakyProxy
+    prefix: str, proxy: CuttableProxy
 ) -> None:
     clock = ScaledClock(1000)
     events: list[ThrottleEvent] = []

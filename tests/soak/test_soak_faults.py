@@ -10,7 +10,6 @@ Reproduce with ``.venv/bin/python -m pytest tests/soak -m soak -k faults``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -23,6 +22,7 @@ import redis.asyncio as aioredis
 from asyncwifi import Client, Limits, RetryPolicy, ScaledClock
 from asyncwifi.ratelimit import RedisStore, ThrottleEvent
 from asyncwifi.testing import Faults, Simulator
+from tests._proxy import CuttableProxy
 from tests.soak._leaks import no_leaks
 
 pytestmark = pytest.mark.soak
@@ -184,54 +184,6 @@ async def test_html_429_bodies_after_a_competitor_spent_the_minute(
             await workload(api, sim)
         assert sim.counters.faults["html_429"] >= 2
         assert 1 <= ours.count(429) <= 4  # a 429 after each spending, then a pause
-
-
-class CuttableProxy:
-    """A TCP proxy to Redis that the test cuts (connections dropped, new ones refused)."""
-
-    def __init__(self, port: int) -> None:
-        self.target = port
-        self.up = True
-        self.port = 0
-        self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def _pipe(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError, OSError):
-            while data := await r.read(65536):
-                w.write(data)
-                await w.drain()
-        w.close()
-
-    async def _handle(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        if not self.up:
-            w.close()
-            return
-        ur, uw = await asyncio.open_connection("127.0.0.1", self.target)
-        self._writers |= {w, uw}
-        for t in (asyncio.create_task(self._pipe(r, uw)), asyncio.create_task(self._pipe(ur, w))):
-            self._tasks.add(t)
-            t.add_done_callback(self._tasks.discard)
-
-    def cut(self) -> None:
-        self.up = False
-        for w in self._writers:
-            w.close()
-        self._writers.clear()
-
-    async def close(self) -> None:
-        self.cut()
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-        for t in list(self._tasks):
-            t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
 @pytest.fixture
