@@ -389,44 +389,28 @@ class _Failure:
     error: BaseException
 
 
-class _View:
-    """One iteration over a stream; releasing it (break, cancel, raise) stops the stream."""
-
-    __slots__ = ("_buffer", "_done", "_kind", "_stream")
-
-    def __init__(self, stream: ScrollStream[Any], kind: str) -> None:
-        self._stream = stream
-        self._kind = kind
-        self._buffer: list[Any] = []
-        self._done = False
-
-    def __aiter__(self) -> _View:
-        return self
-
-    async def __anext__(self) -> Any:
-        if self._kind == "pages":
-            page = await self._stream._next_page()
+async def _view(stream: ScrollStream[Any], kind: str) -> AsyncIterator[Any]:
+    """One iteration over a stream, as an async generator: the cheapest per-record step
+    asyncio has. Releasing it (break, cancel, raise) runs the ``finally``, which stops the
+    stream's background task; asyncio finalizes an abandoned generator at once."""
+    try:
+        while True:
+            page = await stream._next_page()
             if page is None:
-                self._done = True
-                raise StopAsyncIteration
-            return page
-        while not self._buffer:
-            page = await self._stream._next_page()
-            if page is None:
-                self._done = True
-                raise StopAsyncIteration
-            if self._kind == "items":
-                self._buffer = page.items[::-1]
+                return
+            if kind == "items":
+                for item in page.items:
+                    yield item
+            elif kind == "pages":
+                yield page
             else:
                 raws: list[msgspec.Raw | None] = (
                     list(page.raw_items) if page.raw_items is not None else [None] * len(page.items)
                 )
-                self._buffer = [Record(i, r) for i, r in zip(page.items, raws, strict=True)][::-1]
-        return self._buffer.pop()
-
-    def __del__(self) -> None:
-        if not self._done:
-            self._stream._stop()
+                for item, raw in zip(page.items, raws, strict=True):
+                    yield Record(item, raw)
+    finally:
+        stream._stop()
 
 
 class ScrollStream(Generic[ItemT]):
@@ -473,13 +457,13 @@ class ScrollStream(Generic[ItemT]):
                 self._producer.run(), name=f"asyncwifi-scroll-{self._producer.spec.what}"
             )
 
-    def _view(self, kind: str) -> _View:
+    def _view(self, kind: str) -> AsyncIterator[Any]:
         if self._iterating:
             raise AsyncWifiError("a scroll stream can be iterated only once")
         if kind == "records" and not self._producer.keep_raw:
             raise AsyncWifiError("records() needs keep_raw=True")
         self._iterating = True
-        return _View(self, kind)
+        return _view(self, kind)
 
     def __aiter__(self) -> AsyncIterator[ItemT]:
         return self._view("items")
