@@ -111,7 +111,7 @@ def test_syntax_error_excerpt_is_around_the_bad_byte() -> None:
     assert len(info.value.raw) <= EXCERPT_BYTES
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])  # + tests/fuzz
 @given(
     data=st.binary(max_size=300)
     | st.recursive(
@@ -341,7 +341,7 @@ event_like = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(items=st.lists(event_like | json_values, max_size=12), keep_raw=st.booleans())
 def test_every_item_is_either_decoded_or_reported(items: list[Any], keep_raw: bool) -> None:
     chunks = [dumps(i) for i in items]
