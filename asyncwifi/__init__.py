@@ -14,6 +14,7 @@ from asyncwifi._retry import RetryPolicy
 from asyncwifi._scroll import Record, ScrollPage, ScrollStream
 from asyncwifi._transport import (
     AiohttpTransport,
+    BodyBuffer,
     MockTransport,
     Request,
     Response,
@@ -38,6 +39,7 @@ logging.getLogger("asyncwifi").addHandler(logging.NullHandler())
 
 __all__ = [
     "AiohttpTransport",
+    "BodyBuffer",
     "Client",
     "ClientState",
     "Clock",

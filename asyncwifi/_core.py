@@ -20,7 +20,7 @@ from asyncwifi._auth import Token, TokenManager
 from asyncwifi._clock import Clock
 from asyncwifi._protocol import error_from_response
 from asyncwifi._retry import RetryPolicy, attempt_error, is_retryable_read
-from asyncwifi._transport import Request, Response, Transport
+from asyncwifi._transport import BodyBuffer, Request, Response, Transport
 from asyncwifi.errors import (
     AmbiguousWriteError,
     ApiError,
@@ -38,7 +38,7 @@ log = logging.getLogger("asyncwifi.http")
 T = TypeVar("T")
 
 
-def _is_json(body: bytes) -> bool:
+def _is_json(body: bytes | memoryview) -> bool:
     try:
         msgspec.json.decode(body)
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
@@ -113,6 +113,7 @@ class _Call:
     objects: str | None
     auth: bool
     on_sent: Callable[[float], None] | None = None
+    into: BodyBuffer | None = None
     token: Token | None = None
     attempt: int = 0
     relogged: bool = False
@@ -152,7 +153,7 @@ class Api:
             headers["Content-Type"] = "application/json"
         if token is not None:
             headers["Authorization"] = token.bearer
-        request = Request(call.method, call.path, call.params, call.body, headers)
+        request = Request(call.method, call.path, call.params, call.body, headers, call.into)
         async with self.scheduler.slot(
             lane=call.lane, deadline=call.deadline, objects=call.objects
         ) as permit:
@@ -206,7 +207,7 @@ class Api:
             call.path,
             response.status,
             response.headers,
-            response.body,
+            bytes(response.body),
             now=self.clock.now(),
         )
 
@@ -266,15 +267,18 @@ class Api:
         deadline: float | None = None,
         objects: str | None = None,
         auth: bool = True,
-        decode: Callable[[bytes], T],
+        decode: Callable[[bytes | memoryview], T],
         on_sent: Callable[[float], None] | None = None,
+        into: BodyBuffer | None = None,
     ) -> T:
         """Send a request that is safe to repeat, retrying per the policy; decode the body.
 
         A body that fails to decode on a 200 (truncated JSON) is retried like a dropped
-        connection, since repeating a read costs one request and loses nothing.
+        connection, since repeating a read costs one request and loses nothing. ``into``:
+        a buffer to read the body into (see :class:`BodyBuffer`); ``decode`` must then keep
+        nothing that points into the body.
         """
-        call = _Call(method, path, params, body, lane, deadline, objects, auth, on_sent)
+        call = _Call(method, path, params, body, lane, deadline, objects, auth, on_sent, into)
         call.started = self.clock.now()
 
         async def once() -> T:
@@ -320,7 +324,7 @@ class Api:
         body: bytes | None = None,
         params: Mapping[str, str] | None = None,
         objects: str | None = None,
-        decode: Callable[[bytes], T],
+        decode: Callable[[bytes | memoryview], T],
         verify: Callable[[], Awaitable[Verdict[T]]] | None,
         token: Token | None = None,
     ) -> T:

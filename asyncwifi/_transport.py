@@ -22,20 +22,63 @@ from yarl import URL
 from asyncwifi._version import __version__
 from asyncwifi.errors import ConfigurationError, TransportError
 
-__all__ = ["AiohttpTransport", "MockTransport", "Request", "Response", "Transport"]
+__all__ = [
+    "AiohttpTransport",
+    "BodyBuffer",
+    "MockTransport",
+    "Request",
+    "Response",
+    "Transport",
+]
 
 USER_AGENT = f"asyncwifi/{__version__}"
 
 
+class BodyBuffer:
+    """A receive buffer reused from one response to the next (a scroll's pages).
+
+    A multi-megabyte body read into fresh memory costs the allocator a heap grown and
+    trimmed again for every page (page faults, about a tenth of a stream's CPU); read into
+    one buffer that stays, it costs a copy. A body read into it is a ``memoryview`` that
+    is valid until the next response is read into the same buffer, so only a caller that
+    decodes the body at once, into objects that copy what they keep, may pass one. The
+    buffer is never resized in place (a live view would forbid it): a bigger body gets a
+    new buffer, which is kept from then on.
+    """
+
+    __slots__ = ("data",)
+
+    def __init__(self, size: int = 0) -> None:
+        self.data = bytearray(size)
+
+    def reserve(self, size: int, keep: int = 0) -> bytearray:
+        """A buffer of at least ``size`` bytes whose first ``keep`` bytes are the current
+        one's: the current buffer when it is big enough, else a new one, kept."""
+        data = self.data
+        if size > len(data):
+            bigger = bytearray(max(size, 2 * len(data)))
+            bigger[:keep] = memoryview(data)[:keep]
+            self.data = data = bigger
+        return data
+
+    def __repr__(self) -> str:
+        return f"BodyBuffer({len(self.data)} bytes)"
+
+
 @dataclass(frozen=True, slots=True)
 class Request:
-    """One HTTP request, before authentication: ``path`` is already percent-encoded."""
+    """One HTTP request, before authentication: ``path`` is already percent-encoded.
+
+    ``into``: a :class:`BodyBuffer` the transport may read a 200 response's body into (the
+    body is then a ``memoryview`` of it); a transport is free to ignore it.
+    """
 
     method: str
     path: str
     params: Mapping[str, str] | None = None
     body: bytes | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    into: BodyBuffer | None = None
 
     def __repr__(self) -> str:
         # headers may hold the bearer token: never shown
@@ -44,11 +87,15 @@ class Request:
 
 @dataclass(slots=True)
 class Response:
-    """A complete HTTP response: status, case-insensitive headers, the whole body."""
+    """A complete HTTP response: status, case-insensitive headers, the whole body.
+
+    ``body`` is ``bytes``, or a ``memoryview`` of the request's :class:`BodyBuffer` when
+    the request passed one and the status is 200.
+    """
 
     status: int
     headers: CIMultiDictProxy[str]
-    body: bytes
+    body: bytes | memoryview
     #: seconds between sending and the last byte of the body
     elapsed: float = 0.0
 
@@ -138,7 +185,11 @@ class AiohttpTransport:
             async with session.request(
                 request.method, url, data=request.body, headers=dict(request.headers)
             ) as resp:
-                body = await resp.read()
+                body: bytes | memoryview
+                if request.into is not None and resp.status == 200:
+                    body = await _read_into(resp, request.into)
+                else:
+                    body = await resp.read()
                 return Response(
                     status=resp.status,
                     headers=resp.headers,
@@ -181,6 +232,19 @@ def _classify(exc: BaseException) -> tuple[str, str]:
 
 
 Handler = Callable[[Request], "Response | Awaitable[Response]"]
+
+
+async def _read_into(resp: aiohttp.ClientResponse, sink: BodyBuffer) -> memoryview:
+    """Read the body into ``sink`` chunk by chunk, as it arrives (one copy, no join)."""
+    buf = sink.reserve(resp.content_length or 0)
+    pos = 0
+    async for chunk in resp.content.iter_any():
+        end = pos + len(chunk)
+        if end > len(buf):
+            buf = sink.reserve(end, keep=pos)
+        buf[pos:end] = chunk
+        pos = end
+    return memoryview(buf)[:pos]
 
 
 class MockTransport:

@@ -268,7 +268,7 @@ _KINDS: dict[type[Model], _PageKind] = {
 
 @overload
 def decode_page(
-    data: bytes,
+    data: bytes | bytearray | memoryview,
     page_type: type[ContactPage],
     *,
     keep_raw: bool = ...,
@@ -276,7 +276,7 @@ def decode_page(
 ) -> DecodedPage[ContactPage, Contact]: ...
 @overload
 def decode_page(
-    data: bytes,
+    data: bytes | bytearray | memoryview,
     page_type: type[EventPage],
     *,
     keep_raw: bool = ...,
@@ -284,7 +284,7 @@ def decode_page(
 ) -> DecodedPage[EventPage, Event]: ...
 @overload
 def decode_page(
-    data: bytes,
+    data: bytes | bytearray | memoryview,
     page_type: type[HotspotPage],
     *,
     keep_raw: bool = ...,
@@ -292,14 +292,14 @@ def decode_page(
 ) -> DecodedPage[HotspotPage, Hotspot]: ...
 @overload
 def decode_page(
-    data: bytes,
+    data: bytes | bytearray | memoryview,
     page_type: type[SegmentPage],
     *,
     keep_raw: bool = ...,
     on_item_error: Callable[[ItemError], None] | None = ...,
 ) -> DecodedPage[SegmentPage, Segment]: ...
 def decode_page(
-    data: bytes,
+    data: bytes | bytearray | memoryview,
     page_type: type[Model],
     *,
     keep_raw: bool = False,
@@ -333,7 +333,7 @@ def decode_page(
 
 def _decode_page_slowly(
     kind: _PageKind,
-    data: bytes,
+    data: bytes | bytearray | memoryview,
     keep_raw: bool,
     on_item_error: Callable[[ItemError], None] | None,
 ) -> DecodedPage[Any, Any]:

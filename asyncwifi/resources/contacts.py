@@ -32,7 +32,7 @@ from asyncwifi.ratelimit import Lane
 __all__ = ["Contacts"]
 
 
-def _contact_of(body: bytes) -> Contact:
+def _contact_of(body: bytes | memoryview) -> Contact:
     data = decode_generic(body, what="contact")
     for key in ("customer", "contact", "data"):
         inner = data.get(key)
@@ -42,7 +42,7 @@ def _contact_of(body: bytes) -> Contact:
     try:
         return msgspec.convert(data, Contact, str_keys=True)
     except msgspec.ValidationError as exc:
-        raise DecodeError(f"invalid contact: {exc}", raw=body[:1024]) from None
+        raise DecodeError(f"invalid contact: {exc}", raw=bytes(body[:1024])) from None
 
 
 class Contacts:

@@ -6,6 +6,7 @@ import asyncwifi
 
 EXPECTED = [
     "AiohttpTransport",
+    "BodyBuffer",
     "Client",
     "ClientState",
     "Clock",
