@@ -215,3 +215,31 @@ async def test_a_new_scroll_on_a_spent_day_raises_at_once_in_raise_mode(make_sim
                 async for _ in api.events.list(size=100):
                     pass
             assert sim.counters.requests == sent
+
+
+async def test_the_next_page_is_asked_for_while_the_consumer_reads_this_one(
+    make_sim: Any,
+) -> None:
+    # a consumer that never suspends mid-page: the next request must still go out as
+    # soon as a page is handed over, so that the server works while the consumer does
+    async with make_sim(events=500) as sim, client_for(sim, limits=NO_LIMITS) as api:
+        stream = api.events.list(size=100)
+        seen = 0
+        async for _event in stream:
+            if seen % 100 == 0:
+                page = seen // 100 + 1  # this record is the first of this page
+                assert stream.requests >= page + 1, (page, stream.requests)
+            seen += 1
+        assert seen == 500
+
+
+async def test_a_record_handed_out_is_not_kept_by_the_stream(make_sim: Any) -> None:
+    # a page is megabytes: each record must be freed as soon as the consumer lets go of
+    # it, not when the whole page is done (memory bound, and freed while in the cache)
+    async with make_sim(events=300) as sim, client_for(sim, limits=NO_LIMITS) as api:
+        iterator = aiter(api.events.list(size=100))
+        first = await anext(iterator)
+        holders = [r for r in gc.get_referrers(first) if isinstance(r, list | tuple | dict)]
+        assert holders == []
+        rest = [e async for e in iterator]
+        assert len(rest) == 299
