@@ -31,6 +31,7 @@ from asyncwifi._core import Api
 from asyncwifi._transport import BodyBuffer
 from asyncwifi.errors import AsyncWifiError, ScrollExpiredError
 from asyncwifi.models import ContactPage, EventPage, ItemError, decode_page
+from asyncwifi.models._slices import SlicedPage, slice_page
 from asyncwifi.ratelimit import Lane
 
 __all__ = ["Record", "ScrollPage", "ScrollSpec", "ScrollStream"]
@@ -135,12 +136,24 @@ class _Cursor:
     ) -> None:
         """Record a page in time order without per-record work: only its tail matters
         (the last time, and the ids delivered at exactly that time)."""
-        last = time_of(items[-1])
-        if last is None:
+        if time_of(items[-1]) is None:
             for item in items:
                 self.add(key(item), time_of(item))
             return
         self.delivered += len(items)
+        self.advance_time(items, key, time_of)
+
+    def advance_time(
+        self,
+        items: list[Any],
+        key: Callable[[Any], str | None],
+        time_of: Callable[[Any], str | None],
+    ) -> None:
+        """Move the time cursor to the end of ``items``, whose last record has a time and
+        which hold every record of the page at that time (the caller counts them)."""
+        last = time_of(items[-1])
+        if last is None:
+            raise ValueError("advance_time needs a last record with a time")
         tail: set[str] = set()
         for item in reversed(items):
             if time_of(item) != last:
@@ -194,9 +207,12 @@ class _Producer:
         self.window = window
         self.on_item_error = on_item_error
         self.lane = lane
-        # typed records copy what they keep, so each page's body is read into one buffer
-        # (see BodyBuffer); raw records are views of their body, which must stay theirs
-        self.buffer = None if keep_raw else BodyBuffer()
+        # typed records copy what they keep, so bodies are read into buffers that are
+        # reused (see BodyBuffer): one per page not yet consumed; raw records are views of
+        # their body, which must stay theirs
+        self.spare: list[BodyBuffer] = []
+        #: decode pages a slice at a time as they are consumed (record iteration of events)
+        self.sliced = False
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.taken = asyncio.Event()
         self.cursor = _Cursor(skip=set(skip_ids))
@@ -228,22 +244,55 @@ class _Producer:
         if continuation and previous is not None:
             # the next request must reach the server within the window: keep 5 % for the road
             deadline = previous + self.window * 0.95
-        page = await self.api.read(
-            "GET",
-            self.spec.path,
-            params=params,
-            lane=Lane.SCROLL if continuation else self.lane,
-            deadline=deadline,
-            objects=self.spec.objects,
-            on_sent=self._sent,
-            into=self.buffer,
-            decode=lambda body: decode_page(
-                body, self.spec.page_type, keep_raw=self.keep_raw, on_item_error=self._bad_item
-            ),
-        )
+        buffer = None if self.keep_raw else (self.spare.pop() if self.spare else BodyBuffer())
+        page: Any = None
+        try:
+            page = await self.api.read(
+                "GET",
+                self.spec.path,
+                params=params,
+                lane=Lane.SCROLL if continuation else self.lane,
+                deadline=deadline,
+                objects=self.spec.objects,
+                on_sent=self._sent,
+                into=buffer,
+                decode=lambda body: self._decode(body, buffer),
+            )
+        finally:
+            if buffer is not None and not isinstance(page, _SlicedPage):
+                self.spare.append(buffer)  # decoded already: the buffer is free again
         self.last_received = self.api.clock.now()
         gap = 0.0 if previous is None else self.last_received - previous
         return page, gap
+
+    def _decode(self, body: bytes | memoryview, buffer: BodyBuffer | None) -> Any:
+        """The page, decoded whole, or cut into slices that the consumer decodes as it
+        reads them (see models/_slices.py): only when the stream hands out records one by
+        one, the body is in our own buffer, and no record of the page needs a check."""
+        spec = self.spec
+        if (
+            self.sliced
+            and buffer is not None
+            and isinstance(body, memoryview)
+            and body.obj is buffer.data
+            and spec.time_of is not None
+            and not self._dedupe()
+        ):
+            sliced = slice_page(buffer.data, len(body), spec.page_type)
+            if sliced is not None:
+                tail, time_of = sliced.tail, spec.time_of
+                last = time_of(tail[-1])
+                # the time cursor needs every record at the last time: all in the tail
+                if last is not None and time_of(tail[0]) != last:
+                    return _SlicedPage(sliced, buffer)
+        return decode_page(
+            body, spec.page_type, keep_raw=self.keep_raw, on_item_error=self._bad_item
+        )
+
+    def _dedupe(self) -> bool:
+        """Whether each record must be checked against what was delivered before."""
+        cursor = self.cursor
+        return bool(cursor.skip) or cursor.all_ids is not None or self.resumes > 0
 
     async def _await_room(self) -> None:
         """Do not start a scroll that the budget cannot keep alive: wait for room."""
@@ -303,6 +352,21 @@ class _Producer:
                     # the id is known to be dead: resume (or fail) without a wasted request
                     params, continuation = self._resume(lapsed), False
             decoded, gap = await self._fetch(params, continuation=continuation)
+            if isinstance(decoded, _SlicedPage):
+                # never empty: its records are handed out, and counted, as they are read
+                sliced = decoded.sliced
+                assert spec.time_of is not None
+                self.cursor.advance_time(sliced.tail, spec.key, spec.time_of)
+                scroll_id = spec.scroll_id(sliced.envelope)
+                self.pages += 1
+                decoded.number, decoded.scroll_id = self.pages, scroll_id
+                self.queue.put_nowait(decoded)
+                if not scroll_id:
+                    self.queue.put_nowait(_END)
+                    return
+                params, continuation = spec.continuation(scroll_id), True
+                await self._until_needed()
+                continue
             envelope = decoded.envelope
             total = spec.total(envelope)
             if total is not None:
@@ -362,7 +426,7 @@ class _Producer:
         items: list[Any] = decoded.items
         raws: list[msgspec.Raw] | None = decoded.raw_items
         key, time_of = spec.key, spec.time_of
-        dedupe = bool(cursor.skip) or cursor.all_ids is not None or self.resumes > 0
+        dedupe = self._dedupe()
         if dedupe:
             kept: list[Any] = []
             kept_raw: list[msgspec.Raw] | None = [] if raws is not None else None
@@ -390,6 +454,16 @@ class _Producer:
 
 
 @dataclass(slots=True)
+class _SlicedPage:
+    """A page of records decoded as they are consumed, with the buffer its body is in."""
+
+    sliced: SlicedPage
+    buffer: BodyBuffer
+    number: int = 0
+    scroll_id: str | None = None
+
+
+@dataclass(slots=True)
 class _Failure:
     error: BaseException
 
@@ -404,9 +478,22 @@ async def _view(stream: ScrollStream[Any], kind: str) -> AsyncIterator[Any]:
     still in the cache (a 10,000-record page is megabytes; freed at the end, cold, it cost
     about a tenth of the stream's CPU), and the next page decodes into that memory."""
     next_page = stream._next_page
+    producer = stream._producer
     try:
         while (page := await next_page()) is not None:
-            if kind == "items":
+            if isinstance(page, _SlicedPage):
+                sliced, buffer = page.sliced, page.buffer
+                del page
+                cursor = producer.cursor
+                for items in sliced.batches(producer._bad_item):
+                    cursor.delivered += len(items)
+                    items.reverse()
+                    pop = items.pop
+                    while items:
+                        yield pop()
+                del sliced
+                producer.spare.append(buffer)  # read to the end: its buffer is free
+            elif kind == "items":
                 items = page.items
                 del page
                 items.reverse()
@@ -479,6 +566,7 @@ class ScrollStream(Generic[ItemT]):
         if kind == "records" and not self._producer.keep_raw:
             raise AsyncWifiError("records() needs keep_raw=True")
         self._iterating = True
+        self._producer.sliced = kind == "items"
         return _view(self, kind)
 
     def __aiter__(self) -> AsyncIterator[ItemT]:
@@ -492,7 +580,7 @@ class ScrollStream(Generic[ItemT]):
         """Iterate records as (typed item, exact server bytes)."""
         return self._view("records")
 
-    async def _next_page(self) -> ScrollPage[ItemT] | None:
+    async def _next_page(self) -> ScrollPage[ItemT] | _SlicedPage | None:
         if self._finished:
             return None
         self._start()
@@ -508,7 +596,7 @@ class ScrollStream(Generic[ItemT]):
         if isinstance(got, _Failure):
             self._stop()
             raise got.error
-        page: ScrollPage[ItemT] = got
+        page: ScrollPage[ItemT] | _SlicedPage = got
         return page
 
     def _stop(self) -> None:

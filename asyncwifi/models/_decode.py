@@ -220,7 +220,9 @@ class _PageKind:
         "envelope",
         "field",
         "item",
+        "item_list",
         "items",
+        "key",
         "raw_envelope",
         "raw_items",
         "typed",
@@ -253,6 +255,10 @@ class _PageKind:
         self.raw_items: msgspec.json.Decoder[Any] = msgspec.json.Decoder(raw_only)
         #: the item list's name on the wire, for JSON paths
         self.wire: str = next(f.encode_name for f in fields if f.name == items_field)
+        #: a list of items alone (a slice of a page, see ``_slices``)
+        self.item_list: msgspec.json.Decoder[Any] = msgspec.json.Decoder(list[item])  # type: ignore[valid-type]
+        #: the item list's member as compact JSON writes it: ``"events":[``
+        self.key: bytes = b'"' + self.wire.encode() + b'":['
 
 
 _KINDS: dict[type[Model], _PageKind] = {
@@ -336,8 +342,12 @@ def _decode_page_slowly(
     data: bytes | bytearray | memoryview,
     keep_raw: bool,
     on_item_error: Callable[[ItemError], None] | None,
+    offset: int = 0,
 ) -> DecodedPage[Any, Any]:
-    """The fallback: raw envelope once, then item by item; bad items become ItemErrors."""
+    """The fallback: raw envelope once, then item by item; bad items become ItemErrors.
+
+    ``offset``: how many items of the page came before ``data``'s first (the rest of a
+    sliced page), so that an error's index and path are the whole page's."""
     try:
         raw_env = kind.raw_envelope.decode(data)
     except _DECODE_FAILURES as exc:
@@ -352,8 +362,9 @@ def _decode_page_slowly(
             items.append(decode_item(raw))
         except _DECODE_FAILURES as exc:
             message, sub = _split_path(str(exc))
-            path = f"$.{kind.wire}[{index}]" + (sub[1:] if sub else "")
-            error = ItemError(index, path, message, bytes(raw))
+            at = index + offset
+            path = f"$.{kind.wire}[{at}]" + (sub[1:] if sub else "")
+            error = ItemError(at, path, message, bytes(raw))
             errors.append(error)
             if on_item_error is not None:
                 on_item_error(error)

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from asyncwifi import Limit, Limits, ScaledClock, errors
+import asyncwifi._scroll as scroll_module
+from asyncwifi import AiohttpTransport, Limit, Limits, ScaledClock, errors
 from asyncwifi.testing import Faults
 from tests.client._support import NO_LIMITS, client_for, scroll_tasks
 
@@ -100,13 +101,16 @@ async def test_twenty_concurrent_streams_share_the_budget(make_sim: Any) -> None
         assert sim.counters.max_in_any_window <= 60
 
 
+@pytest.mark.parametrize("size", [100, 5_000], ids=["whole-pages", "sliced-pages"])
 @pytest.mark.parametrize("how", ["break", "cancel", "raise"])
-async def test_leaving_a_stream_stops_its_background_task(make_sim: Any, how: str) -> None:
-    sim_options = {"events": 2_000, "rate_limit_mode": "off"}
+async def test_leaving_a_stream_stops_its_background_task(
+    make_sim: Any, how: str, size: int
+) -> None:
+    sim_options = {"events": 12_000, "rate_limit_mode": "off"}
     async with make_sim(**sim_options) as sim, client_for(sim, limits=NO_LIMITS) as api:
 
         async def consume() -> None:
-            async for event in api.events.list(size=100, prefetch=3):
+            async for event in api.events.list(size=size, prefetch=3):
                 assert event.id
                 if how == "break":
                     break
@@ -243,3 +247,72 @@ async def test_a_record_handed_out_is_not_kept_by_the_stream(make_sim: Any) -> N
         assert holders == []
         rest = [e async for e in iterator]
         assert len(rest) == 299
+
+
+class _Sliced:
+    """Counts the pages that were cut into slices (the fast path of record iteration)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.pages = 0
+        real = scroll_module.slice_page
+
+        def counting(*args: Any, **kwargs: Any) -> Any:
+            page = real(*args, **kwargs)
+            self.pages += page is not None
+            return page
+
+        monkeypatch.setattr(scroll_module, "slice_page", counting)
+
+
+async def test_big_pages_decoded_slice_by_slice_give_every_event_once_in_order(
+    make_sim: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sliced = _Sliced(monkeypatch)
+    async with make_sim(events=25_000) as sim, client_for(sim, limits=NO_LIMITS) as api:
+        stream = api.events.list(size=10_000)
+        ids = [e.id async for e in stream]
+        assert ids == sim.data.event_ids()
+        assert stream.delivered == 25_000
+        assert stream.pages_fetched == 3
+        assert sliced.pages == 3  # every page was cut into slices
+        # a second stream reads its pages into the buffers the first one gave back
+        assert [e.id async for e in api.events.list(size=10_000)] == ids
+
+
+class _Corrupting:
+    """A transport that turns one event id into a number in the first big page, in place
+    (same length), the way a server bug would: valid JSON, a record of the wrong shape."""
+
+    def __init__(self, inner: Any, victim: str) -> None:
+        self.inner = inner
+        self.victim = victim.encode()
+
+    async def send(self, request: Any) -> Any:
+        response = await self.inner.send(request)
+        body = response.body
+        quoted = b'"' + self.victim + b'"'
+        at = bytes(body).find(quoted)
+        if at >= 0 and isinstance(body, memoryview):
+            body[at : at + len(quoted)] = b"1" * len(quoted)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_malformed_record_in_a_sliced_page_costs_only_itself(
+    make_sim: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sliced = _Sliced(monkeypatch)
+    async with make_sim(events=25_000) as sim:
+        expected = sim.data.event_ids()
+        victim = expected[4_321]
+        transport = _Corrupting(AiohttpTransport(sim.base_url), victim)
+        bad: list[Any] = []
+        async with client_for(sim, limits=NO_LIMITS, transport=transport) as api:
+            stream = api.events.list(size=10_000, on_item_error=bad.append)
+            ids = [e.id async for e in stream]
+        assert ids == [i for i in expected if i != victim]
+        assert [(e.index, e.path) for e in bad] == [(4_321, "$.events[4321].id")]
+        assert stream.errors == bad
+        assert sliced.pages == stream.pages_fetched == 3

@@ -1,0 +1,127 @@
+"""Pages decoded a slice at a time: the same records as decoding the page whole, or none."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from asyncwifi import errors
+from asyncwifi.models import EventPage, ItemError, decode_page
+from asyncwifi.models._slices import slice_page
+
+#: small slices, so that small bodies are cut many times
+STEP = 512
+
+
+def _event(i: int, **extra: Any) -> dict[str, Any]:
+    second = i // 3  # three events a second: a tail whose records share a time
+    return {
+        "type": "visit",
+        "id": f"ev{i:06d}",
+        "date": f"2026-01-01T{second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}Z",
+        "visit": {"startAt": "2026-01-01T00:00:00Z", "duration": i},
+        **extra,
+    }
+
+
+def _body(events: list[Any], **members: Any) -> bytes:
+    page = {"status": "OK", "generated": "2026-01-01T00:00:00Z", "count": len(events)}
+    page.update(members)
+    page["events"] = events
+    page.setdefault("scrollId", "sid-1")
+    return msgspec.json.encode(page)
+
+
+def _read(body: bytes, step: int = STEP) -> tuple[Any, list[Any], list[ItemError]]:
+    """Slice ``body`` and read every batch: (envelope, records, errors)."""
+    data = bytearray(body) + bytearray(64)  # a reused buffer is longer than its body
+    sliced = slice_page(data, len(body), EventPage, slice_bytes=step)
+    assert sliced is not None
+    found: list[ItemError] = []
+    records = [r for batch in sliced.batches(found.append) for r in batch]
+    return sliced.envelope, records, found
+
+
+def test_slices_give_the_records_and_members_of_the_whole_page() -> None:
+    events = [_event(i) for i in range(400)]
+    body = _body(events)
+    whole = decode_page(body, EventPage)
+    envelope, records, found = _read(body)
+    assert records == whole.items
+    assert found == []
+    assert envelope.scroll_id == "sid-1"
+    assert envelope.count == 400
+    assert envelope.generated == whole.envelope.generated
+
+
+def test_members_after_the_list_are_read_from_the_tail() -> None:
+    body = msgspec.json.encode(
+        {"events": [_event(i) for i in range(300)], "scrollId": "after", "count": 300}
+    )
+    envelope, records, _ = _read(body)
+    assert [r.id for r in records] == [f"ev{i:06d}" for i in range(300)]
+    assert (envelope.scroll_id, envelope.count) == ("after", 300)
+
+
+def test_a_cut_inside_a_string_is_never_taken_for_a_boundary() -> None:
+    # every record carries "},{" inside a string: many cut candidates are not boundaries
+    trap = '"},{"type":"x"},{'
+    events = [_event(i, type=trap if i % 2 else "visit") for i in range(300)]
+    body = _body(events)
+    assert body.count(b"},{") > 500  # 299 boundaries, 300 inside strings
+    whole = decode_page(body, EventPage).items
+    sliced = 0
+    for step in range(30, 3000, 97):
+        data = bytearray(body)
+        page = slice_page(data, len(body), EventPage, slice_bytes=step)
+        if page is None:
+            continue  # the last cut was inside a string: the tail did not decode
+        sliced += 1
+        found: list[ItemError] = []
+        assert [r for batch in page.batches(found.append) for r in batch] == whole, step
+        assert found == []
+    assert sliced >= 10
+
+
+def test_a_malformed_record_costs_only_itself_with_its_page_index() -> None:
+    events: list[Any] = [_event(i) for i in range(300)]
+    events[150] = {**_event(150), "visit": {"duration": "long"}}  # wrong type, valid JSON
+    body = _body(events)
+    _, records, found = _read(body)
+    assert [r.id for r in records] == [f"ev{i:06d}" for i in range(300) if i != 150]
+    assert len(found) == 1
+    assert found[0].index == 150
+    assert found[0].path == "$.events[150].visit.duration"
+    assert b'"long"' in found[0].raw
+
+
+def test_the_stream_refuses_a_rest_that_disagrees_with_the_tail() -> None:
+    events: list[Any] = [_event(i) for i in range(300)]
+    events[10] = {**_event(10), "id": 10}  # forces the careful path from slice one
+    body = _body(events)
+    data = bytearray(body)
+    sliced = slice_page(data, len(body), EventPage, slice_bytes=STEP)
+    assert sliced is not None
+    sliced.tail[-1] = msgspec.structs.replace(sliced.tail[-1], id="forged")
+    with pytest.raises(errors.DecodeError, match="consistently"):
+        [r for batch in sliced.batches(lambda e: None) for r in batch]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _body([_event(i) for i in range(3)]),  # small: not worth slicing
+        _body([_event(0, survey={"questions": {"q": "x" * 5_000}})]),  # one record: no cut
+        msgspec.json.format(_body([_event(i) for i in range(300)]), indent=1),  # not compact
+        _body([_event(i) for i in range(300)], meta={"events": [1]}),  # the key, nested first
+        _body([_event(i) for i in range(299)] + [{**_event(299), "id": 5}]),  # bad tail
+        _body([_event(i) for i in range(300)])[:-9],  # truncated
+    ],
+    ids=["small", "one-record", "pretty", "nested-key", "bad-tail", "truncated"],
+)
+def test_a_page_that_cannot_be_sliced_safely_is_left_whole(body: bytes) -> None:
+    data = bytearray(body)
+    assert slice_page(data, len(body), EventPage, slice_bytes=STEP) is None
+    assert data == body  # only read
