@@ -8,27 +8,28 @@ quarter less CPU per record for a typed scroll stream.
 
 How a page is cut, and why a cut can be trusted:
 
-* The items member must be written compactly, ``"events":[``; the body before it plus
-  ``"events":[]}`` must decode as the page (so the member is one of the top-level object's,
-  not text inside a string or a nested object). Its ``[`` starts the first slice.
-* Cuts are made at ``},{`` roughly every ``slice_bytes``. A slice is decoded in place: the
-  byte before it becomes ``[`` and the ``,`` after it ``]``. JSON is parsed the same way
-  from the same state, so a slice that starts where a record starts and decodes as a list
-  ends where a record ends: a cut inside a string or a nested object cannot decode (it
-  leaves a string or an object open). Slices are decoded in order, so each starts where
-  the previous one was proved to end.
+* The first ``"events":[`` (whitespace allowed) must be the items member: the body before
+  it plus ``"events":[]}`` must decode as the page (so the member is one of the top-level
+  object's, not text inside a string or a nested object). Its ``[`` starts the first slice.
+* Cuts are made at ``},{`` (whitespace allowed) roughly every ``slice_bytes``. A slice is
+  decoded in place: the byte before it becomes ``[`` and the ``,`` after it ``]``. JSON is
+  parsed the same way from the same state, so a slice that starts where a record starts
+  and decodes as a list ends where a record ends: a cut inside a string or a nested object
+  cannot decode (it leaves a string or an object open). Slices are decoded in order, so
+  each starts where the previous one was proved to end.
 * The tail (the records after the last cut, and the members after the list, where a scroll
   id may be) is decoded when the page arrives, because the stream needs the scroll id and
   the last record's time at once. It is only proved right once every slice before it has
   decoded; if one does not (a malformed record, or a cut that was not a boundary), the rest
   of the page is decoded the careful way, record by record, and must agree with the tail.
 
-A page that does not fit this (small, pretty-printed, read-only, a head or tail that does
-not decode) is left to :func:`decode_page`, which decodes it whole.
+A page that does not fit this (small, one huge record, a head or tail that does not
+decode) is left to :func:`decode_page`, which decodes it whole.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -43,6 +44,12 @@ __all__ = ["SLICE_BYTES", "SlicedPage", "slice_page"]
 SLICE_BYTES = 128 * 1024
 
 _OPEN, _CLOSE = ord("["), ord("]")
+#: between two records: the ``}`` ends one, group 1 is the ``,``, the ``{`` starts the next
+_BETWEEN = re.compile(rb"\}\s*(,)\s*\{")
+#: the items member's key, by wire name: ``"events":[``
+_MEMBER = {
+    k.wire: re.compile(rb'"' + re.escape(k.wire.encode()) + rb'"\s*:\s*\[') for k in _KINDS.values()
+}
 
 
 class SlicedPage:
@@ -132,16 +139,15 @@ def slice_page(
     kind = _KINDS[page_type]
     if size < 2 * slice_bytes:
         return None
-    key = kind.key
-    at = data.find(key, 0, size)
-    if at < 0:
+    found = _MEMBER[kind.wire].search(data, 0, size)
+    if found is None:
         return None
-    first = at + len(key)
+    at, start = found.start(), found.end()
+    key = kind.key
     slices: list[tuple[int, int]] = []
-    start = first
-    while (cut := data.find(b"},{", start + slice_bytes, size)) >= 0:
-        slices.append((start, cut + 1))
-        start = cut + 2
+    while (cut := _BETWEEN.search(data, start + slice_bytes, size)) is not None:
+        slices.append((start, cut.start(1)))  # from a record's "{" to the "," after one
+        start = cut.end() - 1
     if not slices:
         return None
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import msgspec
@@ -54,6 +55,21 @@ def test_slices_give_the_records_and_members_of_the_whole_page() -> None:
     assert envelope.scroll_id == "sid-1"
     assert envelope.count == 400
     assert envelope.generated == whole.envelope.generated
+
+
+@pytest.mark.parametrize("layout", ["indented", "python-json"])
+def test_whitespace_between_records_is_sliced_too(layout: str) -> None:
+    events = [_event(i) for i in range(300)]
+    compact = _body(events)
+    if layout == "indented":
+        body = msgspec.json.format(compact, indent=2)
+    else:  # what Python's json.dumps writes by default: ", " and ": "
+        body = json.dumps(json.loads(compact)).encode()
+    assert b"},{" not in body
+    envelope, records, found = _read(body)
+    assert records == decode_page(compact, EventPage).items
+    assert found == []
+    assert envelope.scroll_id == "sid-1"
 
 
 def test_members_after_the_list_are_read_from_the_tail() -> None:
@@ -113,13 +129,13 @@ def test_the_stream_refuses_a_rest_that_disagrees_with_the_tail() -> None:
     "body",
     [
         _body([_event(i) for i in range(3)]),  # small: not worth slicing
+        msgspec.json.encode({"status": "x" * 2_000, "count": 0}),  # no list at all
         _body([_event(0, survey={"questions": {"q": "x" * 5_000}})]),  # one record: no cut
-        msgspec.json.format(_body([_event(i) for i in range(300)]), indent=1),  # not compact
         _body([_event(i) for i in range(300)], meta={"events": [1]}),  # the key, nested first
         _body([_event(i) for i in range(299)] + [{**_event(299), "id": 5}]),  # bad tail
         _body([_event(i) for i in range(300)])[:-9],  # truncated
     ],
-    ids=["small", "one-record", "pretty", "nested-key", "bad-tail", "truncated"],
+    ids=["small", "no-list", "one-record", "nested-key", "bad-tail", "truncated"],
 )
 def test_a_page_that_cannot_be_sliced_safely_is_left_whole(body: bytes) -> None:
     data = bytearray(body)
