@@ -145,7 +145,9 @@ def slice_page(
     at, start = found.start(), found.end()
     key = kind.key
     slices: list[tuple[int, int]] = []
-    while (cut := _BETWEEN.search(data, start + slice_bytes, size)) is not None:
+    # the tail keeps half a slice at least: the time cursor wants more than a few records
+    last_cut = size - slice_bytes // 2
+    while (cut := _BETWEEN.search(data, start + slice_bytes, last_cut)) is not None:
         slices.append((start, cut.start(1)))  # from a record's "{" to the "," after one
         start = cut.end() - 1
     if not slices:
