@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Collection, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -353,32 +353,21 @@ class _Producer:
                     params, continuation = self._resume(lapsed), False
             decoded, gap = await self._fetch(params, continuation=continuation)
             if isinstance(decoded, _SlicedPage):
-                # never empty: its records are handed out, and counted, as they are read
-                sliced = decoded.sliced
-                assert spec.time_of is not None
-                self.cursor.advance_time(sliced.tail, spec.key, spec.time_of)
-                scroll_id = spec.scroll_id(sliced.envelope)
-                self.pages += 1
-                decoded.number, decoded.scroll_id = self.pages, scroll_id
-                self.queue.put_nowait(decoded)
-                if not scroll_id:
+                # never empty, never needs a check: counted as its records are read
+                scroll_id, fresh = self._deliver_sliced(decoded), 1
+            else:
+                envelope = decoded.envelope
+                total = spec.total(envelope)
+                if total is not None:
+                    self.total = total
+                scroll_id = spec.scroll_id(envelope)
+                if not decoded.items and not decoded.errors:
+                    if continuation and self._expired(gap):
+                        params, continuation = self._resume(gap), False
+                        continue
                     self.queue.put_nowait(_END)
                     return
-                params, continuation = spec.continuation(scroll_id), True
-                await self._until_needed()
-                continue
-            envelope = decoded.envelope
-            total = spec.total(envelope)
-            if total is not None:
-                self.total = total
-            scroll_id = spec.scroll_id(envelope)
-            if not decoded.items and not decoded.errors:
-                if continuation and self._expired(gap):
-                    params, continuation = self._resume(gap), False
-                    continue
-                self.queue.put_nowait(_END)
-                return
-            fresh = self._deliver(decoded, scroll_id)
+                fresh = self._deliver(decoded, scroll_id)
             if not scroll_id:
                 self.queue.put_nowait(_END)
                 return
@@ -386,6 +375,24 @@ class _Producer:
             continuation = True
             if fresh:
                 await self._until_needed()
+
+    def _deliver_sliced(self, page: _SlicedPage) -> str | None:
+        """Queue a sliced page; its tail moves the time cursor. Returns its scroll id."""
+        spec = self.spec
+        assert spec.time_of is not None  # sliced only when ordered by time
+        self.cursor.advance_time(page.sliced.tail, spec.key, spec.time_of)
+        self.pages += 1
+        self.queue.put_nowait(page)
+        return spec.scroll_id(page.sliced.envelope)
+
+    def read_sliced(self, page: _SlicedPage) -> Iterator[list[Any]]:
+        """A sliced page's records, a slice at a time, counted as they are decoded; once
+        read to the end, its buffer is free for another page."""
+        cursor = self.cursor
+        for items in page.sliced.batches(self._bad_item):
+            cursor.delivered += len(items)
+            yield items
+        self.spare.append(page.buffer)
 
     def _expired(self, gap: float) -> bool:
         """An empty continuation: the end, or a lapsed id that answers like the end?"""
@@ -459,8 +466,6 @@ class _SlicedPage:
 
     sliced: SlicedPage
     buffer: BodyBuffer
-    number: int = 0
-    scroll_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -478,32 +483,24 @@ async def _view(stream: ScrollStream[Any], kind: str) -> AsyncIterator[Any]:
     still in the cache (a 10,000-record page is megabytes; freed at the end, cold, it cost
     about a tenth of the stream's CPU), and the next page decodes into that memory."""
     next_page = stream._next_page
-    producer = stream._producer
+    read_sliced = stream._producer.read_sliced
     try:
         while (page := await next_page()) is not None:
-            if isinstance(page, _SlicedPage):
-                sliced, buffer = page.sliced, page.buffer
+            if kind == "items":
+                # a sliced page (only record iteration gets them) comes a slice at a time
+                batches = read_sliced(page) if isinstance(page, _SlicedPage) else (page.items,)
                 del page
-                cursor = producer.cursor
-                for items in sliced.batches(producer._bad_item):
-                    cursor.delivered += len(items)
+                for items in batches:
                     items.reverse()
                     pop = items.pop
                     while items:
                         yield pop()
-                del sliced
-                producer.spare.append(buffer)  # read to the end: its buffer is free
-            elif kind == "items":
-                items = page.items
-                del page
-                items.reverse()
-                pop = items.pop
-                while items:
-                    yield pop()
+                del batches
             elif kind == "pages":
                 yield page
                 del page  # not held while the next page is awaited
             else:
+                assert isinstance(page, ScrollPage)  # records() never gets a sliced page
                 raws: list[msgspec.Raw | None] = (
                     list(page.raw_items) if page.raw_items is not None else [None] * len(page.items)
                 )
