@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, TypeAlias, TypeVar, overload
 
 import msgspec
 
@@ -47,6 +47,11 @@ __all__ = [
     "decode_page",
     "encode",
 ]
+
+#: a body as read from the network (bytes, or a view of a reused buffer)
+Body: TypeAlias = bytes | bytearray | memoryview
+#: what the decoders accept: a body, or JSON text
+JsonInput: TypeAlias = Body | str
 
 T = TypeVar("T")
 EnvelopeT = TypeVar("EnvelopeT", bound=Model)
@@ -105,7 +110,7 @@ def _split_path(message: str) -> tuple[str, str | None]:
     return message[: match.start()], match.group(1)
 
 
-def _excerpt(data: bytes | bytearray | memoryview | str, message: str) -> bytes:
+def _excerpt(data: JsonInput, message: str) -> bytes:
     """A bounded excerpt of ``data``: around the failing byte when msgspec names it."""
     raw = data.encode() if isinstance(data, str) else data
     match = _AT_BYTE.search(message)
@@ -113,7 +118,7 @@ def _excerpt(data: bytes | bytearray | memoryview | str, message: str) -> bytes:
     return bytes(raw[start : start + EXCERPT_BYTES])
 
 
-def _error(exc: Exception, data: bytes | bytearray | memoryview | str, what: str) -> DecodeError:
+def _error(exc: Exception, data: JsonInput, what: str) -> DecodeError:
     message = str(exc)
     _, path = _split_path(message)
     return DecodeError(f"cannot decode {what}: {message}", path=path, raw=_excerpt(data, message))
@@ -123,7 +128,7 @@ def _name(type_: Any) -> str:
     return getattr(type_, "__name__", None) or repr(type_)
 
 
-def decode(data: bytes | bytearray | memoryview | str, type_: type[T], *, what: str = "") -> T:
+def decode(data: JsonInput, type_: type[T], *, what: str = "") -> T:
     """Decode a JSON body into ``type_``.
 
     Raises ``DecodeError`` (and nothing else) when the body is not JSON or does not match:
@@ -140,9 +145,7 @@ def decode(data: bytes | bytearray | memoryview | str, type_: type[T], *, what: 
     return result
 
 
-def decode_generic(
-    data: bytes | bytearray | memoryview | str, *, what: str = ""
-) -> GenericResponse:
+def decode_generic(data: JsonInput, *, what: str = "") -> GenericResponse:
     """Decode a body whose shape the spec does not show (see :mod:`.generic`).
 
     An empty body gives ``{}``; a JSON object a ``dict``; any other JSON value
@@ -274,7 +277,7 @@ _KINDS: dict[type[Model], _PageKind] = {
 
 @overload
 def decode_page(
-    data: bytes | bytearray | memoryview,
+    data: Body,
     page_type: type[ContactPage],
     *,
     keep_raw: bool = ...,
@@ -282,7 +285,7 @@ def decode_page(
 ) -> DecodedPage[ContactPage, Contact]: ...
 @overload
 def decode_page(
-    data: bytes | bytearray | memoryview,
+    data: Body,
     page_type: type[EventPage],
     *,
     keep_raw: bool = ...,
@@ -290,7 +293,7 @@ def decode_page(
 ) -> DecodedPage[EventPage, Event]: ...
 @overload
 def decode_page(
-    data: bytes | bytearray | memoryview,
+    data: Body,
     page_type: type[HotspotPage],
     *,
     keep_raw: bool = ...,
@@ -298,14 +301,14 @@ def decode_page(
 ) -> DecodedPage[HotspotPage, Hotspot]: ...
 @overload
 def decode_page(
-    data: bytes | bytearray | memoryview,
+    data: Body,
     page_type: type[SegmentPage],
     *,
     keep_raw: bool = ...,
     on_item_error: Callable[[ItemError], None] | None = ...,
 ) -> DecodedPage[SegmentPage, Segment]: ...
 def decode_page(
-    data: bytes | bytearray | memoryview,
+    data: Body,
     page_type: type[Model],
     *,
     keep_raw: bool = False,
@@ -339,7 +342,7 @@ def decode_page(
 
 def _decode_page_slowly(
     kind: _PageKind,
-    data: bytes | bytearray | memoryview,
+    data: Body,
     keep_raw: bool,
     on_item_error: Callable[[ItemError], None] | None,
     offset: int = 0,
