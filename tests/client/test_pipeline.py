@@ -1,0 +1,54 @@
+"""The request pipeline over real HTTP: one give-up rule for reads and writes."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import pytest
+
+from asyncwifi import RetryPolicy, ScaledClock
+from asyncwifi.errors import RateLimitedError
+from asyncwifi.testing import Faults, Simulator
+from tests.client._support import NO_LIMITS, SPEED, client_for
+from tests.client.test_endpoints import new_hotspot
+
+#: 22:00 UTC: the gateway's day window resets two hours later, at midnight
+TEN_PM = datetime(2026, 3, 2, 22, 0, tzinfo=UTC).timestamp()
+
+
+def _date_429_simulator() -> Simulator:
+    """A gateway whose day is spent after the login, its 429s rewritten by a proxy in front
+    of it: ``Retry-After`` an HTTP date two hours away, no rate-limit headers."""
+    return Simulator(
+        clock=ScaledClock(SPEED, start=TEN_PM),
+        day_limit=1,
+        faults=Faults(date_429_rate=1.0),
+    )
+
+
+async def test_a_429_with_a_far_http_date_raises_instead_of_sleeping() -> None:
+    # The README: "a 429 whose reset is further away than max_rate_limit_wait raises".
+    # Retry-After was read as a number only, so a date meant "no wait": the client retried
+    # and sat in the scheduler for two hours.
+    async with _date_429_simulator() as sim:
+        policy = RetryPolicy(max_rate_limit_wait=60, backoff_base=0.05, backoff_max=0.5)
+        async with client_for(sim, retry=policy, limits=NO_LIMITS) as api:
+            with pytest.raises(RateLimitedError) as caught:
+                # a guard only: the old code waits 72 real seconds here
+                await asyncio.wait_for(api.segments.list(), timeout=15)
+        assert sim.counters.faults["date_429"] == 1
+        # one refused request, not retried
+        assert sim.counters.rate_limited == 1
+    assert caught.value.retry_after is not None
+    assert 7_000 < caught.value.retry_after <= 7_200
+    assert caught.value.reset_at is not None
+
+
+async def test_a_write_refused_with_a_far_http_date_raises_too() -> None:
+    async with _date_429_simulator() as sim:
+        policy = RetryPolicy(max_rate_limit_wait=60, backoff_base=0.05, backoff_max=0.5)
+        async with client_for(sim, retry=policy, limits=NO_LIMITS) as api:
+            with pytest.raises(RateLimitedError):
+                await asyncio.wait_for(api.hotspots.create(new_hotspot(1)), timeout=15)
+        assert sim.counters.rate_limited == 1
