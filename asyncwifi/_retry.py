@@ -91,10 +91,18 @@ class RetryPolicy:
     max_rate_limited: int = 3
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ConfigurationError("max_attempts must be at least 1")
-        if self.backoff_base < 0 or self.backoff_max < 0 or self.max_elapsed < 0:
-            raise ConfigurationError("retry times must not be negative")
+        for name, least in (("max_attempts", 1), ("max_rate_limited", 0)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ConfigurationError(
+                    f"RetryPolicy.{name} must be an integer >= {least}, got {value!r}"
+                )
+        for name in ("max_elapsed", "backoff_base", "backoff_max", "max_rate_limit_wait"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or isinstance(value, bool) or not value >= 0:
+                raise ConfigurationError(
+                    f"RetryPolicy.{name} must be a number of seconds >= 0, got {value!r}"
+                )
 
     def backoff(self, attempt: int, rng: random.Random | None = None) -> float:
         """Full-jitter backoff before retry number ``attempt`` (1 = the first retry)."""

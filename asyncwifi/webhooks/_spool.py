@@ -33,7 +33,7 @@ from typing import IO, Any, Final, Literal, TypeVar
 
 import msgspec
 
-from asyncwifi.errors import ConfigurationError
+from asyncwifi.errors import ClientStateError, ConfigurationError
 
 __all__ = ["DeadLetter", "Outcome", "Spool", "SpooledEvent"]
 
@@ -150,7 +150,7 @@ class Spool:
         max_batch: int = 1024,
     ) -> None:
         if synchronous not in ("FULL", "NORMAL"):
-            raise ValueError("synchronous must be 'FULL' or 'NORMAL'")
+            raise ConfigurationError(f"synchronous must be 'FULL' or 'NORMAL', got {synchronous!r}")
         #: the SQLite file
         self.path = Path(path)
         #: the durability of a commit (see the module docstring)
@@ -302,7 +302,7 @@ class Spool:
 
     def _submit(self, fn: Callable[[sqlite3.Connection], _T]) -> asyncio.Future[_T]:
         if self._thread is None or self._loop is None or self._closing:
-            raise RuntimeError("the spool is not open")
+            raise ClientStateError("the spool is not open")
         future: asyncio.Future[_T] = self._loop.create_future()
         self._queue.put(_Job(fn, future))
         return future
