@@ -29,6 +29,11 @@ def _client(**options: Any) -> Client:
     return Client("key", "secret", base_url=URL, **options)
 
 
+def _two_limits(store: MemoryStore) -> None:
+    _client(store=store, limits=Limits(minute=Limit(60, 60)))
+    _client(store=store, limits=Limits(minute=Limit(30, 60)))
+
+
 BAD_CALLS: dict[str, Callable[[], object]] = {
     "Client: empty key": lambda: Client("", "secret", base_url=URL),
     "Client: secret not a string": lambda: Client("key", 42, base_url=URL),  # type: ignore[arg-type]
@@ -48,6 +53,7 @@ BAD_CALLS: dict[str, Callable[[], object]] = {
     "Limit: count 0": lambda: Limit(0, 60),
     "Limit: period 0": lambda: Limit(10, 0),
     "Limits: not a Limit": lambda: Limits(minute=5),  # type: ignore[arg-type]
+    "MemoryStore: shared by two sets of limits": lambda: _two_limits(MemoryStore()),
     "ScaledClock: speed 0": lambda: ScaledClock(0),
     "ScaledClock: speed text": lambda: ScaledClock("fast"),  # type: ignore[arg-type]
     "Receiver: no secret": lambda: Receiver([]),
@@ -65,7 +71,7 @@ BAD_CALLS: dict[str, Callable[[], object]] = {
 
 @pytest.mark.parametrize("name", sorted(BAD_CALLS))
 def test_bad_input_raises_an_asyncwifi_error(name: str) -> None:
-    with pytest.raises(Exception) as caught:  # noqa: PT011 - the point is which class
+    with pytest.raises(Exception) as caught:
         BAD_CALLS[name]()
     assert isinstance(caught.value, AsyncWifiError), (
         f"{name}: {type(caught.value).__name__}: {caught.value}"
