@@ -7,7 +7,8 @@ No exception ever carries the client secret or an access token::
     AsyncWifiError
     ├── ValidationError          bad argument, raised before any request is spent
     ├── ConfigurationError       missing credentials, plain http without allow_http, ...
-    │                            (also a ValueError)
+    │   │                        (also a ValueError)
+    │   └── SchemaVersionError   a spool or state file written by a newer asyncwifi
     ├── ClientStateError         used before opening or after closing (also a RuntimeError)
     ├── DecodeError              a response body that does not match its model
     ├── TransportError           network failure (connection, timeout, TLS), wraps aiohttp
@@ -43,6 +44,7 @@ __all__ = [
     "NotFoundError",
     "QuotaExhaustedError",
     "RateLimitedError",
+    "SchemaVersionError",
     "ScrollExpiredError",
     "ServerError",
     "TokenExpiredError",
@@ -67,6 +69,24 @@ class ConfigurationError(AsyncWifiError, ValueError):
     Also a ``ValueError``, so that code written when these were plain ``ValueError``s
     still catches them.
     """
+
+
+class SchemaVersionError(ConfigurationError):
+    """A local file (the webhook spool, a job's state) was written by a newer asyncwifi.
+
+    ``found`` is the file's schema version, ``supported`` the newest this one reads; the
+    file is left untouched: upgrade asyncwifi, or point at another file.
+    """
+
+    def __init__(self, what: str, *, found: int, supported: int) -> None:
+        super().__init__(
+            f"{what} has schema version {found}, newer than this asyncwifi reads "
+            f"({supported}): it was written by a newer release; upgrade asyncwifi or use "
+            "another file"
+        )
+        self.what = what
+        self.found = found
+        self.supported = supported
 
 
 class ClientStateError(AsyncWifiError, RuntimeError):
