@@ -124,8 +124,8 @@ class RetryPolicy:
         return attempts >= self.max_attempts or elapsed > self.max_elapsed
 
     def wait(self, error: BaseException, attempts: int) -> float:
-        """The pause before the next attempt: none after a 429 (the scheduler holds every
-        request until the server's reset), else the backoff."""
-        if isinstance(error, RateLimitedError):
+        """The pause before the next attempt: none after a refused 429 (the scheduler holds
+        every request until the server's reset), else the backoff."""
+        if isinstance(error, RateLimitedError) and not error.bodyless:
             return 0.0
         return self.backoff(attempts)

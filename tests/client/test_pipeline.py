@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from asyncwifi import RetryPolicy, ScaledClock
-from asyncwifi.errors import RateLimitedError
+from asyncwifi._retry import Decision, classify
+from asyncwifi.errors import NotFoundError, RateLimitedError, ServerError, TransportError
 from asyncwifi.testing import Faults, Simulator
 from tests.client._support import NO_LIMITS, SPEED, client_for
 from tests.client.test_endpoints import new_hotspot
@@ -52,3 +53,40 @@ async def test_a_write_refused_with_a_far_http_date_raises_too() -> None:
             with pytest.raises(RateLimitedError):
                 await asyncio.wait_for(api.hotspots.create(new_hotspot(1)), timeout=15)
         assert sim.counters.rate_limited == 1
+
+
+def _429(body: bytes) -> RateLimitedError:
+    return RateLimitedError("limited", body=body, retry_after=1.0)
+
+
+@pytest.mark.parametrize(
+    ("error", "read", "write"),
+    [
+        (_429(b"{}"), Decision.RETRY, Decision.RETRY),  # refused before the API
+        (_429(b""), Decision.RAISE, Decision.VERIFY),  # object quota: executed
+        (ServerError("x", status=503), Decision.RETRY, Decision.VERIFY),
+        (TransportError("x", kind="connect"), Decision.RETRY, Decision.RETRY),
+        (TransportError("x", kind="timeout"), Decision.RETRY, Decision.VERIFY),
+        (TransportError("x", kind="tls"), Decision.RAISE, Decision.RAISE),
+        (NotFoundError("x", status=404), Decision.RAISE, Decision.RAISE),
+    ],
+)
+def test_one_classifier_for_reads_and_writes(
+    error: Exception, read: Decision, write: Decision
+) -> None:
+    assert classify(error, write=False) is read
+    assert classify(error, write=True) is write
+
+
+def test_the_give_up_rule_reads_the_servers_wait_and_counts() -> None:
+    policy = RetryPolicy(max_attempts=3, max_rate_limit_wait=60, max_rate_limited=2)
+    far = RateLimitedError("limited", body=b"{}", retry_after=7_200.0)
+    near = _429(b"{}")
+    assert policy.gives_up(far, attempts=1, rate_limited=1, elapsed=0.0)
+    assert not policy.gives_up(near, attempts=9, rate_limited=2, elapsed=0.0)
+    assert policy.gives_up(near, attempts=1, rate_limited=3, elapsed=0.0)
+    boom = ServerError("x", status=500)
+    assert not policy.gives_up(boom, attempts=2, rate_limited=0, elapsed=0.0)
+    assert policy.gives_up(boom, attempts=3, rate_limited=0, elapsed=0.0)
+    assert policy.gives_up(boom, attempts=1, rate_limited=0, elapsed=301.0)
+    assert policy.wait(near, 1) == 0.0
