@@ -24,7 +24,7 @@ from asyncwifi.errors import (
     TransportError,
 )
 
-__all__ = ["Decision", "RetryPolicy", "classify", "is_retryable_read"]
+__all__ = ["Decision", "RetryPolicy", "classify"]
 
 
 class Decision(enum.Enum):
@@ -65,11 +65,6 @@ def classify(exc: BaseException, *, write: bool) -> Decision:
         # a 200 whose body was cut mid-JSON is a transport fault in disguise
         return Decision.RETRY
     return Decision.RAISE
-
-
-def is_retryable_read(exc: BaseException) -> bool:
-    """Whether a failed read is worth another attempt (``classify(exc, write=False)``)."""
-    return classify(exc, write=False) is Decision.RETRY
 
 
 @dataclass(frozen=True, slots=True)
