@@ -8,13 +8,15 @@ classifier (:func:`~asyncwifi._retry.classify`) what a failure calls for: retry,
 shows it did not happen) or raise; one give-up rule bounds reads and writes alike. Every
 attempt, logins and verifications included, goes through the scheduler.
 
-Why a hand-written loop and not tenacity: a call through ``AsyncRetrying`` costs ~47 us of
-setup even when nothing fails (measured: ``benchmarks/client.py --profile``, "tenacity
-AsyncRetrying(...)(coro), no retry"), about half of the client's whole overhead over a
+Why a hand-written loop and not tenacity: a call through ``AsyncRetrying`` costs ~47 us
+of setup even when nothing fails (``benchmarks/client.py --profile``, with tenacity
+installed), three times this whole pipeline's own CPU per call (~16 us:
+``benchmarks/client.py --pipeline``) and about half of the client's overhead over a
 hand-written aiohttp loop, which would put the client past its 1.5x bound. The earlier
 compromise (tenacity only after a first failure, writes in a loop of their own) kept two
-copies of the give-up rule, and they drifted apart. The loop below is the whole retry
-machinery: classify, give up or wait, repeat.
+copies of the give-up rule, and they drifted apart (a ``Retry-After`` date was honoured by
+one and not the other). The loop below is the whole retry machinery: classify, give up or
+wait, repeat.
 """
 
 from __future__ import annotations
