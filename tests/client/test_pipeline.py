@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
-from asyncwifi import RetryPolicy, ScaledClock
+from asyncwifi import RetryInfo, RetryPolicy, ScaledClock
 from asyncwifi._retry import Decision, classify
-from asyncwifi.errors import NotFoundError, RateLimitedError, ServerError, TransportError
+from asyncwifi.errors import (
+    AmbiguousWriteError,
+    NotFoundError,
+    RateLimitedError,
+    ServerError,
+    TransportError,
+)
 from asyncwifi.testing import Faults, Simulator
 from tests.client._support import NO_LIMITS, SPEED, client_for
 from tests.client.test_endpoints import new_hotspot
@@ -90,3 +97,22 @@ def test_the_give_up_rule_reads_the_servers_wait_and_counts() -> None:
     assert policy.gives_up(boom, attempts=3, rate_limited=0, elapsed=0.0)
     assert policy.gives_up(boom, attempts=1, rate_limited=0, elapsed=301.0)
     assert policy.wait(near, 1) == 0.0
+
+
+async def test_a_write_that_never_takes_effect_is_retried_by_the_same_rule(
+    make_sim: Any,
+) -> None:
+    # every POST answered 503 before the API: each lookup shows no hotspot, so the write is
+    # repeated, max_attempts in all, each retry reported to on_retry like a read's
+    retries: list[RetryInfo] = []
+    async with make_sim() as sim:
+        sim.faults = Faults(error_rate=1.0, methods=("POST",), paths=("/v3/hotspots",))
+        policy = RetryPolicy(max_attempts=3, backoff_base=0.01, backoff_max=0.05)
+        async with client_for(sim, retry=policy, on_retry=retries.append) as api:
+            before = len(await api.hotspots.list())
+            with pytest.raises(AmbiguousWriteError, match="did not take effect after 3"):
+                await api.hotspots.create(new_hotspot(1))
+            assert len(await api.hotspots.list()) == before
+        assert sim.counters.faults["error"] == 3
+    assert [r.attempt for r in retries] == [1, 2]
+    assert {r.method for r in retries} == {"POST"}
