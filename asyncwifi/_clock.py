@@ -12,6 +12,8 @@ import asyncio
 import time
 from typing import Protocol, runtime_checkable
 
+from asyncwifi.errors import ConfigurationError
+
 __all__ = ["Clock", "ScaledClock", "SystemClock"]
 
 
@@ -60,8 +62,8 @@ class ScaledClock:
     __slots__ = ("_m0", "speed", "start")
 
     def __init__(self, speed: float = 1.0, *, start: float | None = None) -> None:
-        if speed <= 0:
-            raise ValueError("speed must be positive")
+        if not isinstance(speed, int | float) or not speed > 0 or speed == float("inf"):
+            raise ConfigurationError(f"ScaledClock speed must be a positive number, got {speed!r}")
         #: how many clock seconds pass per real second
         self.speed = float(speed)
         #: the clock's time (epoch seconds) at construction

@@ -1,8 +1,22 @@
-"""The request pipeline every resource uses: acquire a slot, send, read headers, map, retry.
+"""The request pipeline every resource uses: send once, interpret once, one retry policy.
 
-``Api.read`` retries (tenacity) what is safe to retry; ``Api.write`` never retries blindly:
-after an ambiguous outcome it asks a resource-specific ``verify`` whether the write took
-effect. Every attempt, logins and verifications included, goes through the scheduler.
+An attempt acquires a scheduler slot, sends, parses the rate-limit headers once (fed to
+the scheduler and to :func:`~asyncwifi._response.error_from_response`), and maps an error
+status to its exception. One loop (:meth:`RequestPipeline._call`) then asks the policy's
+classifier (:func:`~asyncwifi._retry.classify`) what a failure calls for: retry, verify
+(a write whose outcome is unknown is repeated only after a resource-specific ``verify``
+shows it did not happen) or raise; one give-up rule bounds reads and writes alike. Every
+attempt, logins and verifications included, goes through the scheduler.
+
+Why a hand-written loop and not tenacity: a call through ``AsyncRetrying`` costs ~47 us
+of setup even when nothing fails (``benchmarks/client.py --profile``, with tenacity
+installed), three times this whole pipeline's own CPU per call (~16 us:
+``benchmarks/client.py --pipeline``) and about half of the client's overhead over a
+hand-written aiohttp loop, which would put the client past its 1.5x bound. The earlier
+compromise (tenacity only after a first failure, writes in a loop of their own) kept two
+copies of the give-up rule, and they drifted apart (a ``Retry-After`` date was honoured by
+one and not the other). The loop below is the whole retry machinery: classify, give up or
+wait, repeat.
 """
 
 from __future__ import annotations
@@ -14,12 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import msgspec
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from asyncwifi._auth import Token, TokenManager
 from asyncwifi._clock import Clock
-from asyncwifi._protocol import error_from_response
-from asyncwifi._retry import RetryPolicy, attempt_error, is_retryable_read
+from asyncwifi._response import error_from_response
+from asyncwifi._retry import Decision, RetryPolicy, classify
 from asyncwifi._transport import BodyBuffer, Request, Response, Transport
 from asyncwifi.errors import (
     AmbiguousWriteError,
@@ -27,12 +40,11 @@ from asyncwifi.errors import (
     DecodeError,
     QuotaExhaustedError,
     RateLimitedError,
-    ServerError,
     TransportError,
 )
-from asyncwifi.ratelimit import Lane, Scheduler
+from asyncwifi.ratelimit import Lane, RateLimitHeaders, Scheduler
 
-__all__ = ["Api", "Hooks", "RequestInfo", "ResponseInfo", "RetryInfo", "Verdict"]
+__all__ = ["Api", "Hooks", "RequestInfo", "RequestPipeline", "ResponseInfo", "RetryInfo", "Verdict"]
 
 log = logging.getLogger("asyncwifi.http")
 T = TypeVar("T")
@@ -121,8 +133,8 @@ class _Call:
     started: float = 0.0
 
 
-class Api:
-    """Sends requests for the resources (one per Client)."""
+class RequestPipeline:
+    """Sends requests for the resources (one per Client); ``Api`` is its older name."""
 
     __slots__ = ("clock", "hooks", "retry", "scheduler", "tokens", "transport")
 
@@ -165,7 +177,8 @@ class Api:
                 call.on_sent(self.clock.now())
             started = time.perf_counter()
             response = await self.transport.send(request)
-            permit.observe(response.status, response.headers)
+            limits = RateLimitHeaders.from_headers(response.headers)
+            permit.observe(response.status, limits)
         elapsed = time.perf_counter() - started
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
@@ -209,52 +222,109 @@ class Api:
             response.headers,
             bytes(response.body),
             now=self.clock.now(),
+            limits=limits,
         )
 
-    def _wait(self, state: RetryCallState) -> float:
-        error = attempt_error(state)
-        if isinstance(error, RateLimitedError):
-            # the scheduler holds every request until the reset the server named
-            return 0.0
-        return self.retry.backoff(state.attempt_number)
-
-    def _stop(self, call: _Call) -> Callable[[RetryCallState], bool]:
+    async def _call(
+        self,
+        call: _Call,
+        decode: Callable[[bytes | memoryview], T],
+        verify: Callable[[], Awaitable[Verdict[T]]] | None,
+        *,
+        write: bool,
+    ) -> T:
+        """Attempt, classify a failure, then give up, verify or retry: the one retry loop."""
         policy = self.retry
-
-        def stop(state: RetryCallState) -> bool:
-            error = attempt_error(state)
-            if isinstance(error, RateLimitedError):
+        call.started = self.clock.now()
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                response = await self._attempt(call)
+                try:
+                    return decode(response.body)
+                except DecodeError as exc:
+                    # a body that is not even JSON was cut in transit: worth one more read
+                    exc.retryable = not _is_json(response.body)
+                    raise
+            except Exception as exc:
+                decision = classify(exc, write=write)
+                if decision is Decision.RAISE:
+                    raise
+                error = exc
+            if isinstance(error, RateLimitedError) and not error.bodyless:
                 call.rate_limited += 1
-                if call.rate_limited > policy.max_rate_limited:
-                    return True
-                wait = error.retry_after or 0.0
-                return wait > policy.max_rate_limit_wait
-            if state.attempt_number >= policy.max_attempts:
-                return True
-            return self.clock.now() - call.started > policy.max_elapsed
-
-        return stop
-
-    def _before_sleep(self, call: _Call) -> Callable[[RetryCallState], None]:
-        def before_sleep(state: RetryCallState) -> None:
-            error = attempt_error(state)
-            wait = state.next_action.sleep if state.next_action else 0.0
-            described = type(error).__name__ if error else "?"
+            if decision is Decision.VERIFY:
+                verdict = await self._verify(call, error, verify)
+                if verdict.done:
+                    assert verdict.result is not None
+                    return verdict.result
+            elapsed = self.clock.now() - call.started
+            if policy.gives_up(
+                error, attempts=attempts, rate_limited=call.rate_limited, elapsed=elapsed
+            ):
+                if decision is Decision.VERIFY:
+                    raise AmbiguousWriteError(
+                        f"the write did not take effect after {attempts} attempts",
+                        method=call.method,
+                        path=call.path,
+                    ) from error
+                raise error
+            wait = policy.wait(error, attempts)
+            described = type(error).__name__
             log.warning(
                 "%s %s failed (%s: %s); retry %d in %.2f s",
                 call.method,
                 call.path,
                 described,
                 error,
-                state.attempt_number,
+                attempts,
                 wait,
             )
-            self.hooks.fire(
-                self.hooks.on_retry,
-                RetryInfo(call.method, call.path, state.attempt_number, wait, described),
-            )
+            if self.hooks.on_retry:
+                self.hooks.fire(
+                    self.hooks.on_retry,
+                    RetryInfo(call.method, call.path, attempts, wait, described),
+                )
+            await self.clock.sleep(wait)
 
-        return before_sleep
+    async def _verify(
+        self,
+        call: _Call,
+        ambiguous: Exception,
+        verify: Callable[[], Awaitable[Verdict[T]]] | None,
+    ) -> Verdict[T]:
+        """Whether a write whose outcome is unknown took effect; raises when none can tell."""
+        if verify is None:
+            raise AmbiguousWriteError(
+                f"outcome unknown after {type(ambiguous).__name__} ({ambiguous}); "
+                "no way to check it, so it was not retried",
+                method=call.method,
+                path=call.path,
+            ) from ambiguous
+        try:
+            verdict = await verify()
+        except (ApiError, QuotaExhaustedError, TransportError) as exc:
+            hint = (
+                "the gateway sends a bodyless 429 after executing a write whose object "
+                "quota is spent, so it most likely took effect"
+                if isinstance(ambiguous, RateLimitedError)
+                else "it may or may not have taken effect"
+            )
+            raise AmbiguousWriteError(
+                f"{type(ambiguous).__name__}: {hint}; the lookup to confirm it failed "
+                f"({type(exc).__name__}: {exc}); not retried",
+                method=call.method,
+                path=call.path,
+            ) from ambiguous
+        if verdict.done:
+            log.warning(
+                "%s %s: %s, but a lookup shows the write took effect",
+                call.method,
+                call.path,
+                type(ambiguous).__name__,
+            )
+        return verdict
 
     async def read(
         self,
@@ -279,42 +349,7 @@ class Api:
         nothing that points into the body.
         """
         call = _Call(method, path, params, body, lane, deadline, objects, auth, on_sent, into)
-        call.started = self.clock.now()
-
-        async def once() -> T:
-            response = await self._attempt(call)
-            try:
-                return decode(response.body)
-            except DecodeError as exc:
-                # a body that is not even JSON was cut in transit: worth one more request
-                exc.retryable = not _is_json(response.body)
-                raise
-
-        # The first attempt runs without tenacity, whose per-call setup costs more than
-        # the rest of the pipeline; only a retryable failure hands over to it, replayed
-        # as its first attempt so that stop, wait and logging see every attempt.
-        try:
-            return await once()
-        except Exception as exc:
-            if not is_retryable_read(exc):
-                raise
-            first: list[Exception] = [exc]
-
-        async def attempt() -> T:
-            if first:
-                raise first.pop()
-            return await once()
-
-        retrying = AsyncRetrying(
-            retry=retry_if_exception(is_retryable_read),
-            stop=self._stop(call),
-            wait=self._wait,
-            sleep=self.clock.sleep,
-            before_sleep=self._before_sleep(call),
-            reraise=True,
-        )
-        result: T = await retrying(attempt)
-        return result
+        return await self._call(call, decode, None, write=False)
 
     async def write(
         self,
@@ -333,78 +368,13 @@ class Api:
         Certain non-execution (connection refused, a 429 *with* a body, which the gateway
         sends before the request reaches the API) is retried after the scheduler's pause.
         An ambiguous outcome (timeout, dropped connection, 5xx, a bodyless 429, which the
-        gateway sends *after* executing a write that spent an object quota: gateway.md) is
-        resolved by ``verify``; when there is none, or it cannot tell, the call raises
+        gateway sends *after* executing a write that spent an object quota) is resolved by
+        ``verify``; when there is none, or it cannot tell, the call raises
         :class:`AmbiguousWriteError` rather than risk a double write.
         """
         call = _Call(method, path, params, body, Lane.INTERACTIVE, None, objects, True, token=token)
-        call.started = self.clock.now()
-        policy = self.retry
-        while True:
-            try:
-                response = await self._attempt(call)
-                return decode(response.body)
-            except RateLimitedError as exc:
-                if exc.bodyless:
-                    ambiguous: Exception = exc
-                else:
-                    call.rate_limited += 1
-                    if call.rate_limited > policy.max_rate_limited or (
-                        (exc.retry_after or 0.0) > policy.max_rate_limit_wait
-                    ):
-                        raise
-                    log.warning("%s %s refused with 429 before execution; retrying", method, path)
-                    continue
-            except TransportError as exc:
-                if not exc.request_may_have_been_executed:
-                    if call.attempt >= policy.max_attempts or exc.kind == "tls":
-                        raise
-                    await self.clock.sleep(policy.backoff(call.attempt))
-                    continue
-                ambiguous = exc
-            except ServerError as exc:
-                ambiguous = exc
-            if verify is None:
-                raise AmbiguousWriteError(
-                    f"outcome unknown after {type(ambiguous).__name__} ({ambiguous}); "
-                    "no way to check it, so it was not retried",
-                    method=method,
-                    path=path,
-                ) from ambiguous
-            try:
-                verdict = await verify()
-            except (ApiError, QuotaExhaustedError, TransportError) as exc:
-                hint = (
-                    "the gateway sends a bodyless 429 after executing a write whose object "
-                    "quota is spent, so it most likely took effect"
-                    if isinstance(ambiguous, RateLimitedError)
-                    else "it may or may not have taken effect"
-                )
-                raise AmbiguousWriteError(
-                    f"{type(ambiguous).__name__}: {hint}; the lookup to confirm it failed "
-                    f"({type(exc).__name__}: {exc}); not retried",
-                    method=method,
-                    path=path,
-                ) from ambiguous
-            if verdict.done:
-                log.warning(
-                    "%s %s: %s, but a lookup shows the write took effect",
-                    method,
-                    path,
-                    type(ambiguous).__name__,
-                )
-                assert verdict.result is not None
-                return verdict.result
-            if call.attempt >= policy.max_attempts:
-                raise AmbiguousWriteError(
-                    f"the write did not take effect after {call.attempt} attempts",
-                    method=method,
-                    path=path,
-                ) from ambiguous
-            log.warning(
-                "%s %s: %s and a lookup shows the write did not happen; retrying",
-                method,
-                path,
-                type(ambiguous).__name__,
-            )
-            await self.clock.sleep(policy.backoff(call.attempt))
+        return await self._call(call, decode, verify, write=True)
+
+
+#: the pipeline's first name, kept for the code that imports it
+Api = RequestPipeline

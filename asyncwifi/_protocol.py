@@ -1,7 +1,8 @@
-"""Sans-I/O pieces of the HTTP protocol: argument checks, query strings, paths, error mapping.
+"""Sans-I/O pieces of a request: argument checks, query strings, path segments.
 
 Nothing here does I/O or reads the time: every function takes what it needs, so the rules
-(which argument is refused, which status becomes which exception) are tested directly.
+(which argument is refused, how a value is written) are tested directly. What a response
+means is :mod:`asyncwifi._response`'s.
 """
 
 from __future__ import annotations
@@ -9,20 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from http import HTTPStatus
-from typing import Any
 from urllib.parse import quote
 
-import msgspec
-
 from asyncwifi import _rules
-from asyncwifi.errors import ApiError, RateLimitedError, ValidationError, error_for_status
+from asyncwifi.errors import ValidationError
 from asyncwifi.models._base import parse_timestamp
 
 __all__ = [
     "EVENT_TYPES",
     "build_query",
-    "error_from_response",
     "format_datetime",
     "organization_segment",
     "path_segment",
@@ -119,80 +115,3 @@ def build_query(
         if val is not None:
             query[key] = _query_value(val)
     return query
-
-
-class _ErrorBody(msgspec.Struct):
-    message: str | None = None
-
-
-_error_decoder = msgspec.json.Decoder(_ErrorBody)
-_TITLE = re.compile(rb"<title>(.*?)</title>|<h1>(.*?)</h1>", re.IGNORECASE | re.DOTALL)
-
-
-def _message_of(status: int, body: bytes) -> str:
-    """The server's message, read defensively: JSON ``{message}``, HTML title, text, or
-    the reason phrase when the body is empty (the gateway's bodyless 429)."""
-    text = body.strip()
-    if text.startswith(b"{"):
-        try:
-            message = _error_decoder.decode(text).message
-        except msgspec.DecodeError:
-            message = None
-        if message:
-            return message
-    elif text.startswith(b"<"):
-        match = _TITLE.search(text)
-        if match:
-            raw = match.group(1) or match.group(2) or b""
-            return raw.decode("utf-8", "replace").strip()[:200]
-    elif text:
-        return text.decode("utf-8", "replace").strip()[:200]
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return "HTTP error"
-
-
-def _seconds(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    return seconds if seconds >= 0 else None
-
-
-def error_from_response(
-    method: str,
-    path: str,
-    status: int,
-    headers: Mapping[str, str],
-    body: bytes,
-    *,
-    now: float,
-) -> ApiError:
-    """The exception for an error response (one class per documented status, spec §7)."""
-    cls = error_for_status(status)
-    message = _message_of(status, body)
-    request_id = headers.get("X-Kong-Request-Id") or headers.get("X-Request-Id")
-    if cls is RateLimitedError:
-        retry_after = _seconds(headers.get("Retry-After")) or _seconds(
-            headers.get("RateLimit-Reset")
-        )
-        rate: dict[str, Any] = {
-            k.lower(): v
-            for k, v in headers.items()
-            if "ratelimit" in k.lower() or k.lower() == "retry-after"
-        }
-        return RateLimitedError(
-            message,
-            method=method,
-            path=path,
-            request_id=request_id,
-            body=body,
-            retry_after=retry_after,
-            reset_at=None if retry_after is None else now + retry_after,
-            rate_limit=rate,
-        )
-    return cls(message, status=status, method=method, path=path, request_id=request_id, body=body)

@@ -1,22 +1,70 @@
-"""Retry policies: which failures are retried, how long to wait, when to stop.
+"""The retry policy of every request, reads and writes: classify a failure, wait, give up.
 
-Reads are retried on 5xx, dropped connections, timeouts and truncated bodies, with
-exponential backoff and full jitter, bounded in attempts and in total (clock) time. A 429
-is retried without a backoff of our own: the scheduler has already paused every request
-until the reset the server named, so the next attempt cannot go out before it. Writes are
-never retried here: see ``Client._write``.
+One classifier (:func:`classify`) says what a failed attempt calls for: ``RETRY`` (nothing
+was executed, or repeating is harmless), ``VERIFY`` (a write may have been executed: look
+before repeating it) or ``RAISE``. One give-up rule (:meth:`RetryPolicy.gives_up`) bounds
+every call: attempts and clock time, and for 429s the count and the server's named wait.
+A 429 is retried without a backoff of our own: the scheduler has already paused every
+request until the reset the server named, so the next attempt cannot go out before it.
+Backoff is exponential with full jitter (AWS architecture blog: "Exponential Backoff And
+Jitter").
 """
 
 from __future__ import annotations
 
+import enum
 import random
 from dataclasses import dataclass
 
-from tenacity import RetryCallState
+from asyncwifi.errors import (
+    ConfigurationError,
+    DecodeError,
+    RateLimitedError,
+    ServerError,
+    TransportError,
+)
 
-from asyncwifi.errors import DecodeError, RateLimitedError, ServerError, TransportError
+__all__ = ["Decision", "RetryPolicy", "classify"]
 
-__all__ = ["RetryPolicy", "is_retryable_read"]
+
+class Decision(enum.Enum):
+    """What a failed attempt calls for."""
+
+    #: try again after :meth:`RetryPolicy.wait`
+    RETRY = "retry"
+    #: a write may have taken effect: ask whether it did before repeating it
+    VERIFY = "verify"
+    #: give the error to the caller
+    RAISE = "raise"
+
+
+def classify(exc: BaseException, *, write: bool) -> Decision:
+    """The one rule for which failures are retried, for reads (``write=False``) and writes.
+
+    A read is safe to repeat, so whatever may pass is retried. A write is repeated blindly
+    only when it certainly never ran: a refused connection, or a 429 *with* a body (the
+    gateway sends it before the request reaches the API). A timeout, a dropped connection,
+    a 5xx or a bodyless 429 (the gateway sends one *after* executing a request that spent
+    an object quota, docs/reference/gateway.md) leave a write's outcome unknown: verify.
+    """
+    if isinstance(exc, RateLimitedError):
+        if not exc.bodyless:
+            return Decision.RETRY
+        # a bodyless 429 is the per-object quota, spent until the day resets: repeating a
+        # read would only burn another request; a write was executed
+        return Decision.VERIFY if write else Decision.RAISE
+    if isinstance(exc, TransportError):
+        if exc.kind == "tls":
+            return Decision.RAISE
+        if write and exc.request_may_have_been_executed:
+            return Decision.VERIFY
+        return Decision.RETRY
+    if isinstance(exc, ServerError):
+        return Decision.VERIFY if write else Decision.RETRY
+    if not write and isinstance(exc, DecodeError) and exc.retryable:
+        # a 200 whose body was cut mid-JSON is a transport fault in disguise
+        return Decision.RETRY
+    return Decision.RAISE
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,9 +73,9 @@ class RetryPolicy:
 
     ``max_attempts`` bounds attempts per call (the first included); ``max_elapsed`` the
     total time spent retrying; ``backoff_base``/``backoff_max`` shape the exponential
-    backoff with full jitter (AWS architecture blog: "Exponential Backoff And Jitter");
-    ``max_rate_limit_wait``: a 429 whose reset is further away raises instead of sleeping;
-    ``max_rate_limited``: consecutive 429s tolerated for one call before giving up.
+    backoff with full jitter; ``max_rate_limit_wait``: a 429 whose reset is further away
+    raises instead of sleeping; ``max_rate_limited``: consecutive 429s tolerated for one
+    call before giving up.
     """
 
     max_attempts: int = 5
@@ -38,34 +86,41 @@ class RetryPolicy:
     max_rate_limited: int = 3
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
-        if self.backoff_base < 0 or self.backoff_max < 0 or self.max_elapsed < 0:
-            raise ValueError("retry times must not be negative")
+        for name, least in (("max_attempts", 1), ("max_rate_limited", 0)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ConfigurationError(
+                    f"RetryPolicy.{name} must be an integer >= {least}, got {value!r}"
+                )
+        for name in ("max_elapsed", "backoff_base", "backoff_max", "max_rate_limit_wait"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or isinstance(value, bool) or not value >= 0:
+                raise ConfigurationError(
+                    f"RetryPolicy.{name} must be a number of seconds >= 0, got {value!r}"
+                )
 
     def backoff(self, attempt: int, rng: random.Random | None = None) -> float:
         """Full-jitter backoff before retry number ``attempt`` (1 = the first retry)."""
         ceiling = min(self.backoff_max, self.backoff_base * (2 ** (attempt - 1)))
         return (rng or random).uniform(0.0, ceiling)
 
+    def gives_up(
+        self, error: BaseException, *, attempts: int, rate_limited: int, elapsed: float
+    ) -> bool:
+        """Whether a call stops after ``error`` (its ``attempts``-th attempt failed).
 
-def is_retryable_read(exc: BaseException) -> bool:
-    """Whether a failed read is worth another attempt."""
-    if isinstance(exc, RateLimitedError):
-        # a bodyless 429 is the per-object quota (gateway.md): spent until the day resets,
-        # so a retry would only burn another request
-        return not exc.bodyless
-    if isinstance(exc, ServerError):
-        return True
-    if isinstance(exc, TransportError):
-        return exc.kind != "tls"
-    # a 200 whose body was cut mid-JSON is a transport fault in disguise
-    return isinstance(exc, DecodeError) and exc.retryable
+        A refused 429 counts against ``max_rate_limited`` and ``max_rate_limit_wait`` (the
+        server's wait: ``Retry-After`` in seconds or as an HTTP date, else
+        ``RateLimit-Reset``); any other failure against ``max_attempts`` and ``max_elapsed``.
+        """
+        if isinstance(error, RateLimitedError) and not error.bodyless:
+            wait = error.retry_after or 0.0
+            return rate_limited > self.max_rate_limited or wait > self.max_rate_limit_wait
+        return attempts >= self.max_attempts or elapsed > self.max_elapsed
 
-
-def attempt_error(state: RetryCallState) -> BaseException | None:
-    """The exception of the last attempt, if it failed."""
-    outcome = state.outcome
-    if outcome is None or not outcome.failed:
-        return None
-    return outcome.exception()
+    def wait(self, error: BaseException, attempts: int) -> float:
+        """The pause before the next attempt: none after a refused 429 (the scheduler holds
+        every request until the server's reset), else the backoff."""
+        if isinstance(error, RateLimitedError) and not error.bodyless:
+            return 0.0
+        return self.backoff(attempts)

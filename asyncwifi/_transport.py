@@ -129,8 +129,8 @@ class AiohttpTransport:
     """The production transport: one ``aiohttp.ClientSession`` with a bounded keep-alive pool.
 
     TLS certificates are verified (the default ``ssl`` context); ``Accept: application/json``
-    is sent so that the gateway answers its 429 in JSON (gateway.md), and compressed bodies
-    are accepted and decompressed.
+    is sent so that the gateway answers its 429 in JSON (docs/reference/gateway.md), and
+    compressed bodies are accepted and decompressed.
     """
 
     __slots__ = ("_base", "_connector_limit", "_session", "_ssl", "_timeout")

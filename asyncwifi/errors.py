@@ -7,7 +7,9 @@ No exception ever carries the client secret or an access token::
     AsyncWifiError
     ├── ValidationError          bad argument, raised before any request is spent
     ├── ConfigurationError       missing credentials, plain http without allow_http, ...
-    ├── ClientStateError         the Client used before opening or after closing
+    │   │                        (also a ValueError)
+    │   └── SchemaVersionError   a spool or state file written by a newer asyncwifi
+    ├── ClientStateError         used before opening or after closing (also a RuntimeError)
     ├── DecodeError              a response body that does not match its model
     ├── TransportError           network failure (connection, timeout, TLS), wraps aiohttp
     ├── QuotaExhaustedError      the day (or an object) quota is spent; carries reset_at
@@ -42,6 +44,7 @@ __all__ = [
     "NotFoundError",
     "QuotaExhaustedError",
     "RateLimitedError",
+    "SchemaVersionError",
     "ScrollExpiredError",
     "ServerError",
     "TokenExpiredError",
@@ -60,12 +63,35 @@ class ValidationError(AsyncWifiError, ValueError):
     """An argument is invalid; raised before any request (or quota) is spent."""
 
 
-class ConfigurationError(AsyncWifiError):
-    """The client is not configured well enough to run (credentials, base URL, scheme)."""
+class ConfigurationError(AsyncWifiError, ValueError):
+    """A setting is missing or invalid (credentials, base URL, a policy's bounds).
+
+    Also a ``ValueError``, so that code written when these were plain ``ValueError``s
+    still catches them.
+    """
+
+
+class SchemaVersionError(ConfigurationError):
+    """A local file (the webhook spool, a job's state) was written by a newer asyncwifi.
+
+    ``found`` is the file's schema version, ``supported`` the newest this one reads; the
+    file is left untouched: upgrade asyncwifi, or point at another file.
+    """
+
+    def __init__(self, what: str, *, found: int, supported: int) -> None:
+        super().__init__(
+            f"{what} has schema version {found}, newer than this asyncwifi reads "
+            f"({supported}): it was written by a newer release; upgrade asyncwifi or use "
+            "another file"
+        )
+        self.what = what
+        self.found = found
+        self.supported = supported
 
 
 class ClientStateError(AsyncWifiError, RuntimeError):
-    """The client was used in a state that does not allow it (not opened, or closed)."""
+    """An object (the client, a spool) was used in a state that does not allow it (not
+    opened, or closed). Also a ``RuntimeError``, which it was before."""
 
 
 class DecodeError(AsyncWifiError):
@@ -199,7 +225,8 @@ class RateLimitedError(ApiError):
     ``retry_after`` is the server's wait in seconds (``Retry-After`` or ``RateLimit-Reset``),
     ``reset_at`` the epoch time it points to, ``rate_limit`` the parsed limit headers and
     ``bodyless`` whether the 429 had no body: after a write, the gateway sends such a 429
-    when an object limit was spent and the write *was executed* (gateway.md).
+    when an object limit was spent and the write *was executed*
+    (docs/reference/gateway.md).
     """
 
     def __init__(

@@ -5,7 +5,7 @@ Both sides call one simulator running in its own process with the gateway's limi
 day=None)``), in the same process, one after the other in interleaved rounds:
 
 * **asyncwifi**: ``api.hotspots.get(id)`` and ``api.segments.list()``: scheduler, token
-  manager, tenacity retry wrapper, hooks, logging, msgspec decode into typed models;
+  manager, the retry loop, hooks, logging, msgspec decode into typed models;
 * **hand-written loop**: one ``aiohttp.ClientSession``, one login, a Bearer header,
   ``raise_for_status()`` and ``json.loads`` of the body (what a user would write by hand).
 
@@ -16,7 +16,8 @@ microseconds per request (wall, and this process's CPU, which excludes the serve
 ratio client/hand-written (target: at most 1.5x). Medians of ``--rounds`` rounds (5).
 
 Run: ``python benchmarks/client.py`` (about 40 s); ``--quick`` for a smoke run;
-``--profile`` to print where the client's time goes (cProfile, 64 coroutines).
+``--profile`` to print where the client's time goes (cProfile, 64 coroutines);
+``--pipeline`` for the pipeline's own CPU per call, with and without a retry (no server).
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ async def profile_client(ops: dict[str, Op], requests: int) -> None:
     buf = io.StringIO()
     stats.stream = buf  # type: ignore[attr-defined]
     stats.sort_stats("tottime").print_stats(20)
-    stats.sort_stats("cumulative").print_stats(r"asyncwifi|tenacity", 25)
+    stats.sort_stats("cumulative").print_stats(r"asyncwifi", 25)
     print(buf.getvalue())
 
 
@@ -197,7 +198,10 @@ async def components(api: Any, info: dict[str, Any], ids: list[str]) -> None:
     """Microseconds per call of the client's per-request steps, measured without a profiler."""
     import logging
 
-    from tenacity import AsyncRetrying, retry_if_exception
+    try:  # not a dependency any more: measured when installed, to show why (see _core.py)
+        from tenacity import AsyncRetrying, retry_if_exception
+    except ImportError:
+        AsyncRetrying = None
 
     from asyncwifi.models import HotspotEnvelope, decode
     from asyncwifi.ratelimit._headers import RateLimitHeaders
@@ -212,6 +216,8 @@ async def components(api: Any, info: dict[str, Any], ids: list[str]) -> None:
         return 1
 
     async def retrying() -> None:
+        if AsyncRetrying is None:
+            return
         for _ in range(n):
             await AsyncRetrying(
                 retry=retry_if_exception(lambda e: False),
@@ -249,7 +255,12 @@ async def components(api: Any, info: dict[str, Any], ids: list[str]) -> None:
 
     log = logging.getLogger("asyncwifi.http")
     rows = [
-        ("tenacity AsyncRetrying(...)(coro), no retry", await timed(retrying)),
+        (
+            "tenacity AsyncRetrying(...)(coro), no retry"
+            if AsyncRetrying is not None
+            else "tenacity (not installed: not measured)",
+            await timed(retrying),
+        ),
         ("scheduler.slot() + permit.observe(headers)", await timed(slots)),
         ("scheduler.slot() alone", await timed(slots_bare)),
         (
@@ -302,7 +313,7 @@ async def layers(api: Any, info: dict[str, Any], ids: list[str]) -> None:
         cases = [
             ("hand-written session.get + json.loads", hand),
             ("AiohttpTransport.send (no decode)", transport),
-            ("Api.read: + scheduler, tenacity, token, decode", pipeline),
+            ("Api.read: + scheduler, retry loop, token, decode", pipeline),
             ("api.hotspots.get: + path checks, envelope", resource),
         ]
         cpu: dict[str, list[float]] = {name: [] for name, _ in cases}
@@ -314,13 +325,69 @@ async def layers(api: Any, info: dict[str, Any], ids: list[str]) -> None:
         print(f"{name:<48} {median(cpu[name]):>7.0f} us")
 
 
+async def pipeline_cpu(rounds: int) -> None:
+    """CPU per call of the pipeline alone (MockTransport: no network, no server), on a call
+    that succeeds and on one that meets a 503 and then succeeds (one retry, no backoff)."""
+    import base64
+    import logging
+
+    from asyncwifi import Client, Limits, MockTransport, RetryPolicy, make_headers
+    from asyncwifi._transport import Request, Response
+
+    def b64(value: object) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    login = json.dumps({"token": f"{b64({'alg': 'HS256'})}.{b64({'exp': 4e9})}.sig"}).encode()
+    body = json.dumps({"segments": [{"id": f"s{i}", "name": "x"} for i in range(3)]}).encode()
+    limit_headers = make_headers({"X-RateLimit-Remaining-Minute": "59", "RateLimit-Reset": "30"})
+    logging.disable(logging.WARNING)  # the retry's warning is not what is measured
+    print("--- CPU per call of the pipeline, MockTransport (median of rounds) ---")
+    for failing in (False, True):
+        sent = [0]
+
+        def handler(request: Request, failing: bool = failing, sent: list[int] = sent) -> Response:
+            if "login" in request.path:
+                return Response(200, make_headers({}), login)
+            sent[0] += 1
+            if failing and sent[0] % 2:
+                return Response(503, make_headers({}), b"")
+            return Response(200, limit_headers, body)
+
+        async with Client(
+            "key",
+            "secret",
+            base_url="https://bench.invalid",
+            organization="org",
+            transport=MockTransport(handler),
+            limits=Limits(minute=None, day=None),
+            retry=RetryPolicy(backoff_base=0.0),
+        ) as api:
+            for _ in range(300):
+                await api.segments.list()
+            samples = []
+            for _ in range(rounds):
+                cpu = time.process_time()
+                for _ in range(2_000):
+                    await api.segments.list()
+                samples.append((time.process_time() - cpu) / 2_000 * 1e6)
+        name = "a 503, then a 200 (one retry)" if failing else "a 200"
+        print(f"segments.list, {name:<32} {median(samples):>7.1f} us")
+    logging.disable(logging.NOTSET)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short smoke run")
     parser.add_argument("--rounds", type=int, default=5, help="rounds (median)")
     parser.add_argument("--requests", type=int, default=600, help="requests per cell")
     parser.add_argument("--profile", action="store_true", help="cProfile the client after")
+    parser.add_argument(
+        "--pipeline", action="store_true", help="only the pipeline's CPU per call (no server)"
+    )
     args = parser.parse_args()
+    if args.pipeline:
+        asyncio.run(pipeline_cpu(7))
+        return
     rounds, requests = (2, 200) if args.quick else (args.rounds, args.requests)
     print(load_line())
     print("simulator in a separate process, gateway and client limits lifted", flush=True)

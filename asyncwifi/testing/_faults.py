@@ -43,6 +43,10 @@ class Faults:
     truncated_rate: float = 0.0
     #: share of 429 answers sent as HTML whatever the ``Accept`` header says
     html_429_rate: float = 0.0
+    #: share of 429 answers rewritten as a proxy in front of the gateway may send them:
+    #: ``Retry-After`` as an HTTP date (RFC 9110 allows a date or seconds), no
+    #: ``RateLimit-*`` or ``X-RateLimit-*`` headers
+    date_429_rate: float = 0.0
     #: fixed delay added before each response
     latency: float = 0.0
     #: plus a uniform random delay in ``[0, latency_jitter]``
@@ -72,6 +76,7 @@ class Faults:
             "drop_before_rate",
             "truncated_rate",
             "html_429_rate",
+            "date_429_rate",
             "spike_rate",
         ):
             value = getattr(self, name)
@@ -115,6 +120,7 @@ class Fate:
     delay: float = 0.0
     spike: bool = False
     html_429: bool = False
+    date_429: bool = False
     remaining_noise: int = 0
 
 
@@ -136,6 +142,7 @@ class FaultPlan:
             or f.drop_before_rate
             or f.truncated_rate
             or f.html_429_rate
+            or f.date_429_rate
             or f.latency
             or f.latency_jitter
             or f.spike_rate
@@ -155,7 +162,7 @@ class FaultPlan:
         self._n += 1
         rnd = random.Random(f.seed * 1_000_003 + self._n)
         # a fixed number of draws per request, so that each fate depends only on (seed, n)
-        u = [rnd.random() for _ in range(10)]
+        u = [rnd.random() for _ in range(11)]
         if f.remaining_jitter:
             noise = round((u[9] * 2 - 1) * f.remaining_jitter)
         spike = u[6] < f.spike_rate
@@ -172,5 +179,6 @@ class FaultPlan:
             delay=delay,
             spike=spike,
             html_429=u[8] < f.html_429_rate,
+            date_429=u[10] < f.date_429_rate,
             remaining_noise=noise,
         )

@@ -19,6 +19,7 @@ import random
 import secrets
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from email.utils import formatdate
 from types import TracebackType
 from typing import Any, Self
 
@@ -335,8 +336,12 @@ class Simulator:
             body, ctype = render_error(kind, "API rate limit exceeded", request_id)
             resp = web.Response(status=429, body=body, content_type=ctype, charset="utf-8")
         headers = resp.headers
-        for name, value in decision.headers:
-            headers[name] = value
+        if fate.date_429 and not decision.allowed:
+            c.faults["date_429"] += 1
+            headers["Retry-After"] = formatdate(now + decision.reset, usegmt=True)
+        else:
+            for name, value in decision.headers:
+                headers[name] = value
         headers["X-Kong-Request-Id"] = request_id
         headers["Via"] = _VIA
         headers["X-Kong-Proxy-Latency"] = "0"

@@ -32,6 +32,7 @@ from typing import Any, Final
 import msgspec
 from aiohttp import web
 
+from asyncwifi.errors import ConfigurationError
 from asyncwifi.models.webhook import WebhookPayload
 from asyncwifi.webhooks._dispatcher import Dispatcher, RetryPolicy
 from asyncwifi.webhooks._receiver import Receiver, Rejection, WebhookContext
@@ -183,8 +184,8 @@ def create_app(
     ``shutdown_grace`` is how long (real seconds) a running handler may finish at shutdown.
     The receiver's de-duplicator is not closed by the app (see :meth:`Receiver.aclose`).
     """
-    if not path.startswith("/"):
-        raise ValueError("path must start with '/'")
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise ConfigurationError(f"the webhook path must start with '/', got {path!r}")
     if spool is not None and not isinstance(spool, Spool):
         spool = Spool(spool)
     dispatcher = (

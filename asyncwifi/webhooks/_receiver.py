@@ -77,6 +77,8 @@ class WebhookContext:
     spool_id: int | None = None
 
 
+_TOO_DEEP: Final = Rejection(400, "malformed JSON body: nested too deeply")
+
 #: A handler: ``handler(payload, context)``, plain or ``async``; its return value is ignored.
 Handler = Callable[[WebhookPayload, WebhookContext], Awaitable[Any] | None]
 _H = TypeVar("_H", bound=Handler)
@@ -280,9 +282,15 @@ class Receiver:
                 _ANY_DECODER.decode(body)
             except msgspec.DecodeError:
                 return Rejection(400, "malformed JSON body")
+            except RecursionError:
+                return _TOO_DEEP
             return Rejection(422, f"unexpected payload shape: {exc}")
         except msgspec.DecodeError:
             return Rejection(400, "malformed JSON body")
+        except RecursionError:
+            # msgspec refuses nesting deeper than the interpreter's recursion limit: a body
+            # no sender of webhooks produces, refused like any other malformed one
+            return _TOO_DEEP
 
     def check_age(self, payload: WebhookPayload, now: float) -> Rejection | None:
         """409 when :attr:`max_age` is set and the event is older; 422 if it has no timestamp."""

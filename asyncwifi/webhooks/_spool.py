@@ -1,10 +1,9 @@
 """The durable spool: webhook events in a local SQLite file (WAL), written before the 2xx.
 
-One dedicated thread owns the connection and runs every statement, so ``sqlite3`` never
-blocks the event loop. It takes whatever jobs are waiting, runs them in one transaction and
-commits once (group commit): under load, the concurrent requests of one instant share a
-single commit, which is what lets durable mode acknowledge >= 1,000 events/s with an
-``fsync`` behind each commit.
+The connection lives on its own thread (:class:`~asyncwifi._sqlite.SqliteThread`), so
+``sqlite3`` never blocks the event loop, in group-commit mode: under load, the concurrent
+requests of one instant share a single commit, which is what lets durable mode acknowledge
+>= 1,000 events/s with an ``fsync`` behind each commit.
 
 ``synchronous="FULL"`` (the default) syncs the WAL on every commit: an acknowledged event
 survives a power loss or an OS crash. ``"NORMAL"`` syncs only at checkpoints: an event
@@ -14,28 +13,28 @@ be lost if the machine itself goes down. See the benchmark for what each costs.
 Tables: ``events`` (pending rows with their body; handled and dead rows keep only their
 ``nonce``, whose uniqueness de-duplicates across restarts until the row is pruned after
 ``retention``) and ``dead_letters`` (events whose handler kept failing, with body and last
-error, kept until an operator requeues or deletes them).
+error, kept until an operator requeues or deletes them). The schema's version is in
+``PRAGMA user_version`` (:data:`SCHEMA_VERSION`): a spool from before versions (0) is
+stamped 1 in place (same tables); one from a newer asyncwifi is refused
+(:class:`~asyncwifi.errors.SchemaVersionError`), never guessed at.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import logging
 import os
-import queue
 import sqlite3
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Final, Literal, TypeVar
+from typing import IO, Final, Literal, TypeVar
 
 import msgspec
 
-from asyncwifi.errors import ConfigurationError
+from asyncwifi._sqlite import SqliteThread, Step, migrate, statements
+from asyncwifi.errors import ClientStateError, ConfigurationError
 
-__all__ = ["DeadLetter", "Outcome", "Spool", "SpooledEvent"]
+__all__ = ["SCHEMA_VERSION", "DeadLetter", "Outcome", "Spool", "SpooledEvent"]
 
 _log = logging.getLogger("asyncwifi.webhooks")
 _T = TypeVar("_T")
@@ -69,6 +68,12 @@ CREATE TABLE IF NOT EXISTS dead_letters (
     failed_at REAL NOT NULL
 );
 """
+
+#: ``_STEPS[i]`` takes a spool from schema version i to i + 1. Version 0 is a new file or
+#: one written before versions: the same tables, which ``CREATE ... IF NOT EXISTS`` keeps.
+_STEPS: Final[tuple[Step, ...]] = (statements(_SCHEMA),)
+#: the schema version this release writes (``PRAGMA user_version``)
+SCHEMA_VERSION: Final = len(_STEPS)
 
 _HEADERS_ENCODER: Final = msgspec.json.Encoder()
 _HEADERS_DECODER: Final = msgspec.json.Decoder(dict[str, str])
@@ -114,24 +119,6 @@ class Outcome:
     error: str | None = None
 
 
-class _Job:
-    __slots__ = ("fn", "future")
-
-    def __init__(self, fn: Callable[[sqlite3.Connection], Any], future: asyncio.Future[Any]):
-        self.fn = fn
-        self.future = future
-
-
-def _resolve(results: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
-    for future, ok, value in results:
-        if future.done():
-            continue
-        if ok:
-            future.set_result(value)
-        else:
-            future.set_exception(value)
-
-
 class Spool:
     """A SQLite spool of webhook events, driven from asyncio through one writer thread.
 
@@ -150,7 +137,7 @@ class Spool:
         max_batch: int = 1024,
     ) -> None:
         if synchronous not in ("FULL", "NORMAL"):
-            raise ValueError("synchronous must be 'FULL' or 'NORMAL'")
+            raise ConfigurationError(f"synchronous must be 'FULL' or 'NORMAL', got {synchronous!r}")
         #: the SQLite file
         self.path = Path(path)
         #: the durability of a commit (see the module docstring)
@@ -159,45 +146,28 @@ class Spool:
         #: (its body is dropped once handled); keep it >= the de-duplication TTL
         self.retention = float(retention)
         self.max_batch = max_batch
-        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._closing = False
+        self._lock_file: IO[bytes] | None = None
+        self._db = SqliteThread(
+            self._connect,
+            name="asyncwifi-webhook-spool",
+            group_commit=True,
+            max_batch=max_batch,
+            on_close=self._unlock,
+        )
 
     def __repr__(self) -> str:
-        state = "open" if self._thread is not None else "closed"
+        state = "open" if self._db.running else "closed"
         return f"Spool({str(self.path)!r}, synchronous={self.synchronous!r}, {state})"
 
     # -- lifecycle --------------------------------------------------------------------------
 
     async def open(self) -> None:
-        """Start the writer thread, create the file and tables; recover nothing lost."""
-        if self._thread is not None:
-            return
-        self._loop = asyncio.get_running_loop()
-        self._closing = False
-        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._queue = queue.SimpleQueue()
-        self._thread = threading.Thread(
-            target=self._run, args=(ready,), name="asyncwifi-webhook-spool", daemon=True
-        )
-        self._thread.start()
-        try:
-            await asyncio.wrap_future(ready)
-        except BaseException:
-            await asyncio.to_thread(self._thread.join)
-            self._thread = None
-            raise
+        """Start the writer thread, create or migrate the file; recover nothing lost."""
+        await self._db.start()
 
     async def close(self) -> None:
         """Finish the queued jobs, stop the thread and close the connection."""
-        thread = self._thread
-        if thread is None:
-            return
-        self._closing = True
-        self._queue.put(None)
-        await asyncio.to_thread(thread.join)
-        self._thread = None
+        await self._db.close()
 
     async def __aenter__(self) -> Spool:
         await self.open()
@@ -224,88 +194,29 @@ class Spool:
         return lock
 
     def _connect(self) -> sqlite3.Connection:
+        """On the writer thread: lock, open, set the pragmas, migrate the schema."""
+        self._lock_file = self._lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(f"PRAGMA synchronous={self.synchronous}")
-        conn.execute("PRAGMA busy_timeout=5000")
-        conn.executescript(_SCHEMA)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            conn.execute("PRAGMA busy_timeout=5000")
+            migrate(conn, _STEPS, what=f"the webhook spool {str(self.path)!r}")
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
-    def _run(self, ready: concurrent.futures.Future[None]) -> None:
-        """The writer thread: take every waiting job, run them in one transaction, commit."""
-        lock: IO[bytes] | None = None
-        try:
-            lock = self._lock()
-            conn = self._connect()
-        except BaseException as exc:
-            if lock is not None:
-                lock.close()
-            ready.set_exception(exc)
-            return
-        ready.set_result(None)
-        loop = self._loop
-        assert loop is not None
-        stopping = False
-        try:
-            while not stopping:
-                job = self._queue.get()
-                if job is None:
-                    break
-                batch = [job]
-                while len(batch) < self.max_batch:
-                    try:
-                        more = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if more is None:
-                        stopping = True
-                        break
-                    batch.append(more)
-                results = self._execute(conn, batch)
-                try:
-                    loop.call_soon_threadsafe(_resolve, results)
-                except RuntimeError:  # the loop is closed: nobody is waiting any more
-                    return
-        finally:
-            conn.close()
-            if lock is not None:
-                lock.close()
+    def _unlock(self) -> None:
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
 
-    @staticmethod
-    def _execute(
-        conn: sqlite3.Connection, batch: list[_Job]
-    ) -> list[tuple[asyncio.Future[Any], bool, Any]]:
-        """Group commit; if any job fails, roll back and run each job alone."""
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            values = [job.fn(conn) for job in batch]
-            conn.execute("COMMIT")
-            return [(job.future, True, value) for job, value in zip(batch, values, strict=True)]
-        except Exception as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            if len(batch) == 1:
-                return [(batch[0].future, False, exc)]
-        results: list[tuple[asyncio.Future[Any], bool, Any]] = []
-        for job in batch:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                value = job.fn(conn)
-                conn.execute("COMMIT")
-                results.append((job.future, True, value))
-            except Exception as exc:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                results.append((job.future, False, exc))
-        return results
-
-    def _submit(self, fn: Callable[[sqlite3.Connection], _T]) -> asyncio.Future[_T]:
-        if self._thread is None or self._loop is None or self._closing:
-            raise RuntimeError("the spool is not open")
-        future: asyncio.Future[_T] = self._loop.create_future()
-        self._queue.put(_Job(fn, future))
-        return future
+    def _submit(self, fn: Callable[[sqlite3.Connection], _T]) -> Awaitable[_T]:
+        if not self._db.running:
+            raise ClientStateError("the spool is not open")
+        return self._db.submit(fn)
 
     # -- the operations ---------------------------------------------------------------------
 

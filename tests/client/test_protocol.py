@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from asyncwifi import errors
-from asyncwifi._protocol import build_query, error_from_response, format_datetime, path_segment
+from asyncwifi._protocol import build_query, format_datetime, path_segment
+from asyncwifi._response import error_from_response
 from asyncwifi._transport import make_headers
 
 

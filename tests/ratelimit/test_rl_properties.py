@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asyncwifi._virtualclock import VirtualClock
 from asyncwifi.ratelimit import Lane, Limit, Limits, MemoryStore, Scheduler
+from tests._virtualclock import VirtualClock
 from tests.ratelimit.rlhelpers import START, FakeGateway, max_in_fixed, max_in_sliding
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

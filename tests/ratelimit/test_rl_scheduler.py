@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from asyncwifi._virtualclock import VirtualClock
 from asyncwifi.errors import ClientStateError, QuotaExhaustedError, ValidationError
 from asyncwifi.ratelimit import (
     Lane,
@@ -20,6 +19,7 @@ from asyncwifi.ratelimit import (
     Scheduler,
     ThrottleEvent,
 )
+from tests._virtualclock import VirtualClock
 from tests.ratelimit.rlhelpers import START, max_in_fixed, max_in_sliding
 
 DAY0 = 1_700_006_400.0  # 2023-11-15 00:00:00 UTC, 6,400 s after START

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asyncwifi._virtualclock import VirtualClock
 from asyncwifi.ratelimit import MemoryStore, WindowLog
 from asyncwifi.ratelimit._limits import Limit, Limits
+from tests._virtualclock import VirtualClock
 from tests.ratelimit.rlhelpers import START, max_in_fixed, max_in_sliding
 
 

@@ -129,6 +129,26 @@ async def test_400_for_malformed_json(client: Any) -> None:
     assert await post(client, b'{"event": {', auth()) == (400, {"message": "malformed JSON body"})
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        # deeper than the interpreter's recursion limit (1,000), within the 4 KB body limit
+        b"[" * 1_500 + b"]" * 1_500,
+        b'{"type": "signup", "extra": ' + b"[" * 1_500 + b"]" * 1_500 + b"}",
+        # the wrong shape at once (a 422 unless the syntax check also fails)
+        b'{"type": ' + b"[" * 1_500 + b"]" * 1_500 + b"}",
+    ],
+    ids=["bare-array", "deep-unknown-field", "deep-wrong-shape"],
+)
+async def test_400_for_json_nested_too_deeply(
+    client: Any, body: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a RecursionError in the decoder was a 500 with a traceback in the log
+    status, answer = await post(client, body, auth())
+    assert (status, answer) == (400, {"message": "malformed JSON body: nested too deeply"})
+    assert not [r for r in caplog.records if r.exc_info]
+
+
 async def test_422_for_valid_json_of_the_wrong_shape(client: Any) -> None:
     status, body = await post(client, b'{"event": {"nonce": 7}}', auth())
     assert status == 422

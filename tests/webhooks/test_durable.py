@@ -14,11 +14,10 @@ from typing import Any
 
 import pytest
 
-from asyncwifi import ScaledClock
+from asyncwifi import ScaledClock, _sqlite
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.models.webhook import WebhookPayload
 from asyncwifi.webhooks import Outcome, Receiver, RetryPolicy, Spool, WebhookContext, create_app
-from asyncwifi.webhooks._spool import Spool as SpoolImpl
 from tests.webhooks.helpers import HEADER, SECRET, ClientFactory, auth, body_of, eventually
 
 
@@ -213,13 +212,13 @@ async def test_concurrent_requests_share_commits(
     tmp_path: Path, make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     batches: list[int] = []
-    real = SpoolImpl._execute
+    real = _sqlite._group
 
     def counting(conn: sqlite3.Connection, batch: list[Any]) -> Any:
         batches.append(len(batch))
         return real(conn, batch)
 
-    monkeypatch.setattr(SpoolImpl, "_execute", staticmethod(counting))
+    monkeypatch.setattr(_sqlite, "_group", counting)
     receiver, handler, spool = durable(tmp_path)
     client = await make_client(create_app(receiver, spool=spool))
     statuses = await asyncio.gather(*(post(client, body_of()) for _ in range(200)))

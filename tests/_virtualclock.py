@@ -1,6 +1,7 @@
 """Discrete-event time for tests: a whole simulated day runs in a second of real time.
 
-``VirtualClock`` is a :class:`~asyncwifi._clock.Clock` whose ``sleep()`` registers a timer
+``VirtualClock`` (a test helper, not shipped: only this suite uses it) is a
+:class:`~asyncwifi._clock.Clock` whose ``sleep()`` registers a timer
 instead of waiting. Its event loop (``clock.run(main())``, or ``clock.new_event_loop()``)
 watches for the moment when no callback is ready to run, which is when every task is
 blocked; only then does the clock jump to its earliest timer and wake exactly the sleepers

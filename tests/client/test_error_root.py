@@ -1,0 +1,95 @@
+"""One exception root: every public constructor and entry point given bad input raises an
+``AsyncWifiError`` subclass (never a bare ValueError, RuntimeError or TypeError)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from asyncwifi import Client, Limit, Limits, MemoryStore, RetryPolicy, ScaledClock
+from asyncwifi.errors import AsyncWifiError, ClientStateError, ConfigurationError
+from asyncwifi.webhooks import (
+    Dispatcher,
+    MemoryDeduplicator,
+    Receiver,
+    Spool,
+    create_app,
+    load_handler,
+    secrets_from_env,
+)
+from asyncwifi.webhooks import RetryPolicy as WebhookRetryPolicy
+
+URL = "https://api.example.test"
+
+
+def _client(**options: Any) -> Client:
+    return Client("key", "secret", base_url=URL, **options)
+
+
+def _two_limits(store: MemoryStore) -> None:
+    _client(store=store, limits=Limits(minute=Limit(60, 60)))
+    _client(store=store, limits=Limits(minute=Limit(30, 60)))
+
+
+BAD_CALLS: dict[str, Callable[[], object]] = {
+    "Client: empty key": lambda: Client("", "secret", base_url=URL),
+    "Client: secret not a string": lambda: Client("key", 42, base_url=URL),  # type: ignore[arg-type]
+    "Client: no base_url": lambda: Client("key", "secret", base_url=""),
+    "Client: ftp base_url": lambda: Client("key", "secret", base_url="ftp://x"),
+    "Client: plain http": lambda: Client("key", "secret", base_url="http://x"),
+    "Client: on_quota_exhausted": lambda: _client(on_quota_exhausted="sleep"),
+    "Client: organization": lambda: _client(organization="a\nb"),
+    "Client: scroll_window": lambda: _client(scroll_window=0),
+    "Client: max_quota_wait": lambda: _client(max_quota_wait=-1),
+    "RetryPolicy: max_attempts 0": lambda: RetryPolicy(max_attempts=0),
+    "RetryPolicy: max_attempts text": lambda: RetryPolicy(max_attempts="3"),  # type: ignore[arg-type]
+    "RetryPolicy: negative backoff": lambda: RetryPolicy(backoff_base=-1),
+    "RetryPolicy: NaN elapsed": lambda: RetryPolicy(max_elapsed=float("nan")),
+    "RetryPolicy: rate-limit wait text": lambda: RetryPolicy(max_rate_limit_wait="1"),  # type: ignore[arg-type]
+    "RetryPolicy: max_rate_limited -1": lambda: RetryPolicy(max_rate_limited=-1),
+    "Limit: count 0": lambda: Limit(0, 60),
+    "Limit: period 0": lambda: Limit(10, 0),
+    "Limits: not a Limit": lambda: Limits(minute=5),  # type: ignore[arg-type]
+    "MemoryStore: shared by two sets of limits": lambda: _two_limits(MemoryStore()),
+    "ScaledClock: speed 0": lambda: ScaledClock(0),
+    "ScaledClock: speed text": lambda: ScaledClock("fast"),  # type: ignore[arg-type]
+    "Receiver: no secret": lambda: Receiver([]),
+    "Receiver: empty secret": lambda: Receiver([""]),
+    "Receiver: max_body_size": lambda: Receiver(["s"], max_body_size=0),
+    "Receiver.on: no type": lambda: Receiver(["s"]).on(),
+    "MemoryDeduplicator: ttl": lambda: MemoryDeduplicator(ttl=0),
+    "webhook RetryPolicy: attempts": lambda: WebhookRetryPolicy(max_attempts=0),
+    "create_app: path": lambda: create_app(Receiver(["s"]), path="webhooks"),
+    "Spool: synchronous": lambda: Spool("x.sqlite3", synchronous="OFF"),  # type: ignore[arg-type]
+    "load_handler: spec": lambda: load_handler("no-colon"),
+    "secrets_from_env: unset": lambda: secrets_from_env(environ={}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_CALLS))
+def test_bad_input_raises_an_asyncwifi_error(name: str) -> None:
+    with pytest.raises(Exception) as caught:
+        BAD_CALLS[name]()
+    assert isinstance(caught.value, AsyncWifiError), (
+        f"{name}: {type(caught.value).__name__}: {caught.value}"
+    )
+
+
+def test_configuration_errors_are_still_value_errors() -> None:
+    # code written when these were plain ValueErrors keeps catching them
+    with pytest.raises(ValueError):
+        RetryPolicy(max_attempts=0)
+    assert issubclass(ConfigurationError, ValueError)
+    assert issubclass(ClientStateError, RuntimeError)
+
+
+async def test_a_spool_used_before_opening_raises_a_state_error(tmp_path: Path) -> None:
+    spool = Spool(tmp_path / "spool.sqlite3")
+    with pytest.raises(ClientStateError):
+        await spool.counts()
+    receiver = Receiver(["s"])
+    dispatcher = Dispatcher(receiver, spool)
+    assert dispatcher is not None
