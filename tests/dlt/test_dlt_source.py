@@ -18,17 +18,11 @@ from asyncwifi.dlt import asyncwifi_source  # noqa: E402
 from asyncwifi.errors import ConfigurationError, ValidationError  # noqa: E402
 from asyncwifi.testing import Simulator  # noqa: E402
 
-pytestmark = [
-    # dlt's own deprecation notices on Python 3.11+ (not about asyncwifi's use of it)
-    pytest.mark.filterwarnings("ignore::DeprecationWarning:dlt.*"),
-    pytest.mark.filterwarnings("ignore::DeprecationWarning:duckdb.*"),
-]
-
 START = datetime(2024, 1, 1, tzinfo=UTC)
 MIDDLE = datetime(2024, 1, 15, tzinfo=UTC)
 END = datetime(2024, 1, 31, 23, 59, 59, tzinfo=UTC)
 SHAPES = (
-    ("nested", "flat", "dated")
+    ("nested", "flat")  # with a UTC time, and without one (the range fallback)
     if "event_shape" in inspect.signature(Simulator).parameters
     else ("default",)
 )
@@ -143,7 +137,9 @@ async def test_two_runs_load_everything_once_and_only_new_data_the_second_time(
         assert loaded["events"] == second_half  # only the new events were extracted
         # the second scroll started at MIDDLE: its pages cover the new events only
         pages = sim.counters.by_endpoint["GET /v1/organizations/{cid}/events"] - events_requests
-        assert pages == -(-second_half // 60) + 1  # full pages, then the empty last one
+        # (plus an empty last one, unless a short page showed the end)
+        full = -(-second_half // 60)
+        assert full <= pages <= full + 1
         assert loaded.get("contacts", 0) == 1  # the one modified contact
         assert _count(dlt_home, "select count(*) from wifi.events") == len(sim.data.events.times)
         assert _count(dlt_home, "select count(distinct id) from wifi.events") == len(
