@@ -13,6 +13,7 @@ scroll resumes. No attribute ever holds a token, a secret or a query string.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator
@@ -47,6 +48,8 @@ _global: list[Instrumentation] = []
 class _Attempt:
     """What the hooks learn of the attempt in progress (a context variable holds it)."""
 
+    #: the request left (a slot was granted): only then does it count as a request
+    sent: bool = False
     status: int | None = None
 
 
@@ -115,16 +118,23 @@ class _Probe:
                     raise
         finally:
             _attempt.reset(token)
-            counted: dict[str, Any] = {"http.request.method": info.method, **self.server}
-            if state.status is not None:
-                counted["http.response.status_code"] = state.status
-            if error is not None:
-                counted["error.type"] = error
-            self.owner.requests.add(1, counted)
+            if state.sent:
+                self._count(info, state, error)
+
+    def _count(self, info: CallInfo, state: _Attempt, error: str | None) -> None:
+        counted: dict[str, Any] = {"http.request.method": info.method, **self.server}
+        if state.status is not None:
+            counted["http.response.status_code"] = state.status
+        if error is not None:
+            counted["error.type"] = error
+        self.owner.requests.add(1, counted)
 
     def on_request(self, info: RequestInfo) -> None:
         """The slot is acquired: the wait becomes a span of its own, ending now."""
         now = time.time_ns()
+        state = _attempt.get()
+        if state is not None:
+            state.sent = True
         waited = max(0.0, info.waited)
         owner = self.owner
         owner.tracer.start_span(
@@ -240,6 +250,7 @@ class Instrumentation:
         original = Client.__init__
         owner = self
 
+        @functools.wraps(original)
         def __init__(client: Client, *args: Any, **kwargs: Any) -> None:
             original(client, *args, **kwargs)
             owner.attach(client)
