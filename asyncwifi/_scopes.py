@@ -65,13 +65,20 @@ def call_scope(
     def decorate(
         fn: Callable[Concatenate[Api, str, str, P], Awaitable[T]],
     ) -> Callable[Concatenate[Api, str, str, P], Awaitable[T]]:
+        async def within(scopes: list[Scope], info: CallInfo, call: Awaitable[T]) -> T:
+            with enter(scopes, info):
+                return await call
+
         @functools.wraps(fn)
-        async def scoped(self: Api, method: str, path: str, /, *args: P.args, **kw: P.kwargs) -> T:
+        def scoped(
+            self: Api, method: str, path: str, /, *args: P.args, **kw: P.kwargs
+        ) -> Awaitable[T]:
+            # without scope hooks, the call's own coroutine: not one frame more
+            call = fn(self, method, path, *args, **kw)
             scopes = self.hooks.call_scopes
             if not scopes:
-                return await fn(self, method, path, *args, **kw)
-            with enter(scopes, CallInfo(method, path, kind)):
-                return await fn(self, method, path, *args, **kw)
+                return call
+            return within(scopes, CallInfo(method, path, kind), call)
 
         return scoped
 
@@ -83,12 +90,16 @@ def attempt_scope(
 ) -> Callable[[Api, _Call], Awaitable[Response]]:
     """Run ``Api._attempt`` inside ``hooks.attempt_scopes``."""
 
+    async def within(scopes: list[Scope], info: CallInfo, attempt: Awaitable[Response]) -> Response:
+        with enter(scopes, info):
+            return await attempt
+
     @functools.wraps(fn)
-    async def scoped(self: Api, call: _Call) -> Response:
+    def scoped(self: Api, call: _Call) -> Awaitable[Response]:
         scopes = self.hooks.attempt_scopes
         if not scopes:
-            return await fn(self, call)
-        with enter(scopes, CallInfo(call.method, call.path, "attempt", call.attempt + 1)):
-            return await fn(self, call)
+            return fn(self, call)
+        info = CallInfo(call.method, call.path, "attempt", call.attempt + 1)
+        return within(scopes, info, fn(self, call))
 
     return scoped
