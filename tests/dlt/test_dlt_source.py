@@ -182,3 +182,26 @@ def test_bad_input_fails_before_any_request(dlt_home: Path) -> None:
         asyncwifi_source(client, base_url="https://example.invalid")
     with pytest.raises(ValidationError, match="after"):
         asyncwifi_source(client, date_start=END, date_end=START)
+
+
+async def test_a_failing_resource_fails_the_run_and_closes_the_client(dlt_home: Path) -> None:
+    # segments answer 410 Gone (spec §9): the extraction fails, the client is not left open
+    async with Simulator(
+        clock=ScaledClock(100.0), events=3_000, contacts=40, gone_paths=("/v2/segments/*",)
+    ) as sim:
+        client = Client(
+            sim.client_key,
+            sim.client_secret,
+            base_url=sim.base_url,
+            allow_http=True,
+            clock=sim.clock,
+            organization=sim.organization,
+        )
+        source = asyncwifi_source(client, date_start=START, events_page_size=100)
+        from dlt.pipeline.exceptions import PipelineStepFailed
+
+        with pytest.raises(PipelineStepFailed, match=r"Gone|410"):
+            await asyncio.to_thread(_pipeline(dlt_home).run, source)
+        from asyncwifi import ClientState
+
+        assert client.state is ClientState.CLOSED

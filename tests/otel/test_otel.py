@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
 
-from asyncwifi import AiohttpTransport, Client, Limits, RetryPolicy, ScaledClock
+from asyncwifi import AiohttpTransport, Client, Limit, Limits, RetryPolicy, ScaledClock
 from asyncwifi._transport import Request, Response
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.otel import instrument
@@ -221,3 +221,37 @@ async def test_instrument_every_client_then_uninstrument(otel: Any) -> None:
         async with client as api:  # uninstrumented on leaving the with block
             await api.segments.list()
         assert len(exporter.get_finished_spans()) == traced
+
+
+async def test_failed_attempts_carry_their_error_and_unsent_ones_are_not_requests(
+    otel: Any,
+) -> None:
+    from asyncwifi.errors import QuotaExhaustedError
+    from asyncwifi.testing import Faults
+
+    exporter, reader, providers = otel
+    faults = Faults(seed=4, drop_rate=0.5, paths=("/v2/segments/*",))
+    async with Simulator(clock=ScaledClock(100.0), faults=faults) as sim:
+        day = Limits(minute=None, day=Limit(6, 86_400.0))
+        client = _client(sim, limits=day, on_quota_exhausted="raise")
+        instrument(client, **providers)
+
+        async def spend(api: Client) -> None:
+            for _ in range(7):  # 1 login + 5 attempts at most: the 7th call cannot go
+                await api.segments.list()
+
+        async with client as api:
+            with pytest.raises(QuotaExhaustedError):
+                await spend(api)
+    spans = exporter.get_finished_spans()
+    attempts = [s for s in spans if s.name == "GET"]
+    dropped = [s for s in attempts if "http.response.status_code" not in (s.attributes or {})]
+    errors = {(s.attributes or {}).get("error.type") for s in dropped}
+    assert "TransportError" in errors  # a dropped connection: no status, the exception's type
+    assert "QuotaExhaustedError" in errors  # refused by the local scheduler: never sent
+    found = _metrics(reader)
+    sent = [s for s in spans if s.name in ("GET", "POST")]
+    # every attempt that got a slot is a request; the one the scheduler refused is not
+    assert sum(p.value for p in found["asyncwifi.client.requests"]) == len(sent) - 1
+    failed_calls = [s for s in _named(spans, "asyncwifi GET") if not s.status.is_ok]
+    assert [(s.attributes or {})["error.type"] for s in failed_calls] == ["QuotaExhaustedError"]
