@@ -130,10 +130,11 @@ def _events(
         # (the only progress marker for records that carry no UTC time)
         marks = [date_start, cursor.last_value, utc_time(state.get("range_end"))]
         start = max((m for m in marks if m is not None), default=None)
-        end = date_end if date_end is not None else datetime.now(UTC)
         failed = True
         api = await session.acquire()
         try:
+            # "now" on the client's time line (the same clock as its scheduler)
+            end = date_end or datetime.fromtimestamp(api.clock.now(), UTC)
             if start is None or start <= end:
                 stream = api.events.list(
                     date_start=start, date_end=end, types=types, size=size, keep_raw=True
