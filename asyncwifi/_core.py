@@ -33,6 +33,7 @@ from asyncwifi._auth import Token, TokenManager
 from asyncwifi._clock import Clock
 from asyncwifi._response import error_from_response
 from asyncwifi._retry import Decision, RetryPolicy, classify
+from asyncwifi._scopes import Scope, attempt_scope, call_scope
 from asyncwifi._transport import BodyBuffer, Request, Response, Transport
 from asyncwifi.errors import (
     AmbiguousWriteError,
@@ -65,6 +66,8 @@ class RequestInfo:
     method: str
     path: str
     attempt: int
+    #: real seconds this attempt waited for its scheduler slot
+    waited: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +100,11 @@ class Hooks:
     on_request: list[Callable[[RequestInfo], None]] = field(default_factory=list)
     on_response: list[Callable[[ResponseInfo], None]] = field(default_factory=list)
     on_retry: list[Callable[[RetryInfo], None]] = field(default_factory=list)
+    #: context managers around each call / each attempt (see _scopes; asyncwifi.otel)
+    call_scopes: list[Scope] = field(default_factory=list)
+    attempt_scopes: list[Scope] = field(default_factory=list)
+    #: called with the resource ("events") when an expired scroll resumes
+    on_scroll_resume: list[Callable[[str], None]] = field(default_factory=list)
 
     def fire(self, callbacks: list[Callable[[Any], None]], info: object) -> None:
         for callback in callbacks:
@@ -155,6 +163,7 @@ class RequestPipeline:
         self.retry = retry
         self.hooks = hooks
 
+    @attempt_scope
     async def _attempt(self, call: _Call) -> Response:
         call.attempt += 1
         token = call.token
@@ -166,12 +175,14 @@ class RequestPipeline:
         if token is not None:
             headers["Authorization"] = token.bearer
         request = Request(call.method, call.path, call.params, call.body, headers, call.into)
+        queued = time.perf_counter()
         async with self.scheduler.slot(
             lane=call.lane, deadline=call.deadline, objects=call.objects
         ) as permit:
             if self.hooks.on_request:
                 self.hooks.fire(
-                    self.hooks.on_request, RequestInfo(call.method, call.path, call.attempt)
+                    self.hooks.on_request,
+                    RequestInfo(call.method, call.path, call.attempt, time.perf_counter() - queued),
                 )
             if call.on_sent is not None:
                 call.on_sent(self.clock.now())
@@ -326,6 +337,7 @@ class RequestPipeline:
             )
         return verdict
 
+    @call_scope("read")
     async def read(
         self,
         method: str,
@@ -351,6 +363,7 @@ class RequestPipeline:
         call = _Call(method, path, params, body, lane, deadline, objects, auth, on_sent, into)
         return await self._call(call, decode, None, write=False)
 
+    @call_scope("write")
     async def write(
         self,
         method: str,

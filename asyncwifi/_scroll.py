@@ -417,6 +417,7 @@ class _Producer:
                 total=total,
             )
         self.resumes += 1
+        self.api.hooks.fire(self.api.hooks.on_scroll_resume, spec.what)
         log.warning(
             "%s scroll expired after %d records (gap %.1f s); resuming (resume %d)",
             spec.what,

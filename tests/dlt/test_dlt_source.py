@@ -1,0 +1,207 @@
+"""The dlt source against the simulator, into DuckDB: two runs, only new data the second time."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+dlt = pytest.importorskip("dlt", reason="the dlt extra is absent: pip install asyncwifi[dlt]")
+duckdb = pytest.importorskip("duckdb", reason="dlt[duckdb] is not installed")
+
+from asyncwifi import Client, ScaledClock  # noqa: E402
+from asyncwifi.dlt import asyncwifi_source  # noqa: E402
+from asyncwifi.errors import ConfigurationError, ValidationError  # noqa: E402
+from asyncwifi.testing import Simulator  # noqa: E402
+
+START = datetime(2024, 1, 1, tzinfo=UTC)
+MIDDLE = datetime(2024, 1, 15, tzinfo=UTC)
+END = datetime(2024, 1, 31, 23, 59, 59, tzinfo=UTC)
+SHAPES = (
+    ("nested", "flat")  # with a UTC time, and without one (the range fallback)
+    if "event_shape" in inspect.signature(Simulator).parameters
+    else ("default",)
+)
+
+
+@pytest.fixture
+def dlt_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """dlt's data, pipelines and settings under tmp_path: nothing lands in the home dir."""
+    monkeypatch.setenv("DLT_DATA_DIR", str(tmp_path / "dlt-data"))
+    monkeypatch.setenv("RUNTIME__DLTHUB_TELEMETRY", "false")
+    monkeypatch.chdir(tmp_path)  # dlt reads ./.dlt/*.toml
+    for name in ("CLIENT_KEY", "CLIENT_SECRET", "BASE_URL", "ORGANIZATION"):
+        monkeypatch.delenv(f"ASYNCWIFI_{name}", raising=False)
+        monkeypatch.delenv(f"SOURCES__ASYNCWIFI__{name}", raising=False)
+    return tmp_path
+
+
+def _pipeline(home: Path) -> Any:
+    return dlt.pipeline(
+        pipeline_name="asyncwifi_test",
+        destination=dlt.destinations.duckdb(str(home / "warehouse.duckdb")),
+        dataset_name="wifi",
+        pipelines_dir=str(home / "pipelines"),
+    )
+
+
+def _count(home: Path, sql: str) -> int:
+    with duckdb.connect(str(home / "warehouse.duckdb"), read_only=True) as db:
+        row = db.execute(sql).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _events_between(sim: Simulator, start: datetime, end: datetime) -> int:
+    low, high = start.timestamp(), end.timestamp()
+    return sum(1 for t in sim.data.events.times if low <= t <= high)
+
+
+def _sim(shape: str) -> Simulator:
+    options: dict[str, Any] = {} if shape == "default" else {"event_shape": shape}
+    return Simulator(
+        clock=ScaledClock(100.0), contacts=40, hotspots=5, segments=3, events=400, **options
+    )
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_two_runs_load_everything_once_and_only_new_data_the_second_time(
+    dlt_home: Path, monkeypatch: pytest.MonkeyPatch, shape: str
+) -> None:
+    async with _sim(shape) as sim:
+        pipeline = _pipeline(dlt_home)
+        # run 1: credentials through dlt's conventions (SOURCES__ASYNCWIFI__*)
+        monkeypatch.setenv("SOURCES__ASYNCWIFI__CLIENT_KEY", sim.client_key)
+        monkeypatch.setenv("SOURCES__ASYNCWIFI__CLIENT_SECRET", sim.client_secret)
+        first = asyncwifi_source(
+            base_url=sim.base_url,
+            organization=sim.organization,
+            allow_http=True,
+            clock=sim.clock,
+            date_start=START,
+            date_end=MIDDLE,
+            events_page_size=60,
+            contacts_page_size=15,
+        )
+        await asyncio.to_thread(pipeline.run, first)
+        assert sim.counters.logins == 1  # one client for the four resources
+        first_half = _events_between(sim, START, MIDDLE)
+        assert 0 < first_half < 400
+        assert _count(dlt_home, "select count(*) from wifi.events") == first_half
+        assert _count(dlt_home, "select count(*) from wifi.contacts") == 40
+        assert _count(dlt_home, "select count(*) from wifi.hotspots") == 5
+        assert _count(dlt_home, "select count(*) from wifi.segments") == 3
+        # the record kept whole: contacts' policies became a child table
+        policies = sum(len(c["policies"]) for c in sim.data.contacts)
+        assert _count(dlt_home, "select count(*) from wifi.contacts__policies") == policies
+
+        # between the runs: one contact changes on the server
+        changed = sim.data.contacts[7]["cid"]
+        async with Client(
+            sim.client_key,
+            sim.client_secret,
+            base_url=sim.base_url,
+            allow_http=True,
+            clock=sim.clock,
+            organization=sim.organization,
+        ) as api:
+            await api.contacts.update_policies(
+                changed, [{"name": "mktgCommunications", "accepted": False}]
+            )
+        logins = sim.counters.logins
+        events_requests = sim.counters.by_endpoint["GET /v1/organizations/{cid}/events"]
+
+        # run 2: a given Client; the range widened to the end of the month
+        client = Client(
+            sim.client_key,
+            sim.client_secret,
+            base_url=sim.base_url,
+            allow_http=True,
+            clock=sim.clock,
+            organization=sim.organization,
+        )
+        second = asyncwifi_source(
+            client, date_start=START, date_end=END, events_page_size=60, contacts_page_size=15
+        )
+        await asyncio.to_thread(pipeline.run, second)
+        from asyncwifi import ClientState
+
+        assert client.state is ClientState.CLOSED  # the source opened it, so it closed it
+        assert sim.counters.logins == logins + 1
+        loaded = pipeline.last_trace.last_normalize_info.row_counts
+        second_half = _events_between(sim, MIDDLE, END)
+        assert loaded["events"] == second_half  # only the new events were extracted
+        # the second scroll started at MIDDLE: its pages cover the new events only
+        pages = sim.counters.by_endpoint["GET /v1/organizations/{cid}/events"] - events_requests
+        # (plus an empty last one, unless a short page showed the end)
+        full = -(-second_half // 60)
+        assert full <= pages <= full + 1
+        assert loaded.get("contacts", 0) == 1  # the one modified contact
+        assert _count(dlt_home, "select count(*) from wifi.events") == len(sim.data.events.times)
+        assert _count(dlt_home, "select count(distinct id) from wifi.events") == len(
+            sim.data.events.times
+        )
+        assert _count(dlt_home, "select count(*) from wifi.contacts") == 40
+        assert _count(dlt_home, "select count(*) from wifi.hotspots") == 5
+        assert _count(dlt_home, "select count(*) from wifi.segments") == 3
+        mktg = _count(
+            dlt_home,
+            "select count(*) from wifi.contacts__policies p join wifi.contacts c "
+            f"on p._dlt_parent_id = c._dlt_id where c.cid = '{changed}' "
+            "and p.name = 'mktgCommunications' and not p.accepted",
+        )
+        assert mktg == 1  # merged: the changed contact's new policy replaced the old one
+
+
+async def test_credentials_from_asyncwifi_environment(
+    dlt_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with Simulator(clock=ScaledClock(100.0), contacts=5, events=20, hotspots=2) as sim:
+        monkeypatch.setenv("ASYNCWIFI_CLIENT_KEY", sim.client_key)
+        monkeypatch.setenv("ASYNCWIFI_CLIENT_SECRET", sim.client_secret)
+        monkeypatch.setenv("ASYNCWIFI_BASE_URL", sim.base_url)
+        monkeypatch.setenv("ASYNCWIFI_ORGANIZATION", sim.organization)
+        source = asyncwifi_source(allow_http=True, clock=sim.clock).with_resources("hotspots")
+        pipeline = _pipeline(dlt_home)
+        await asyncio.to_thread(pipeline.run, source)
+        assert _count(dlt_home, "select count(*) from wifi.hotspots") == 2
+        assert sim.counters.by_endpoint.total() == 2  # the login and one list: nothing else
+
+
+def test_bad_input_fails_before_any_request(dlt_home: Path) -> None:
+    with pytest.raises(ConfigurationError, match="client_key and client_secret"):
+        asyncwifi_source(base_url="https://example.invalid")
+    with pytest.raises(ValidationError, match="no time zone"):
+        asyncwifi_source(client_key="k", client_secret="s", date_start=datetime(2024, 1, 1))
+    client = Client("key", "secret", base_url="https://example.invalid")
+    with pytest.raises(ConfigurationError, match="not both"):
+        asyncwifi_source(client, base_url="https://example.invalid")
+    with pytest.raises(ValidationError, match="after"):
+        asyncwifi_source(client, date_start=END, date_end=START)
+
+
+async def test_a_failing_resource_fails_the_run_and_closes_the_client(dlt_home: Path) -> None:
+    # segments answer 410 Gone (spec §9): the extraction fails, the client is not left open
+    async with Simulator(
+        clock=ScaledClock(100.0), events=3_000, contacts=40, gone_paths=("/v2/segments/*",)
+    ) as sim:
+        client = Client(
+            sim.client_key,
+            sim.client_secret,
+            base_url=sim.base_url,
+            allow_http=True,
+            clock=sim.clock,
+            organization=sim.organization,
+        )
+        source = asyncwifi_source(client, date_start=START, events_page_size=100)
+        from dlt.pipeline.exceptions import PipelineStepFailed
+
+        with pytest.raises(PipelineStepFailed, match=r"Gone|410"):
+            await asyncio.to_thread(_pipeline(dlt_home).run, source)
+        from asyncwifi import ClientState
+
+        assert client.state is ClientState.CLOSED
