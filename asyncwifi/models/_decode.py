@@ -325,7 +325,8 @@ def decode_page(
     kind = _KINDS.get(page_type)
     if kind is None:
         known = ", ".join(t.__name__ for t in _KINDS)
-        raise TypeError(f"decode_page knows {known}, not {page_type!r}")
+        name = getattr(page_type, "__name__", page_type)
+        raise ValidationError(f"decode_page knows {known}, not {name}")
     try:
         envelope = kind.typed.decode(data)
     except _DECODE_FAILURES:

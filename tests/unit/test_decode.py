@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asyncwifi.errors import AsyncWifiError, DecodeError
+from asyncwifi.errors import AsyncWifiError, DecodeError, ValidationError
 from asyncwifi.models import (
     Contact,
     ContactPage,
@@ -197,8 +197,9 @@ def test_hotspot_and_segment_pages() -> None:
 
 
 def test_decode_page_refuses_a_type_that_is_not_a_page() -> None:
-    with pytest.raises(TypeError, match="ContactPage"):
+    with pytest.raises(ValidationError, match="ContactPage") as caught:
         decode_page(b"{}", Contact)  # type: ignore[arg-type]
+    assert isinstance(caught.value, AsyncWifiError)
 
 
 # --- decode_page: one bad record among many -------------------------------------------
