@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,6 +40,7 @@ from asyncwifi.backfill._jobs import (
 )
 from asyncwifi.cli._app import App, output_options, pass_app, run_async
 from asyncwifi.cli._exit import CliFailure, ExitCode
+from asyncwifi.cli._files import check_export_files, remove_if_unused, writing
 from asyncwifi.cli._progress import human_duration
 
 __all__ = ["contacts_group", "events_group"]
@@ -103,13 +104,30 @@ def _out_path(ctx: click.Context, param: click.Parameter, value: str) -> Path:
 
 
 def _state_for(out: Path, state: str | None) -> Path:
+    if out.is_dir() or not out.name:
+        raise CliFailure(f"output {out} is a directory: name a file", ExitCode.CANT_CREATE)
     return Path(state).expanduser() if state else out.with_name(out.name + ".state")
 
 
 def _check_files(app: App, params: JobParams, *, state: Path, out: Path) -> str:
     """Preflight: credentials, then output and state; nothing is written."""
     app.check_credentials()
-    return preflight(params, state_path=state, out_path=out)
+    check_export_files(out, state)
+    with writing(out, state):
+        return preflight(params, state_path=state, out_path=out)
+
+
+def _run_export(app: App, job: Callable[[], Coroutine[Any, Any, Outcome]], *, out: Path,
+                state: Path, status: str) -> Outcome:
+    """Run the job; a new job that fails before its first commit leaves no file behind."""
+    out_existed = out.exists()
+    try:
+        with writing(out, state):
+            return run_async(job())
+    except BaseException:
+        if status == "new":
+            remove_if_unused(out, state, out_existed=out_existed)
+        raise
 
 
 def _finish(app: App, outcome: Outcome, noun: str, out: Path) -> None:
@@ -280,7 +298,7 @@ def backfill(
             )
             return await _run_job(app, job)
 
-    outcome = run_async(go())
+    outcome = _run_export(app, go, out=out, state=state_path, status=status)
     _finish(app, outcome, "events", out)
 
 
@@ -444,5 +462,5 @@ def export(
             )
             return await _run_job(app, job)
 
-    outcome = run_async(go())
+    outcome = _run_export(app, go, out=out, state=state_path, status=status)
     _finish(app, outcome, "contacts", out)

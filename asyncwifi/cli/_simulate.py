@@ -35,6 +35,8 @@ __all__ = [
 
 #: the simulator keeps its events in memory: more than this is refused
 MAX_SIMULATED_EVENTS = 20_000_000
+#: the simulated venues' local times must stay inside Python's years 1..9999
+SIMULATED_SPAN = (datetime(1, 1, 2, tzinfo=UTC), datetime(9999, 12, 30, tzinfo=UTC))
 
 
 def simulated_range(
@@ -62,6 +64,13 @@ def build_simulator(
     from asyncwifi.testing import Simulator
 
     start, end = simulated_range(since, until, clock.now())
+    low, high = SIMULATED_SPAN
+    if start < low or end > high:
+        raise CliFailure(
+            f"--simulate generates events from {low.date()} to {high.date()} only "
+            "(the venues' local times must stay inside years 1..9999); pick a range inside",
+            ExitCode.USAGE,
+        )
     days = (end - start).total_seconds() / 86_400.0
     events = round(options.events_per_day * days)
     if since is None and until is None:

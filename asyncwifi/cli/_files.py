@@ -1,0 +1,121 @@
+"""An export's two files, checked before anything is written and tidied after a failed start.
+
+The engine's preflight reads permissions (``os.access``), which say yes to root on ``/proc``
+and to any character device; here each file is really created (and removed again) or
+opened for writing, so a file that cannot be written is a one-line exit 73 before a
+request is sent, naming the file. A state file that is not an SQLite database is corrupt
+(exit 65), not missing. A new job that fails before its first commit leaves no state
+file behind: nothing half-written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from asyncwifi.cli._exit import CliFailure, ExitCode
+
+__all__ = ["check_export_files", "remove_if_unused", "writing"]
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def _check_creatable(path: Path, what: str) -> None:
+    if path.is_dir():
+        raise CliFailure(f"{what} {path} is a directory: name a file", ExitCode.CANT_CREATE)
+    if path.exists():
+        if not path.is_file():
+            raise CliFailure(
+                f"{what} {path} is not a regular file (an export is cut back to its last "
+                "checkpoint when it resumes)",
+                ExitCode.CANT_CREATE,
+            )
+        try:
+            with path.open("r+b"):
+                pass
+        except OSError as exc:
+            raise CliFailure(
+                f"cannot write {what} {path}: {exc.strerror or exc}", ExitCode.CANT_CREATE
+            ) from None
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except OSError as exc:
+        raise CliFailure(
+            f"cannot create {what} {path}: {exc.strerror or exc}", ExitCode.CANT_CREATE
+        ) from None
+    os.close(fd)
+    path.unlink()
+
+
+def _check_state_readable(state: Path) -> None:
+    if not state.is_file() or state.stat().st_size == 0:
+        return
+    with state.open("rb") as fh:
+        head = fh.read(len(_SQLITE_MAGIC))
+    if head != _SQLITE_MAGIC:
+        raise CliFailure(
+            f"state file {state} is corrupt (not an SQLite database): move it away, "
+            "or pass another --state",
+            ExitCode.DATA,
+        )
+
+
+def check_export_files(out: Path, state: Path) -> None:
+    """Fail now (73: cannot create or write; 65: corrupt state) unless both files can be used.
+
+    Creates nothing that outlives the call.
+    """
+    _check_creatable(out, "output")
+    _check_creatable(state, "state file")
+    _check_state_readable(state)
+
+
+@contextlib.contextmanager
+def writing(out: Path, state: Path) -> Iterator[None]:
+    """Report a state file that fails to read as corrupt, and a write error naming the files.
+
+    ``sqlite3`` errors carry no path, and a failed ``write()`` or ``fsync()`` none either:
+    the one-line message names the files so the user knows which disk to look at.
+    """
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError):
+            raise CliFailure(
+                f"cannot write state file {state}: {exc}", ExitCode.CANT_CREATE
+            ) from None
+        raise CliFailure(
+            f"state file {state} is corrupt ({exc}): move it away, or pass another --state",
+            ExitCode.DATA,
+        ) from None
+    except OSError as exc:
+        if exc.filename:
+            raise
+        raise CliFailure(
+            f"cannot write {out} (or its state file {state}): {exc.strerror or exc}",
+            ExitCode.CANT_CREATE,
+        ) from None
+
+
+def remove_if_unused(out: Path, state: Path, *, out_existed: bool) -> None:
+    """After a new job failed: remove a state file that committed nothing (and an empty output
+    this run created), so the next run starts clean instead of meeting a half-made job."""
+    from asyncwifi.backfill import StateStore
+
+    try:
+        info = StateStore.read_only(state) if StateStore.exists(state) else None
+    except (sqlite3.Error, OSError):
+        return
+    if info is not None and (info.records or info.offset):
+        return
+    for suffix in ("", *_SIDE_FILES):
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+            Path(f"{state}{suffix}").unlink()
+    if not out_existed and out.is_file() and out.stat().st_size == 0:
+        with contextlib.suppress(OSError):
+            out.unlink()
