@@ -9,7 +9,8 @@ The file is ``--config PATH``, else ``$ASYNCWIFI_CONFIG``, else
     organization = "org-cid"
 
 Environment variables (``ASYNCWIFI_CLIENT_KEY``, ``ASYNCWIFI_CLIENT_SECRET``,
-``ASYNCWIFI_BASE_URL``, ``ASYNCWIFI_ORGANIZATION``) win over the file. There is no
+``ASYNCWIFI_BASE_URL``, ``ASYNCWIFI_ORGANIZATION``, and ``ASYNCWIFI_ALLOW_HTTP=1`` for a
+plain-http simulator) win over the file. There is no
 command-line flag for the secret: ``ps`` and shell history would show it. No message ever
 repeats a value read from the file or the environment.
 """
@@ -23,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from asyncwifi._client import ALLOW_HTTP_ENV, env_flag
 from asyncwifi.cli._exit import CliFailure, ExitCode
 
 __all__ = ["ENV_VARS", "Settings", "default_config_path", "load_settings"]
@@ -34,7 +36,7 @@ ENV_VARS: dict[str, str] = {
     "base_url": "ASYNCWIFI_BASE_URL",
     "organization": "ASYNCWIFI_ORGANIZATION",
 }
-_BOOLS = {"allow_http": "ASYNCWIFI_ALLOW_HTTP"}
+_BOOLS = {"allow_http": ALLOW_HTTP_ENV}
 
 
 @dataclass(frozen=True)
@@ -74,10 +76,6 @@ def default_config_path(environ: Mapping[str, str]) -> Path:
         return Path(environ["ASYNCWIFI_CONFIG"]).expanduser()
     base = environ.get("XDG_CONFIG_HOME") or str(Path("~/.config").expanduser())
     return Path(base) / "asyncwifi" / "config.toml"
-
-
-def _truthy(value: str) -> bool:
-    return value.strip().lower() in ("1", "true", "yes", "on")
 
 
 def load_settings(config: Path | None, environ: Mapping[str, str] | None = None) -> Settings:
@@ -129,7 +127,7 @@ def load_settings(config: Path | None, environ: Mapping[str, str] | None = None)
             values[key] = env[var]
     for key, var in _BOOLS.items():
         if env.get(var):
-            values[key] = _truthy(env[var])
+            values[key] = env_flag(env[var])
     return Settings(
         client_key=_str(values.get("client_key")),
         client_secret=_str(values.get("client_secret")),

@@ -81,6 +81,11 @@ def DurationType() -> _Parsed[timedelta]:
 def _types(ctx: click.Context, param: click.Parameter, value: Sequence[str]) -> list[str] | None:
     names: list[str] = []
     for item in value:
+        if not item.strip(" ,"):
+            # an empty list is a mistake (a variable that was not set), not "every type"
+            raise click.BadParameter(
+                "is empty; leave --types out for every type", ctx=ctx, param=param
+            )
         names.extend(t.strip() for t in item.split(",") if t.strip())
     unknown = [t for t in names if t not in EVENT_TYPES]
     if unknown:
@@ -117,8 +122,14 @@ def _check_files(app: App, params: JobParams, *, state: Path, out: Path) -> str:
         return preflight(params, state_path=state, out_path=out)
 
 
-def _run_export(app: App, job: Callable[[], Coroutine[Any, Any, Outcome]], *, out: Path,
-                state: Path, status: str) -> Outcome:
+def _run_export(
+    app: App,
+    job: Callable[[], Coroutine[Any, Any, Outcome]],
+    *,
+    out: Path,
+    state: Path,
+    status: str,
+) -> Outcome:
     """Run the job; a new job that fails before its first commit leaves no file behind."""
     out_existed = out.exists()
     try:
@@ -299,6 +310,12 @@ def backfill(
             return await _run_job(app, job)
 
     outcome = _run_export(app, go, out=out, state=state_path, status=status)
+    if outcome.status != "paused" and outcome.progress.records == 0:
+        app.display.warning(
+            "empty",
+            f"no event at all from {format_ms(since)} to {format_ms(until)}: check the range "
+            "(a simulator serves only the range its banner shows)",
+        )
     _finish(app, outcome, "events", out)
 
 
@@ -375,17 +392,22 @@ def _dry_run(
         f"assumption: {assumed:,} events per day ({source}); the events API has no count, "
         "so a dry run sends no request to learn it",
         f"estimate: {plan.events:,} events = {data_pages:,} pages of up to {page_size:,} + "
-        f"{plan.slices:,} empty end-of-scroll pages + {plan.logins} login(s) = "
+        f"{plan.slices:,} empty end-of-scroll pages + {_count(plan.logins, 'login')} = "
         f"{plan.requests:,} requests",
         f"time at the rate limit ({minute[0]}/min): {human_duration(plan.seconds_at_rate)}",
         f"quota: {plan.days_of_quota:.2f} days of the {day[0]:,}-request daily quota "
-        f"({math.ceil(plan.days_of_quota) or 1} day(s)); finishes in about "
+        f"({_count(math.ceil(plan.days_of_quota) or 1, 'day')}); finishes in about "
         f"{human_duration(plan.seconds_total)} counting the daily resets",
     ]
     if done_note:
         lines.append(f"state {state_path}: {done_note}")
     lines.append("this dry run sent 0 requests and wrote nothing")
     click.echo("\n".join(lines))
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 login``, ``2 logins``."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 # -- contacts --------------------------------------------------------------------------------

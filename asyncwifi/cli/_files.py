@@ -75,6 +75,18 @@ def check_export_files(out: Path, state: Path) -> None:
     _check_state_readable(state)
 
 
+def _file_error(exc: BaseException) -> OSError | sqlite3.Error | None:
+    """The file error inside ``exc`` (which may be a task group's exception group)."""
+    if isinstance(exc, OSError | sqlite3.Error):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _file_error(inner)
+            if found is not None:
+                return found
+    return None
+
+
 @contextlib.contextmanager
 def writing(out: Path, state: Path) -> Iterator[None]:
     """Report a state file that fails to read as corrupt, and a write error naming the files.
@@ -84,27 +96,27 @@ def writing(out: Path, state: Path) -> Iterator[None]:
     """
     try:
         yield
-    except sqlite3.DatabaseError as exc:
-        if isinstance(exc, sqlite3.OperationalError):
-            raise CliFailure(
-                f"cannot write state file {state}: {exc}", ExitCode.CANT_CREATE
-            ) from None
-        raise CliFailure(
-            f"state file {state} is corrupt ({exc}): move it away, or pass another --state",
-            ExitCode.DATA,
-        ) from None
-    except OSError as exc:
-        if exc.filename:
+    except Exception as exc:
+        error = _file_error(exc)
+        if error is None or (isinstance(error, OSError) and error.filename):
             raise
+        if isinstance(error, sqlite3.DatabaseError) and not isinstance(
+            error, sqlite3.OperationalError
+        ):
+            raise CliFailure(
+                f"state file {state} is corrupt ({error}): move it away, or pass another --state",
+                ExitCode.DATA,
+            ) from None
+        reason = error.strerror if isinstance(error, OSError) else str(error)
         raise CliFailure(
-            f"cannot write {out} (or its state file {state}): {exc.strerror or exc}",
+            f"cannot write {out} or its state file {state}: {reason or error}",
             ExitCode.CANT_CREATE,
         ) from None
 
 
 def remove_if_unused(out: Path, state: Path, *, out_existed: bool) -> None:
-    """After a new job failed: remove a state file that committed nothing (and an empty output
-    this run created), so the next run starts clean instead of meeting a half-made job."""
+    """After a new job failed: remove a state file that committed nothing, and the output's
+    uncommitted bytes, so the next run starts clean instead of meeting a half-made job."""
     from asyncwifi.backfill import StateStore
 
     try:
@@ -116,6 +128,9 @@ def remove_if_unused(out: Path, state: Path, *, out_existed: bool) -> None:
     for suffix in ("", *_SIDE_FILES):
         with contextlib.suppress(FileNotFoundError, IsADirectoryError):
             Path(f"{state}{suffix}").unlink()
-    if not out_existed and out.is_file() and out.stat().st_size == 0:
-        with contextlib.suppress(OSError):
+    # a new job's output was absent or empty before the run: all it holds now is uncommitted
+    with contextlib.suppress(OSError):
+        if not out_existed:
             out.unlink()
+        elif out.is_file():
+            os.truncate(out, 0)

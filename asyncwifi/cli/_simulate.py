@@ -106,9 +106,6 @@ async def simulated_client(
     max_quota_wait: float | None = None,
 ) -> AsyncIterator[Client]:
     """A simulator started in-process and a client opened on it, both on one fast clock."""
-    from asyncwifi._client import Client
-    from asyncwifi.ratelimit import Limit, Limits
-
     clock = simulated_clock(options)
     simulator = build_simulator(options, since=since, until=until, clock=clock)
     # encode every event before serving, so that serving a page never stalls the loop
@@ -127,18 +124,7 @@ async def simulated_client(
             events=len(data.events),
             speed=options.speed,
         )
-        limits = Limits(
-            minute=Limit(options.minute_limit, 60.0), day=Limit(options.day_limit, 86_400.0)
-        )
-        async with Client(
-            sim.client_key,
-            sim.client_secret,
-            base_url=sim.base_url,
-            organization=sim.organization,
-            limits=limits,
-            clock=clock,
-            allow_http=True,
-            on_quota_exhausted=on_quota_exhausted,
-            max_quota_wait=max_quota_wait,
+        async with sim.client(
+            on_quota_exhausted=on_quota_exhausted, max_quota_wait=max_quota_wait
         ) as api:
             yield api

@@ -20,7 +20,7 @@ import secrets
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from aiohttp import web
 
@@ -34,7 +34,10 @@ from asyncwifi.testing._handlers import Api
 from asyncwifi.testing._kong import UPSTREAM_MESSAGES, negotiate, render_error
 from asyncwifi.testing._limits import Mode, ObjectLimiter, RateLimiter
 from asyncwifi.testing._scroll import ScrollRegistry
-from asyncwifi.testing._util import BadParameter, hex_id, mix, to_epoch
+from asyncwifi.testing._util import BadParameter, hex_id, to_epoch
+
+if TYPE_CHECKING:
+    from asyncwifi._client import Client
 
 __all__ = ["DEFAULT_GONE_PATHS", "Simulator"]
 
@@ -163,7 +166,8 @@ class Simulator:
         self.port = port
         self._plan = FaultPlan(faults)
         self._competitor_next = math.inf
-        self._request_ids = random.Random(mix(seed, 0x1D5))
+        # request ids identify one request, in logs too: unique across runs, not seeded data
+        self._request_ids = random.Random(secrets.randbits(64))
         self._runner: web.AppRunner | None = None
         self._api = Api(self)
         if faults is not None:
@@ -207,6 +211,26 @@ class Simulator:
     def url(self, path: str) -> str:
         """``base_url`` joined with ``path``."""
         return self.base_url + path
+
+    def client(self, **options: Any) -> Client:
+        """A :class:`~asyncwifi.Client` for this running simulator, to use as ``async with``.
+
+        Credentials, organization, base URL, plain http, the simulator's clock and its
+        minute/day limits are filled in; ``options`` are further ``Client`` keywords and win.
+        """
+        from asyncwifi._client import Client
+        from asyncwifi.ratelimit import Limit, Limits
+
+        limits = self.limiter.limits
+        options.setdefault("base_url", self.base_url)
+        options.setdefault("organization", self.organization)
+        options.setdefault("clock", self.clock)
+        options.setdefault("allow_http", True)
+        options.setdefault(
+            "limits",
+            Limits(minute=Limit(limits["minute"], 60.0), day=Limit(limits["day"], 86_400.0)),
+        )
+        return Client(self.client_key, self.client_secret, **options)
 
     # -- lifecycle ------------------------------------------------------------------------
 
