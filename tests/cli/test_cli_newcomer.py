@@ -137,3 +137,17 @@ async def test_every_404_carries_its_own_request_id() -> None:
                 request_ids.append(missing.value.request_id)
     assert all(request_ids)
     assert len(set(request_ids)) == 4
+
+
+def test_the_main_jobs_outputs_are_ignored_by_git() -> None:
+    import shutil
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    if shutil.which("git") is None or not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    names = ["events.jsonl", "events.jsonl.state", "events.jsonl.state-wal", "contacts.jsonl"]
+    proc = subprocess.run(
+        ["git", "check-ignore", *names], cwd=root, capture_output=True, text=True, check=False
+    )
+    assert proc.stdout.split() == names
