@@ -26,6 +26,7 @@ from pathlib import Path
 
 from asyncwifi._client import ALLOW_HTTP_ENV, env_flag
 from asyncwifi.cli._exit import CliFailure, ExitCode
+from asyncwifi.cli._progress import plural
 
 __all__ = ["ENV_VARS", "Settings", "default_config_path", "load_settings"]
 
@@ -102,7 +103,7 @@ def load_settings(config: Path | None, environ: Mapping[str, str] | None = None)
         unknown = sorted(set(data) - known)
         if unknown:
             raise CliFailure(
-                f"config file {path}: unknown key(s) {', '.join(unknown)} "
+                f"config file {path}: unknown {plural(len(unknown), 'key')} {', '.join(unknown)} "
                 f"(known: {', '.join(sorted(known))})",
                 ExitCode.CONFIG,
             )

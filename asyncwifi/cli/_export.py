@@ -41,7 +41,7 @@ from asyncwifi.backfill._jobs import (
 from asyncwifi.cli._app import App, output_options, pass_app, run_async
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._files import check_export_files, remove_if_unused, writing
-from asyncwifi.cli._progress import human_duration
+from asyncwifi.cli._progress import human_duration, plural
 
 __all__ = ["contacts_group", "events_group"]
 
@@ -90,7 +90,8 @@ def _types(ctx: click.Context, param: click.Parameter, value: Sequence[str]) -> 
     unknown = [t for t in names if t not in EVENT_TYPES]
     if unknown:
         raise click.BadParameter(
-            f"unknown event type(s) {', '.join(unknown)}; known: {', '.join(sorted(EVENT_TYPES))}",
+            f"unknown event {plural(len(unknown), 'type')} {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(EVENT_TYPES))}",
             ctx=ctx,
             param=param,
         )
@@ -407,7 +408,7 @@ def _dry_run(
 
 def _count(n: int, noun: str) -> str:
     """``1 login``, ``2 logins``."""
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+    return f"{n:,} {plural(n, noun)}"
 
 
 # -- contacts --------------------------------------------------------------------------------

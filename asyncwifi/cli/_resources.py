@@ -22,6 +22,7 @@ from rich.table import Table
 from asyncwifi._rules import HOTSPOT_UPDATE_FORBIDDEN
 from asyncwifi.cli._app import App, pass_app, run_async
 from asyncwifi.cli._exit import CliFailure, ExitCode
+from asyncwifi.cli._progress import plural
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import HotspotCreate, HotspotUpdate
 
@@ -86,7 +87,8 @@ def _body(text: str, model: type[S], *, forbidden: frozenset[str] = frozenset())
     unknown = sorted(set(data) - known)
     if unknown:
         raise click.BadParameter(
-            f"unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}",
+            f"unknown {plural(len(unknown), 'field')} {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(known))}",
             param_hint="'--data'",
         )
     try:

@@ -246,3 +246,14 @@ def test_the_sdk_log_and_the_command_spell_warnings_alike() -> None:
     assert (
         _TextFormatter().format(record) == stream.getvalue().strip() == ("asyncwifi: warning: slow")
     )
+
+
+def test_counts_in_messages_agree_with_their_nouns(
+    clean_env: Path, run: Callable[..., Result]
+) -> None:
+    one = run(*BACKFILL, "--types", "visit,teleport", "--out", "e.jsonl", "--dry-run")
+    assert "unknown event type teleport;" in no_traceback(one)
+    two = run(*BACKFILL, "--types", "warp,teleport", "--out", "e.jsonl", "--dry-run")
+    assert "unknown event types warp, teleport;" in no_traceback(two)
+    field = run("--simulate", "-q", "hotspots", "update", "h1", "--data", '{"nmae": "x"}')
+    assert "unknown field nmae;" in no_traceback(field)
