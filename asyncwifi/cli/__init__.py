@@ -43,7 +43,7 @@ __all__ = ["CliFailure", "ExitCode", "cli", "main"]
 )
 @click.option(
     "--sim-speed",
-    type=click.FloatRange(min=0.001),
+    type=click.FloatRange(min=0.001, max=1_000_000),
     default=SimOptions.speed,
     show_default=True,
     help="--simulate: clock speed.",

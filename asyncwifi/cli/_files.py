@@ -18,24 +18,29 @@ from pathlib import Path
 
 from asyncwifi.cli._exit import CliFailure, ExitCode
 
-__all__ = ["check_export_files", "remove_if_unused", "writing"]
+__all__ = ["check_creatable", "check_export_files", "remove_if_unused", "writing"]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
-def _check_creatable(path: Path, what: str) -> None:
+def check_creatable(path: Path, what: str, *, regular: bool = True) -> None:
+    """Fail now (73, naming the file) unless ``path`` can be created or written; keeps nothing.
+
+    ``regular``: refuse a device or a pipe (an export must be cut back on resume; an
+    appended log such as the webhook receiver's may go to ``/dev/stdout``).
+    """
     if path.is_dir():
         raise CliFailure(f"{what} {path} is a directory: name a file", ExitCode.CANT_CREATE)
     if path.exists():
-        if not path.is_file():
+        if regular and not path.is_file():
             raise CliFailure(
                 f"{what} {path} is not a regular file (an export is cut back to its last "
                 "checkpoint when it resumes)",
                 ExitCode.CANT_CREATE,
             )
         try:
-            with path.open("r+b"):
+            with path.open("ab"):
                 pass
         except OSError as exc:
             raise CliFailure(
@@ -70,8 +75,8 @@ def check_export_files(out: Path, state: Path) -> None:
 
     Creates nothing that outlives the call.
     """
-    _check_creatable(out, "output")
-    _check_creatable(state, "state file")
+    check_creatable(out, "output")
+    check_creatable(state, "state file")
     _check_state_readable(state)
 
 

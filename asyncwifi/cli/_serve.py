@@ -7,12 +7,14 @@ import contextlib
 import inspect
 import signal
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
 
 from asyncwifi.cli._app import App, output_options, pass_app
 from asyncwifi.cli._exit import CliFailure, ExitCode
+from asyncwifi.cli._files import check_creatable
 
 __all__ = ["webhooks_group"]
 
@@ -86,6 +88,10 @@ def webhooks_serve(
 
     if out is None and handler is None:
         raise click.UsageError("give --out FILE or --handler MODULE:FUNCTION (or both)")
+    if out is not None:
+        check_creatable(Path(out), "output", regular=False)
+    if spool is not None:
+        check_creatable(Path(spool), "spool")
     try:
         secrets = secrets_from_env(SECRET_ENV_VAR)
         receiver = Receiver(

@@ -79,7 +79,7 @@ def _default_range() -> str:
 )
 @click.option(
     "--speed",
-    type=click.FloatRange(min=0.001),
+    type=click.FloatRange(min=0.001, max=1_000_000),
     default=1.0,
     show_default=True,
     help="Clock speed: minute and day windows, scroll and token lifetimes run this much faster.",

@@ -257,3 +257,34 @@ def test_counts_in_messages_agree_with_their_nouns(
     assert "unknown event types warp, teleport;" in no_traceback(two)
     field = run("--simulate", "-q", "hotspots", "update", "h1", "--data", '{"nmae": "x"}')
     assert "unknown field nmae;" in no_traceback(field)
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (("--out", "/proc/x.jsonl"), "output /proc/x.jsonl"),
+        (("--out", "h.jsonl", "--spool", "/proc/x.sqlite"), "spool /proc/x.sqlite"),
+    ],
+)
+def test_webhooks_serve_checks_its_files_before_listening(
+    clean_env: Path,
+    run: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    args: tuple[str, ...],
+    named: str,
+) -> None:
+    monkeypatch.setenv("ASYNCWIFI_WEBHOOK_SECRET", "a-long-enough-secret")
+    result = run("webhooks", "serve", "--port", "0", *args)
+    assert result.code == ExitCode.CANT_CREATE
+    assert named in no_traceback(result)
+    assert files_in(clean_env) == []
+
+
+@pytest.mark.parametrize("args", [("--sim-speed", "1e300", "segments", "list"),
+                                  ("simulate", "--speed", "1e300")])  # fmt: skip
+def test_absurd_clock_speeds_are_usage_errors(
+    clean_env: Path, run: Callable[..., Result], args: tuple[str, ...]
+) -> None:
+    result = run(*args)
+    assert result.code == ExitCode.USAGE
+    assert "speed" in no_traceback(result)
