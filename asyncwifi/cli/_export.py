@@ -132,12 +132,12 @@ def _run_export(
     status: str,
 ) -> Outcome:
     """Run the job; a new job that fails before its first commit leaves no file behind."""
-    out_existed = out.exists()
+    out_existed, state_existed = out.exists(), state.exists()
     try:
         with writing(out, state):
             return run_async(job())
     except BaseException:
-        if status == "new":
+        if status == "new" and not state_existed:
             remove_if_unused(out, state, out_existed=out_existed)
         raise
 

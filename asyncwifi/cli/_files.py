@@ -62,12 +62,23 @@ def _check_state_readable(state: Path) -> None:
         return
     with state.open("rb") as fh:
         head = fh.read(len(_SQLITE_MAGIC))
-    if head != _SQLITE_MAGIC:
-        raise CliFailure(
-            f"state file {state} is corrupt (not an SQLite database): move it away, "
-            "or pass another --state",
-            ExitCode.DATA,
-        )
+    reason = "not an SQLite database"
+    if head == _SQLITE_MAGIC:
+        try:
+            # immutable: a WAL-mode file read like this grows no -shm or -wal beside it
+            uri = state.resolve().as_uri() + "?mode=ro&immutable=1"
+            conn = sqlite3.connect(uri, uri=True)
+            try:
+                conn.execute("SELECT name FROM sqlite_master").fetchall()
+            finally:
+                conn.close()
+            return
+        except sqlite3.DatabaseError as exc:
+            reason = str(exc)
+    raise CliFailure(
+        f"state file {state} is corrupt ({reason}): move it away, or pass another --state",
+        ExitCode.DATA,
+    )
 
 
 def check_export_files(out: Path, state: Path) -> None:

@@ -66,10 +66,15 @@ def test_contacts_export_to_a_file_that_cannot_be_created_exits_73(
 
 
 @pytest.mark.parametrize("with_output", [False, True])
+@pytest.mark.parametrize(
+    "garbage",
+    [b"this is not a database\n" * 100, b"SQLite format 3\x00" + b"garbage" * 10],
+    ids=["text", "sqlite-header"],
+)
 def test_a_garbage_state_file_is_corrupt_not_missing(
-    clean_env: Path, run: Callable[..., Result], with_output: bool
+    clean_env: Path, run: Callable[..., Result], with_output: bool, garbage: bytes
 ) -> None:
-    (clean_env / "e.jsonl.state").write_text("this is not a database\n" * 100)
+    (clean_env / "e.jsonl.state").write_bytes(garbage)
     if with_output:
         (clean_env / "e.jsonl").write_text('{"id": "precious"}\n')
     before = {p.name: p.read_bytes() for p in clean_env.iterdir()}
@@ -78,6 +83,10 @@ def test_a_garbage_state_file_is_corrupt_not_missing(
     line = no_traceback(result)
     assert "e.jsonl.state is corrupt" in line
     assert "no state file" not in line
+    assert {p.name: p.read_bytes() for p in clean_env.iterdir()} == before
+    contacts = run("--simulate", "-q", "contacts", "export", "--out", "e.jsonl")
+    assert contacts.code == ExitCode.DATA
+    assert "e.jsonl.state is corrupt" in no_traceback(contacts)
     assert {p.name: p.read_bytes() for p in clean_env.iterdir()} == before
 
 
