@@ -54,7 +54,8 @@ class Simulator:
 
     Use it as ``async with Simulator(...) as sim:`` (or ``await sim.start()`` /
     ``await sim.stop()``); it serves on ``sim.base_url`` with ``sim.client_key`` and
-    ``sim.client_secret`` for the tenant ``sim.organization``. Every time (windows, scroll
+    ``sim.client_secret`` for the tenant ``sim.organization``; ``sim.client()`` is a client
+    configured for it. Every time (windows, scroll
     and token lifetimes, reset headers) is read from ``clock``, so a
     :class:`~asyncwifi.ScaledClock` shared with the client runs minutes in fractions of a
     second.
@@ -213,24 +214,21 @@ class Simulator:
         return self.base_url + path
 
     def client(self, **options: Any) -> Client:
-        """A :class:`~asyncwifi.Client` for this running simulator, to use as ``async with``.
-
-        Credentials, organization, base URL, plain http, the simulator's clock and its
-        minute/day limits are filled in; ``options`` are further ``Client`` keywords and win.
-        """
+        """A :class:`~asyncwifi.Client` for this running simulator (``async with``): its URL,
+        credentials, organization, clock and limits, plain http allowed; ``options`` win."""
         from asyncwifi._client import Client
         from asyncwifi.ratelimit import Limit, Limits
 
         limits = self.limiter.limits
-        options.setdefault("base_url", self.base_url)
-        options.setdefault("organization", self.organization)
-        options.setdefault("clock", self.clock)
-        options.setdefault("allow_http", True)
-        options.setdefault(
-            "limits",
-            Limits(minute=Limit(limits["minute"], 60.0), day=Limit(limits["day"], 86_400.0)),
-        )
-        return Client(self.client_key, self.client_secret, **options)
+        minute, day = Limit(limits["minute"], 60.0), Limit(limits["day"], 86_400.0)
+        defaults: dict[str, Any] = {
+            "base_url": self.base_url,
+            "organization": self.organization,
+            "clock": self.clock,
+            "allow_http": True,
+            "limits": Limits(minute=minute, day=day),
+        }
+        return Client(self.client_key, self.client_secret, **{**defaults, **options})
 
     # -- lifecycle ------------------------------------------------------------------------
 
