@@ -190,7 +190,6 @@ _FLAGS = {
 }
 _SWITCHES = {
     "count_refused": "--count-refused",
-    "fractional_reset": "--fractional-reset",
     "scroll_single_use": "--scroll-single-use",
     "warm": "--warm",
 }
@@ -251,7 +250,12 @@ class SimulatorProcess:
             "--clock-anchor",
             repr(anchor),
         ]
+        # as a Simulator: whole-second resets unless asked (the command's default follows speed)
+        fractional = self.options.get("fractional_reset", False)
+        cmd.append("--fractional-reset" if fractional else "--whole-reset")
         for key, value in self.options.items():
+            if key == "fractional_reset":
+                continue
             if key in _FLAGS:
                 cmd += [_FLAGS[key], str(value)]
             elif key in _SWITCHES:

@@ -69,6 +69,9 @@ def test_the_command_line_options() -> None:
     assert params["faults"] == Faults(error_rate=0.5)
     assert params["count_refused"] is True
     assert params["events_start"] == 1_735_689_600.0
+    assert params["fractional_reset"] is False  # as Simulator's default, whatever the speed
+    fractional = SimulatorProcess(speed=100, fractional_reset=True).command()[3:]
+    assert simulate_command.make_context("simulate", fractional).params["fractional_reset"]
     speed, start, anchor = AnchoredClock.describe(ScaledClock(50, start=1000.0))
     shared = AnchoredClock(speed, start, anchor)
     assert speed == 50
