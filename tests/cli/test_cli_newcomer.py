@@ -151,3 +151,15 @@ def test_the_main_jobs_outputs_are_ignored_by_git() -> None:
         ["git", "check-ignore", *names], cwd=root, capture_output=True, text=True, check=False
     )
     assert proc.stdout.split() == names
+
+
+@pytest.mark.parametrize(
+    ("since", "until"), [("9999-12-30", "9999-12-31T23:59:59.999"), ("0001-01-01", "0001-01-03")]
+)
+def test_a_backfill_at_the_edges_of_the_calendar_runs(
+    pointed_at: SimulatorProcess, run: Callable[..., Result], since: str, until: str
+) -> None:
+    result = run("-q", "events", "backfill", "--since", since, "--until", until, "--out", "e.jsonl")
+    assert result.code == 0, result.err
+    assert "Traceback" not in result.err
+    assert "no event at all" in result.err
