@@ -66,7 +66,7 @@ class Client:
     """An asyncio client of the platform API; use it as ``async with Client(...) as api``.
 
     Every request (logins and retries included) passes the rate-aware scheduler, so the
-    documented limits (60 a minute, 15,000 a day) are never exceeded; see the README.
+    documented limits (60 a minute, 15,000 a day) are never exceeded (docs/guides/quota.md).
 
     Positional: the API key pair. Keyword options: ``base_url`` (or ASYNCWIFI_BASE_URL),
     ``organization`` (the default ``{cid}`` of organization paths), ``limits``, ``store``

@@ -124,3 +124,11 @@ def test_every_spec_citation_in_the_code_resolves() -> None:
     assert not missing
     assert (ROOT / "docs" / "reference" / "gateway.md").exists()
     assert (ROOT / "docs" / "reference" / "observed.md").exists()
+
+
+def test_the_exit_status_table_lists_every_status() -> None:
+    from asyncwifi.cli import ExitCode
+
+    page = (ROOT / "docs" / "guides" / "cli.md").read_text(encoding="utf-8")
+    documented = {int(n) for n in re.findall(r"^\| (\d+) \|", page, re.MULTILINE)}
+    assert documented == {int(code) for code in ExitCode}
