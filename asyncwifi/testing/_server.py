@@ -34,6 +34,7 @@ from asyncwifi.testing._handlers import Api
 from asyncwifi.testing._kong import UPSTREAM_MESSAGES, negotiate, render_error
 from asyncwifi.testing._limits import Mode, ObjectLimiter, RateLimiter
 from asyncwifi.testing._scroll import ScrollRegistry
+from asyncwifi.testing._sim_client import simulator_client
 from asyncwifi.testing._util import BadParameter, hex_id, to_epoch
 
 if TYPE_CHECKING:
@@ -214,21 +215,9 @@ class Simulator:
         return self.base_url + path
 
     def client(self, **options: Any) -> Client:
-        """A :class:`~asyncwifi.Client` for this running simulator (``async with``): its URL,
-        credentials, organization, clock and limits, plain http allowed; ``options`` win."""
-        from asyncwifi._client import Client
-        from asyncwifi.ratelimit import Limit, Limits
-
-        limits = self.limiter.limits
-        minute, day = Limit(limits["minute"], 60.0), Limit(limits["day"], 86_400.0)
-        defaults: dict[str, Any] = {
-            "base_url": self.base_url,
-            "organization": self.organization,
-            "clock": self.clock,
-            "allow_http": True,
-            "limits": Limits(minute=minute, day=day),
-        }
-        return Client(self.client_key, self.client_secret, **{**defaults, **options})
+        """A :class:`~asyncwifi.Client` configured for this running simulator (its URL,
+        credentials, organization, clock, limits; plain http); ``options`` win."""
+        return simulator_client(self, **options)
 
     # -- lifecycle ------------------------------------------------------------------------
 
