@@ -2,6 +2,10 @@
 
 The API's quota (60 requests a minute, 15,000 a day) is the only bottleneck: every request
 goes through a rate-aware scheduler that never sends what the gateway would refuse.
+
+Comments citing "spec §N" refer to section N of the platform's API reference, kept in the
+repository as ``docs/reference/api.md`` (its section numbers unchanged); "gateway.md" is
+``docs/reference/gateway.md`` and the vendor's other pages are ``docs/reference/observed.md``.
 """
 
 import logging

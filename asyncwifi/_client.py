@@ -22,12 +22,36 @@ from asyncwifi.models import LoginRequest, LoginResponse, decode, encode
 from asyncwifi.ratelimit import Lane, Limits, QuotaSnapshot, Scheduler, Store
 from asyncwifi.resources import Contacts, Events, Hotspots, Segments
 
-__all__ = ["Client", "ClientState"]
+__all__ = ["ALLOW_HTTP_ENV", "Client", "ClientState", "env_flag", "plain_http_refusal"]
 
 log = logging.getLogger("asyncwifi.client")
 
+#: the one switch that lets a client (``Client.from_env()``, the CLI) use a plain-http URL
+ALLOW_HTTP_ENV = "ASYNCWIFI_ALLOW_HTTP"
+
 LOGIN_PATH = "/v1/sts/login/services"  # spec §4.1
 LOGOUT_PATH = "/v1/sts/logout"
+
+
+def env_flag(value: str | None) -> bool:
+    """An on/off environment variable: 1, true, yes, on (any case) mean on."""
+    return value is not None and value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def plain_http_refusal(
+    base_url: str, allow_http: bool, switch: str = "pass allow_http=True"
+) -> ConfigurationError | None:
+    """The error for a plain-http ``base_url`` without the switch, phrased for the caller's
+    interface (``switch`` says how to turn it on there); None when the URL is acceptable."""
+    scheme = base_url.split(":", 1)[0].lower()
+    if scheme not in ("https", "http"):
+        return ConfigurationError(f"base_url must be an http(s) URL, got scheme {scheme!r}")
+    if scheme == "http" and not allow_http:
+        return ConfigurationError(
+            "plain http sends the client secret and tokens in clear: use https, "
+            f"or, for a local simulator, {switch}"
+        )
+    return None
 
 
 class ClientState(enum.Enum):
@@ -42,7 +66,7 @@ class Client:
     """An asyncio client of the platform API; use it as ``async with Client(...) as api``.
 
     Every request (logins and retries included) passes the rate-aware scheduler, so the
-    documented limits (60 a minute, 15,000 a day) are never exceeded; see the README.
+    documented limits (60 a minute, 15,000 a day) are never exceeded (docs/guides/quota.md).
 
     Positional: the API key pair. Keyword options: ``base_url`` (or ASYNCWIFI_BASE_URL),
     ``organization`` (the default ``{cid}`` of organization paths), ``limits``, ``store``
@@ -86,14 +110,9 @@ class Client:
         base_url = base_url or os.environ.get("ASYNCWIFI_BASE_URL")
         if not base_url:
             raise ConfigurationError("base_url is required (or set ASYNCWIFI_BASE_URL)")
-        scheme = base_url.split(":", 1)[0].lower()
-        if scheme not in ("https", "http"):
-            raise ConfigurationError(f"base_url must be an http(s) URL, got scheme {scheme!r}")
-        if scheme == "http" and not allow_http:
-            raise ConfigurationError(
-                "plain http sends the client secret and tokens in clear; use https, "
-                "or pass allow_http=True (for a local simulator)"
-            )
+        refusal = plain_http_refusal(base_url, allow_http)
+        if refusal is not None:
+            raise refusal
         if on_quota_exhausted not in ("wait", "raise"):
             raise ConfigurationError("on_quota_exhausted must be 'wait' or 'raise'")
         if organization is not None:
@@ -145,7 +164,8 @@ class Client:
     @classmethod
     def from_env(cls, **options: object) -> Client:
         """A client configured from ASYNCWIFI_CLIENT_KEY, ASYNCWIFI_CLIENT_SECRET,
-        ASYNCWIFI_BASE_URL and ASYNCWIFI_ORGANIZATION; keyword ``options`` win."""
+        ASYNCWIFI_BASE_URL, ASYNCWIFI_ORGANIZATION and ASYNCWIFI_ALLOW_HTTP (``1`` lets a
+        plain-http URL through, for a local simulator); keyword ``options`` win."""
         key = os.environ.get("ASYNCWIFI_CLIENT_KEY")
         secret = os.environ.get("ASYNCWIFI_CLIENT_SECRET")
         missing = [
@@ -157,6 +177,16 @@ class Client:
             raise ConfigurationError("missing environment variable(s): " + ", ".join(missing))
         options.setdefault("base_url", os.environ.get("ASYNCWIFI_BASE_URL"))
         options.setdefault("organization", os.environ.get("ASYNCWIFI_ORGANIZATION") or None)
+        options.setdefault("allow_http", env_flag(os.environ.get(ALLOW_HTTP_ENV)))
+        base_url = options["base_url"]
+        if isinstance(base_url, str) and base_url:
+            refusal = plain_http_refusal(
+                base_url,
+                bool(options["allow_http"]),
+                f"set {ALLOW_HTTP_ENV}=1 or pass allow_http=True",
+            )
+            if refusal is not None:
+                raise refusal
         assert key is not None
         assert secret is not None
         return cls(key, secret, **options)  # type: ignore[arg-type]

@@ -63,7 +63,7 @@ class JobParams(msgspec.Struct, frozen=True, kw_only=True):
     def describe(self) -> str:
         """A short human description, for error messages."""
         fields = msgspec.structs.asdict(self)
-        return ", ".join(f"{k}={v!r}" for k, v in fields.items() if v is not None)
+        return ", ".join(f"{k}={_show(k, v)}" for k, v in fields.items() if v is not None)
 
 
 @dataclass(slots=True)
@@ -383,8 +383,23 @@ def _read_only_uri(path: Path) -> str:
 def _diff(stored: JobParams, wanted: JobParams) -> str:
     a: dict[str, Any] = msgspec.structs.asdict(stored)
     b: dict[str, Any] = msgspec.structs.asdict(wanted)
-    parts = [f"{k}: state has {a[k]!r}, asked {b[k]!r}" for k in a if a[k] != b[k]]
+    parts = [
+        f"{k}: the state has {_show(k, a[k])}, this run asks {_show(k, b[k])}"
+        for k in a
+        if a[k] != b[k]
+    ]
     return "; ".join(parts)
+
+
+def _show(key: str, value: object) -> str:
+    """A parameter as a user wrote it (``visit,login``, ``all``), not as a Python repr."""
+    if value is None:
+        return "all" if key == "types" else "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, tuple | list):
+        return ",".join(str(v) for v in value)
+    return str(value)
 
 
 def fsync_dir(path: Path) -> None:

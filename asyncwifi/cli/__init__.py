@@ -19,7 +19,8 @@ from asyncwifi.cli._app import App, SimOptions, _configure_logging, output_optio
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._export import contacts_group, events_group
 from asyncwifi.cli._resources import hotspots_group, quota_command, segments_group
-from asyncwifi.cli._serve import simulate_command, webhooks_group
+from asyncwifi.cli._serve import webhooks_group
+from asyncwifi.cli._simulator_command import simulate_command
 
 __all__ = ["CliFailure", "ExitCode", "cli", "main"]
 
@@ -42,7 +43,7 @@ __all__ = ["CliFailure", "ExitCode", "cli", "main"]
 )
 @click.option(
     "--sim-speed",
-    type=click.FloatRange(min=0.001),
+    type=click.FloatRange(min=0.001, max=1_000_000),
     default=SimOptions.speed,
     show_default=True,
     help="--simulate: clock speed.",

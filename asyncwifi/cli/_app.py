@@ -69,7 +69,21 @@ class App:
     def check_credentials(self, *, organization: bool = True) -> None:
         """Fail now (exit 78) when the command could not log in; nothing is sent."""
         if not self.sim.enabled:
-            self.settings().require(organization=organization)
+            settings = self.settings()
+            _key, _secret, base_url = settings.require(organization=organization)
+            self._refuse_plain_http(settings, base_url)
+
+    def _refuse_plain_http(self, settings: Settings, base_url: str) -> None:
+        """The client's plain-http rule, with the switch a command-line user has (exit 78)."""
+        from asyncwifi._client import ALLOW_HTTP_ENV, plain_http_refusal
+
+        refusal = plain_http_refusal(
+            base_url,
+            self.allow_http or settings.allow_http,
+            f"pass --allow-http or set {ALLOW_HTTP_ENV}=1",
+        )
+        if refusal is not None:
+            raise CliFailure(str(refusal), ExitCode.CONFIG)
 
     @contextlib.asynccontextmanager
     async def client(
@@ -99,6 +113,7 @@ class App:
 
         settings = self.settings()
         key, secret, base_url = settings.require(organization=organization)
+        self._refuse_plain_http(settings, base_url)
         api = Client(
             key,
             secret,
@@ -148,6 +163,13 @@ def output_options(fn: Any) -> Any:
     )(fn)
 
 
+class _TextFormatter(logging.Formatter):
+    """``asyncwifi: warning: ...``: the SDK's log lines spelled like the command's own."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"asyncwifi: {record.levelname.lower()}: {record.getMessage()}"
+
+
 class _JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         import json
@@ -175,7 +197,7 @@ def _configure_logging(fmt: LogFormat, verbose: int | None) -> None:
     if fmt == "json":
         handler.setFormatter(_JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("asyncwifi: %(levelname)s: %(message)s"))
+        handler.setFormatter(_TextFormatter())
     if verbose is not None:
         root.setLevel(
             logging.WARNING if verbose <= 0 else logging.INFO if verbose == 1 else logging.DEBUG

@@ -9,7 +9,8 @@ The file is ``--config PATH``, else ``$ASYNCWIFI_CONFIG``, else
     organization = "org-cid"
 
 Environment variables (``ASYNCWIFI_CLIENT_KEY``, ``ASYNCWIFI_CLIENT_SECRET``,
-``ASYNCWIFI_BASE_URL``, ``ASYNCWIFI_ORGANIZATION``) win over the file. There is no
+``ASYNCWIFI_BASE_URL``, ``ASYNCWIFI_ORGANIZATION``, and ``ASYNCWIFI_ALLOW_HTTP=1`` for a
+plain-http simulator) win over the file. There is no
 command-line flag for the secret: ``ps`` and shell history would show it. No message ever
 repeats a value read from the file or the environment.
 """
@@ -23,7 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from asyncwifi._client import ALLOW_HTTP_ENV, env_flag
 from asyncwifi.cli._exit import CliFailure, ExitCode
+from asyncwifi.cli._progress import plural
 
 __all__ = ["ENV_VARS", "Settings", "default_config_path", "load_settings"]
 
@@ -34,7 +37,7 @@ ENV_VARS: dict[str, str] = {
     "base_url": "ASYNCWIFI_BASE_URL",
     "organization": "ASYNCWIFI_ORGANIZATION",
 }
-_BOOLS = {"allow_http": "ASYNCWIFI_ALLOW_HTTP"}
+_BOOLS = {"allow_http": ALLOW_HTTP_ENV}
 
 
 @dataclass(frozen=True)
@@ -76,10 +79,6 @@ def default_config_path(environ: Mapping[str, str]) -> Path:
     return Path(base) / "asyncwifi" / "config.toml"
 
 
-def _truthy(value: str) -> bool:
-    return value.strip().lower() in ("1", "true", "yes", "on")
-
-
 def load_settings(config: Path | None, environ: Mapping[str, str] | None = None) -> Settings:
     """Read the configuration file (if any) and the environment; env wins."""
     env = os.environ if environ is None else environ
@@ -104,7 +103,7 @@ def load_settings(config: Path | None, environ: Mapping[str, str] | None = None)
         unknown = sorted(set(data) - known)
         if unknown:
             raise CliFailure(
-                f"config file {path}: unknown key(s) {', '.join(unknown)} "
+                f"config file {path}: unknown {plural(len(unknown), 'key')} {', '.join(unknown)} "
                 f"(known: {', '.join(sorted(known))})",
                 ExitCode.CONFIG,
             )
@@ -129,7 +128,7 @@ def load_settings(config: Path | None, environ: Mapping[str, str] | None = None)
             values[key] = env[var]
     for key, var in _BOOLS.items():
         if env.get(var):
-            values[key] = _truthy(env[var])
+            values[key] = env_flag(env[var])
     return Settings(
         client_key=_str(values.get("client_key")),
         client_secret=_str(values.get("client_secret")),

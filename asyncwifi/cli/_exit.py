@@ -12,7 +12,7 @@ __all__ = ["CliFailure", "ExitCode"]
 
 
 class ExitCode(enum.IntEnum):
-    """Every status ``asyncwifi`` exits with (documented in the README)."""
+    """Every status ``asyncwifi`` exits with (documented in docs/guides/cli.md)."""
 
     #: the command did everything it was asked
     OK = 0

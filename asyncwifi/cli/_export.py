@@ -7,9 +7,7 @@ exclusive, so ``--since A --until B`` then ``--since B --until C`` never overlap
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,9 +19,7 @@ from asyncwifi.backfill import (
     ExportJob,
     JobParams,
     Outcome,
-    Slice,
     StateStore,
-    estimate,
     format_ms,
     parse_duration,
     parse_instant,
@@ -39,15 +35,14 @@ from asyncwifi.backfill._jobs import (
     events_params,
 )
 from asyncwifi.cli._app import App, output_options, pass_app, run_async
+from asyncwifi.cli._dry_run import DEFAULT_EVENTS_PER_DAY, dry_run_plan
 from asyncwifi.cli._exit import CliFailure, ExitCode
-from asyncwifi.cli._progress import human_duration
+from asyncwifi.cli._files import check_export_files, remove_if_unused, writing
+from asyncwifi.cli._progress import plural
 
 __all__ = ["contacts_group", "events_group"]
 
 V = TypeVar("V")
-
-#: the dry run's default assumption of event volume (the API has no count endpoint)
-DEFAULT_EVENTS_PER_DAY = 10_000
 
 
 class _Parsed(click.ParamType[V]):
@@ -80,11 +75,17 @@ def DurationType() -> _Parsed[timedelta]:
 def _types(ctx: click.Context, param: click.Parameter, value: Sequence[str]) -> list[str] | None:
     names: list[str] = []
     for item in value:
+        if not item.strip(" ,"):
+            # an empty list is a mistake (a variable that was not set), not "every type"
+            raise click.BadParameter(
+                "is empty; leave --types out for every type", ctx=ctx, param=param
+            )
         names.extend(t.strip() for t in item.split(",") if t.strip())
     unknown = [t for t in names if t not in EVENT_TYPES]
     if unknown:
         raise click.BadParameter(
-            f"unknown event type(s) {', '.join(unknown)}; known: {', '.join(sorted(EVENT_TYPES))}",
+            f"unknown event {plural(len(unknown), 'type')} {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(EVENT_TYPES))}",
             ctx=ctx,
             param=param,
         )
@@ -103,13 +104,36 @@ def _out_path(ctx: click.Context, param: click.Parameter, value: str) -> Path:
 
 
 def _state_for(out: Path, state: str | None) -> Path:
+    if out.is_dir() or not out.name:
+        raise CliFailure(f"output {out} is a directory: name a file", ExitCode.CANT_CREATE)
     return Path(state).expanduser() if state else out.with_name(out.name + ".state")
 
 
 def _check_files(app: App, params: JobParams, *, state: Path, out: Path) -> str:
     """Preflight: credentials, then output and state; nothing is written."""
     app.check_credentials()
-    return preflight(params, state_path=state, out_path=out)
+    check_export_files(out, state)
+    with writing(out, state):
+        return preflight(params, state_path=state, out_path=out)
+
+
+def _run_export(
+    app: App,
+    job: Callable[[], Coroutine[Any, Any, Outcome]],
+    *,
+    out: Path,
+    state: Path,
+    status: str,
+) -> Outcome:
+    """Run the job; a new job that fails before its first commit leaves no file behind."""
+    out_existed, state_existed = out.exists(), state.exists()
+    try:
+        with writing(out, state):
+            return run_async(job())
+    except BaseException:
+        if status == "new" and not state_existed:
+            remove_if_unused(out, state, out_existed=out_existed)
+        raise
 
 
 def _finish(app: App, outcome: Outcome, noun: str, out: Path) -> None:
@@ -249,7 +273,7 @@ def backfill(
         out=out, since=since, until=until, types=types, slice_size=slice_size, gzip=gzip
     )
     if dry_run:
-        _dry_run(app, slices, params, state_path, events_per_day, page_size, concurrency)
+        dry_run_plan(app, slices, params, state_path, events_per_day, page_size, concurrency)
         return
     status = _check_files(app, params, state=state_path, out=out)
     if status == "done":
@@ -280,94 +304,14 @@ def backfill(
             )
             return await _run_job(app, job)
 
-    outcome = run_async(go())
-    _finish(app, outcome, "events", out)
-
-
-def _dry_run(
-    app: App,
-    slices: list[Slice],
-    params: JobParams,
-    state_path: Path,
-    events_per_day: int | None,
-    page_size: int,
-    concurrency: int,
-) -> None:
-    """Print the plan: zero requests, zero files."""
-    sim = app.sim
-    assumed = events_per_day
-    source = "--events-per-day"
-    if assumed is None:
-        assumed = sim.events_per_day if sim.enabled else DEFAULT_EVENTS_PER_DAY
-        source = "the simulator's volume" if sim.enabled else "default"
-    minute = (sim.minute_limit if sim.enabled else 60), 60.0
-    day = (sim.day_limit if sim.enabled else 15_000), 86_400.0
-    plan = estimate(
-        slices,
-        events_per_day=assumed,
-        page_size=page_size,
-        minute_count=minute[0],
-        minute_period=minute[1],
-        day_count=day[0],
-        day_period=day[1],
-    )
-    done_note = None
-    if StateStore.exists(state_path):
-        info = StateStore.read_only(state_path)
-        done_note = (
-            f"{info.slices_done}/{info.slices_total} slices done, {info.records:,} events "
-            f"written (the estimate is for the whole job)"
+    outcome = _run_export(app, go, out=out, state=state_path, status=status)
+    if outcome.status != "paused" and outcome.progress.records == 0:
+        app.display.warning(
+            "empty",
+            f"no event at all from {format_ms(since)} to {format_ms(until)}: check the range "
+            "(a simulator serves only the range its banner shows)",
         )
-    size = slices[0].end - slices[0].start
-    summary = {
-        "since": slices[0].date_start,
-        "until_inclusive": slices[-1].date_end,
-        "types": list(params.types) if params.types else "all",
-        "slices": len(slices),
-        "slice": human_duration(size.total_seconds()),
-        "concurrency": concurrency,
-        "assumed_events_per_day": assumed,
-        "assumption_source": source,
-        "estimated_events": plan.events,
-        "estimated_requests": plan.requests,
-        "page_requests": plan.page_requests,
-        "logins": plan.logins,
-        "seconds_at_rate_limit": plan.seconds_at_rate,
-        "days_of_quota": plan.days_of_quota,
-        "seconds_total": plan.seconds_total,
-        "requests_spent_by_dry_run": 0,
-        "state": done_note,
-    }
-    if app.display.log_format == "json":
-        click.echo(json.dumps(summary))
-        return
-    lines = [
-        f"plan: events from {slices[0].date_start} to {slices[-1].date_end} (inclusive), "
-        f"types: {', '.join(params.types) if params.types else 'all'}",
-        f"slices: {len(slices)} of {human_duration(size.total_seconds())}, {concurrency} at a time",
-    ]
-    shown = slices if len(slices) <= 8 else [*slices[:5], None, *slices[-2:]]
-    for piece in shown:
-        if piece is None:
-            lines.append(f"  ... {len(slices) - 7} more")
-        else:
-            lines.append(f"  #{piece.index:<4} {piece.date_start} .. {piece.date_end}")
-    data_pages = plan.page_requests - plan.slices
-    lines += [
-        f"assumption: {assumed:,} events per day ({source}); the events API has no count, "
-        "so a dry run sends no request to learn it",
-        f"estimate: {plan.events:,} events = {data_pages:,} pages of up to {page_size:,} + "
-        f"{plan.slices:,} empty end-of-scroll pages + {plan.logins} login(s) = "
-        f"{plan.requests:,} requests",
-        f"time at the rate limit ({minute[0]}/min): {human_duration(plan.seconds_at_rate)}",
-        f"quota: {plan.days_of_quota:.2f} days of the {day[0]:,}-request daily quota "
-        f"({math.ceil(plan.days_of_quota) or 1} day(s)); finishes in about "
-        f"{human_duration(plan.seconds_total)} counting the daily resets",
-    ]
-    if done_note:
-        lines.append(f"state {state_path}: {done_note}")
-    lines.append("this dry run sent 0 requests and wrote nothing")
-    click.echo("\n".join(lines))
+    _finish(app, outcome, "events", out)
 
 
 # -- contacts --------------------------------------------------------------------------------
@@ -444,5 +388,5 @@ def export(
             )
             return await _run_job(app, job)
 
-    outcome = run_async(go())
+    outcome = _run_export(app, go, out=out, state=state_path, status=status)
     _finish(app, outcome, "contacts", out)

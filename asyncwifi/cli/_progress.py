@@ -33,6 +33,11 @@ __all__ = ["Display", "LogFormat", "eta_seconds", "human_duration"]
 LogFormat = Literal["text", "json"]
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 login``, ``2 logins``: never ``login(s)``."""
+    return noun if count == 1 else noun + "s"
+
+
 def human_duration(seconds: float | None) -> str:
     """``2 d 3 h``, ``4 h 05 min``, ``3 min 20 s``, ``12 s``, ``1 d``; ``?`` when unknown."""
     if seconds is None:

@@ -8,6 +8,7 @@ Write bodies are given as JSON with the API's own field names (``--data '{"name"
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -20,6 +21,9 @@ from rich.table import Table
 
 from asyncwifi._rules import HOTSPOT_UPDATE_FORBIDDEN
 from asyncwifi.cli._app import App, pass_app, run_async
+from asyncwifi.cli._exit import CliFailure, ExitCode
+from asyncwifi.cli._progress import plural
+from asyncwifi.errors import ValidationError
 from asyncwifi.models import HotspotCreate, HotspotUpdate
 
 __all__ = ["hotspots_group", "quota_command", "segments_group"]
@@ -40,9 +44,15 @@ def _emit(data: Any, fmt: str, columns: Sequence[str] = ()) -> None:
     builtins = msgspec.to_builtins(data)
     if fmt == "table" and columns:
         rows = builtins if isinstance(builtins, list) else [builtins]
-        table = Table(*columns)
-        for row in rows:
-            table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+        cells = [["" if row.get(c) is None else str(row.get(c)) for c in columns] for row in rows]
+        table = Table()
+        for i, column in enumerate(columns):
+            # ids are copied from here into the next command: never cut or folded
+            whole = column == "id" or column.endswith("Id")
+            longest = max((len(r[i]) for r in cells), default=0)
+            table.add_column(column, no_wrap=whole, min_width=longest if whole else None)
+        for row_cells in cells:
+            table.add_row(*row_cells)
         Console().print(table)
         return
     click.echo(json.dumps(builtins, indent=2, ensure_ascii=False))
@@ -77,13 +87,31 @@ def _body(text: str, model: type[S], *, forbidden: frozenset[str] = frozenset())
     unknown = sorted(set(data) - known)
     if unknown:
         raise click.BadParameter(
-            f"unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}",
+            f"unknown {plural(len(unknown), 'field')} {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(known))}",
             param_hint="'--data'",
         )
     try:
         return msgspec.convert(data, model)
     except msgspec.ValidationError as exc:
         raise click.BadParameter(str(exc), param_hint="'--data'") from None
+
+
+def _in_wire_names(message: str, model: type[msgspec.Struct]) -> str:
+    """``venue_id is required`` -> ``venueId is required``: the names the user typed."""
+    names = {f.name: f.encode_name for f in msgspec.structs.fields(model)}
+    pattern = r"\b(" + "|".join(re.escape(n) for n in names) + r")\b"
+    return re.sub(pattern, lambda m: names[m.group(1)], message)
+
+
+def _checked_write(model: type[msgspec.Struct], go: Any) -> Any:
+    """Run a write; a body the client refuses is a usage error worded in wire names."""
+    try:
+        return run_async(go())
+    except ValidationError as exc:
+        raise CliFailure(
+            f"invalid --data: {_in_wire_names(str(exc), model)}", ExitCode.USAGE
+        ) from None
 
 
 # -- hotspots --------------------------------------------------------------------------------
@@ -173,7 +201,7 @@ def hotspots_create(app: App, data: str) -> None:
                 wanted = body
             return await api.hotspots.create(wanted)
 
-    _emit(run_async(go()), "json")
+    _emit(_checked_write(HotspotCreate, go), "json")
 
 
 @hotspots_group.command("update")
@@ -189,7 +217,7 @@ def hotspots_update(app: App, hotspot_id: str, data: str) -> None:
         async with app.client(organization=False) as api:
             return await api.hotspots.update(hotspot_id, body)
 
-    _emit(run_async(go()), "json")
+    _emit(_checked_write(HotspotUpdate, go), "json")
 
 
 @hotspots_group.command("delete")
@@ -199,6 +227,8 @@ def hotspots_update(app: App, hotspot_id: str, data: str) -> None:
 def hotspots_delete(app: App, hotspot_id: str, yes: bool) -> None:
     """Delete a hotspot."""
     app.check_credentials(organization=False)
+    if not yes and not sys.stdin.isatty():
+        raise click.UsageError("no terminal to confirm on: pass --yes to delete")
     if not yes:
         click.confirm(f"delete hotspot {hotspot_id}?", abort=True, err=True)
 

@@ -1,4 +1,4 @@
-"""Long-running servers: ``asyncwifi simulate`` and ``asyncwifi webhooks serve``."""
+"""``asyncwifi webhooks serve``: the webhook receiver as a long-running server."""
 
 from __future__ import annotations
 
@@ -7,92 +7,16 @@ import contextlib
 import inspect
 import signal
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
 
 from asyncwifi.cli._app import App, output_options, pass_app
 from asyncwifi.cli._exit import CliFailure, ExitCode
+from asyncwifi.cli._files import check_creatable
 
-__all__ = ["simulate_command", "webhooks_group"]
-
-
-@click.command("simulate")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
-@click.option("--port", type=click.IntRange(0, 65_535), default=8080, show_default=True)
-@click.option(
-    "--speed",
-    type=click.FloatRange(min=0.001),
-    default=1.0,
-    show_default=True,
-    help="Clock speed: minute and day windows, scroll and token lifetimes run this much faster.",
-)
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the generated data.")
-@click.option("--events", type=click.IntRange(0), default=10_000, show_default=True)
-@click.option("--events-start", default=None, help="Start of the events' range (ISO 8601).")
-@click.option("--events-end", default=None, help="End of the events' range (ISO 8601).")
-@click.option("--contacts", type=click.IntRange(0), default=250, show_default=True)
-@click.option("--minute-limit", type=click.IntRange(1), default=60, show_default=True)
-@click.option("--day-limit", type=click.IntRange(1), default=15_000, show_default=True)
-@click.option(
-    "--rate-limit-mode",
-    type=click.Choice(["fixed", "sliding", "off"]),
-    default="fixed",
-    show_default=True,
-    help="Gateway windows aligned to UTC (fixed), strict sliding, or no limit.",
-)
-@output_options
-@pass_app
-def simulate_command(
-    app: App,
-    host: str,
-    port: int,
-    speed: float,
-    seed: int,
-    events: int,
-    events_start: str | None,
-    events_end: str | None,
-    contacts: int,
-    minute_limit: int,
-    day_limit: int,
-    rate_limit_mode: str,
-) -> None:
-    """Serve the embedded simulator of the whole API until Ctrl-C.
-
-    It prints the base URL and the (simulated) credentials to export; point the SDK or
-    this command at it (it speaks plain http: set ASYNCWIFI_ALLOW_HTTP=1).
-    """
-    from asyncwifi.backfill import parse_instant
-    from asyncwifi.testing import run_simulator
-
-    options: dict[str, Any] = {
-        "seed": seed,
-        "events": events,
-        "contacts": contacts,
-        "minute_limit": minute_limit,
-        "day_limit": day_limit,
-        "rate_limit_mode": rate_limit_mode,
-        # one clock second lasts 1/speed real seconds: whole-second resets would overshoot
-        "fractional_reset": speed != 1.0,
-        "json_output": app.display.log_format == "json",
-    }
-    for key, text in (("events_start", events_start), ("events_end", events_end)):
-        if text is not None:
-            try:
-                options[key] = parse_instant(text)
-            except ValueError as exc:
-                raise click.BadParameter(
-                    str(exc), param_hint=f"'--{key.replace('_', '-')}'"
-                ) from None
-    start, end = options.get("events_start"), options.get("events_end")
-    if start is not None and end is not None and start >= end:
-        raise click.UsageError("--events-start must be before --events-end")
-    try:
-        run_simulator(port=port, host=host, speed=speed, **options)
-    except OSError as exc:
-        raise CliFailure(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
+__all__ = ["webhooks_group"]
 
 
 def _serve_forever(coro: Any) -> None:
@@ -164,6 +88,10 @@ def webhooks_serve(
 
     if out is None and handler is None:
         raise click.UsageError("give --out FILE or --handler MODULE:FUNCTION (or both)")
+    if out is not None:
+        check_creatable(Path(out), "output", regular=False)
+    if spool is not None:
+        check_creatable(Path(spool), "spool")
     try:
         secrets = secrets_from_env(SECRET_ENV_VAR)
         receiver = Receiver(

@@ -35,6 +35,8 @@ __all__ = [
 
 #: the simulator keeps its events in memory: more than this is refused
 MAX_SIMULATED_EVENTS = 20_000_000
+#: the simulated venues' local times must stay inside Python's years 1..9999
+SIMULATED_SPAN = (datetime(1, 1, 2, tzinfo=UTC), datetime(9999, 12, 30, tzinfo=UTC))
 
 
 def simulated_range(
@@ -62,6 +64,13 @@ def build_simulator(
     from asyncwifi.testing import Simulator
 
     start, end = simulated_range(since, until, clock.now())
+    low, high = SIMULATED_SPAN
+    if start < low or end > high:
+        raise CliFailure(
+            f"--simulate generates events from {low.date()} to {high.date()} only "
+            "(the venues' local times must stay inside years 1..9999); pick a range inside",
+            ExitCode.USAGE,
+        )
     days = (end - start).total_seconds() / 86_400.0
     events = round(options.events_per_day * days)
     if since is None and until is None:
@@ -97,9 +106,6 @@ async def simulated_client(
     max_quota_wait: float | None = None,
 ) -> AsyncIterator[Client]:
     """A simulator started in-process and a client opened on it, both on one fast clock."""
-    from asyncwifi._client import Client
-    from asyncwifi.ratelimit import Limit, Limits
-
     clock = simulated_clock(options)
     simulator = build_simulator(options, since=since, until=until, clock=clock)
     # encode every event before serving, so that serving a page never stalls the loop
@@ -118,18 +124,7 @@ async def simulated_client(
             events=len(data.events),
             speed=options.speed,
         )
-        limits = Limits(
-            minute=Limit(options.minute_limit, 60.0), day=Limit(options.day_limit, 86_400.0)
-        )
-        async with Client(
-            sim.client_key,
-            sim.client_secret,
-            base_url=sim.base_url,
-            organization=sim.organization,
-            limits=limits,
-            clock=clock,
-            allow_http=True,
-            on_quota_exhausted=on_quota_exhausted,
-            max_quota_wait=max_quota_wait,
+        async with sim.client(
+            on_quota_exhausted=on_quota_exhausted, max_quota_wait=max_quota_wait
         ) as api:
             yield api

@@ -1,5 +1,7 @@
-"""``python -m asyncwifi.testing``: serve the simulator until interrupted (``--help``)."""
+"""``python -m asyncwifi.testing``: ``asyncwifi simulate`` (the simulator's one command line)."""
 
-from asyncwifi.testing._process import main
+import sys
 
-raise SystemExit(main())
+from asyncwifi.cli import main
+
+raise SystemExit(main(["simulate", *sys.argv[1:]]))

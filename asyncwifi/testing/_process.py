@@ -1,10 +1,11 @@
 """Running the simulator on its own: from the command line, or in a separate process.
 
-``python -m asyncwifi.testing --port 8080`` (and the ``asyncwifi simulate`` command, which
-calls :func:`run_simulator`) serve until interrupted and print the base URL and the
-credentials. :class:`SimulatorProcess` starts that command as a child process, reads the
-first line it prints (JSON) and stops it on exit: load generators and benchmarks must not
-share an event loop with the server they measure.
+``python -m asyncwifi.testing --port 8080`` is ``asyncwifi simulate`` (its options are
+defined once, in ``asyncwifi.cli``); it calls :func:`run_simulator`, which serves until
+interrupted and prints the base URL, the credentials and the events' range.
+:class:`SimulatorProcess` starts that command as a child process, reads the first line it
+prints (JSON) and stops it on exit: load generators and benchmarks must not share an event
+loop with the server they measure.
 
 A child shares the parent's scaled time line through the system-wide monotonic clock: the
 parent passes its clock's reading and the monotonic instant of that reading, and the child
@@ -13,7 +14,6 @@ runs an :class:`AnchoredClock` from them.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import dataclasses
@@ -24,7 +24,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from types import TracebackType
 from typing import IO, Any, Self
 
@@ -32,11 +31,10 @@ import aiohttp
 
 from asyncwifi._clock import Clock, ScaledClock, SystemClock
 from asyncwifi.testing._faults import Faults
-from asyncwifi.testing._limits import MODES
 from asyncwifi.testing._server import Simulator
-from asyncwifi.testing._util import to_epoch
+from asyncwifi.testing._util import iso_z
 
-__all__ = ["AnchoredClock", "SimulatorProcess", "main", "run_simulator", "serve_forever"]
+__all__ = ["AnchoredClock", "SimulatorProcess", "run_simulator", "serve_forever"]
 
 
 class AnchoredClock:
@@ -93,6 +91,8 @@ def _describe(sim: Simulator, speed: float) -> dict[str, Any]:
         "mode": limiter.mode,
         "limits": limiter.limits,
         "events": len(sim.data.events),
+        "events_start": iso_z(sim.data.events.start),
+        "events_end": iso_z(sim.data.events.end),
         "contacts": len(sim.data.contacts),
     }
 
@@ -135,7 +135,15 @@ async def serve_forever(
                 f"  limits:        {info['limits']['minute']}/minute, "
                 f"{info['limits']['day']}/day ({info['mode']})\n"
                 f"  clock speed:   {speed:g} (a minute lasts {minute:g} s)\n"
-                f"  data:          {info['contacts']} contacts, {info['events']} events\n"
+                f"  data:          {info['contacts']} contacts, {info['events']} events "
+                f"from {info['events_start']} to {info['events_end']}\n"
+                "Point the SDK or the asyncwifi command at it:\n"
+                f"  export ASYNCWIFI_BASE_URL={info['base_url']} ASYNCWIFI_ALLOW_HTTP=1 "
+                f"ASYNCWIFI_ORGANIZATION={info['organization']}\n"
+                f"  export ASYNCWIFI_CLIENT_KEY={info['client_key']} "
+                f"ASYNCWIFI_CLIENT_SECRET={info['client_secret']}\n"
+                f"  asyncwifi events backfill --since {info['events_start'][:10]} "
+                f"--until {info['events_end'][:10]} --out events.jsonl\n"
                 "Press Ctrl+C to stop.\n"
             )
         stream.flush()
@@ -159,109 +167,6 @@ def run_simulator(
     asyncio.run(runner())
 
 
-# -- command line ----------------------------------------------------------------------------
-
-
-def _epoch(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        value = to_epoch(text)
-        assert value is not None
-        return value
-
-
-def _object_limit(text: str) -> tuple[str, int]:
-    name, _, count = text.partition("=")
-    if not name or not count.isdigit():
-        raise argparse.ArgumentTypeError("expected NAME=COUNT, e.g. hotspots=10")
-    return name, int(count)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The options of ``python -m asyncwifi.testing``."""
-    p = argparse.ArgumentParser(
-        prog="python -m asyncwifi.testing",
-        description="Serve the asyncwifi platform simulator until interrupted.",
-    )
-    a = p.add_argument
-    a("--host", default="127.0.0.1")
-    a("--port", type=int, default=8080, help="0 picks a free port")
-    a("--speed", type=float, default=1.0, help="clock speed (100: a minute lasts 0.6 s)")
-    a("--clock-start", type=float, help="share a clock: its reading at --clock-anchor")
-    a("--clock-anchor", type=float, help="share a clock: the monotonic instant of the reading")
-    a("--seed", type=int, default=0)
-    a("--contacts", type=int, default=250)
-    a("--hotspots", type=int, default=12)
-    a("--segments", type=int, default=6)
-    a("--events", type=int, default=10_000)
-    a("--events-start", type=_epoch, help="ISO 8601 or epoch seconds")
-    a("--events-end", type=_epoch, help="ISO 8601 or epoch seconds")
-    a("--organization")
-    a("--client-key")
-    a("--client-secret")
-    a("--minute-limit", type=int, default=60)
-    a("--day-limit", type=int, default=15_000)
-    a("--mode", choices=MODES, default="fixed", help="rate-limit windows")
-    a("--count-refused", action="store_true", help="refused requests count too")
-    a("--fractional-reset", action="store_true", help="reset headers in fractional seconds")
-    a("--object-limit", type=_object_limit, action="append", default=[], metavar="NAME=N")
-    a("--gone-path", action="append", default=None, help="path pattern answered 410")
-    a("--scroll-ttl", type=float, default=60.0)
-    a("--scroll-single-use", action="store_true")
-    a("--token-ttl", type=float, default=86_400.0)
-    a("--faults", type=json.loads, help="JSON fields of Faults, e.g. '{\"error_rate\": 0.1}'")
-    a("--warm", action="store_true", help="encode every event before serving")
-    a("--json", action="store_true", help="print one JSON line instead of a summary")
-    return p
-
-
-def options_from_args(ns: argparse.Namespace) -> dict[str, Any]:
-    """:func:`serve_forever` keywords from parsed command-line options."""
-    opts: dict[str, Any] = {
-        "host": ns.host,
-        "port": ns.port,
-        "speed": ns.speed,
-        "seed": ns.seed,
-        "contacts": ns.contacts,
-        "hotspots": ns.hotspots,
-        "segments": ns.segments,
-        "events": ns.events,
-        "organization": ns.organization,
-        "client_key": ns.client_key,
-        "client_secret": ns.client_secret,
-        "minute_limit": ns.minute_limit,
-        "day_limit": ns.day_limit,
-        "rate_limit_mode": ns.mode,
-        "count_refused": ns.count_refused,
-        "fractional_reset": ns.fractional_reset,
-        "object_limits": dict(ns.object_limit),
-        "scroll_ttl": ns.scroll_ttl,
-        "scroll_single_use": ns.scroll_single_use,
-        "token_ttl": ns.token_ttl,
-        "warm": ns.warm,
-        "json_output": ns.json,
-    }
-    for key in ("events_start", "events_end"):
-        if getattr(ns, key) is not None:
-            opts[key] = getattr(ns, key)
-    if ns.gone_path is not None:
-        opts["gone_paths"] = tuple(ns.gone_path)
-    if ns.faults:
-        opts["faults"] = Faults.from_dict(ns.faults)
-    if ns.clock_start is not None and ns.clock_anchor is not None:
-        opts["clock"] = AnchoredClock(ns.speed, ns.clock_start, ns.clock_anchor)
-    return opts
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m asyncwifi.testing``: parse options and serve until interrupted."""
-    ns = build_parser().parse_args(argv)
-    opts = options_from_args(ns)
-    run_simulator(**opts)
-    return 0
-
-
 # -- a simulator in a child process ----------------------------------------------------------
 
 _FLAGS = {
@@ -277,7 +182,7 @@ _FLAGS = {
     "client_secret": "--client-secret",
     "minute_limit": "--minute-limit",
     "day_limit": "--day-limit",
-    "rate_limit_mode": "--mode",
+    "rate_limit_mode": "--rate-limit-mode",
     "scroll_ttl": "--scroll-ttl",
     "token_ttl": "--token-ttl",
     "host": "--host",
@@ -285,14 +190,14 @@ _FLAGS = {
 }
 _SWITCHES = {
     "count_refused": "--count-refused",
-    "fractional_reset": "--fractional-reset",
     "scroll_single_use": "--scroll-single-use",
     "warm": "--warm",
 }
 
 
 class SimulatorProcess:
-    """A :class:`Simulator` in a child process (``python -m asyncwifi.testing``).
+    """A :class:`Simulator` in a child process (``python -m asyncwifi.testing``, which is
+    ``asyncwifi simulate``).
 
     Use ``with SimulatorProcess(...) as proc:`` or ``async with``; then ``proc.base_url``,
     ``proc.client_key``, ``proc.client_secret``, ``proc.organization`` and ``proc.clock``
@@ -345,7 +250,12 @@ class SimulatorProcess:
             "--clock-anchor",
             repr(anchor),
         ]
+        # as a Simulator: whole-second resets unless asked (the command's default follows speed)
+        fractional = self.options.get("fractional_reset", False)
+        cmd.append("--fractional-reset" if fractional else "--whole-reset")
         for key, value in self.options.items():
+            if key == "fractional_reset":
+                continue
             if key in _FLAGS:
                 cmd += [_FLAGS[key], str(value)]
             elif key in _SWITCHES:

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from email.utils import formatdate
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from aiohttp import web
 
@@ -35,7 +35,11 @@ from asyncwifi.testing._handlers import Api
 from asyncwifi.testing._kong import UPSTREAM_MESSAGES, negotiate, render_error
 from asyncwifi.testing._limits import Mode, ObjectLimiter, RateLimiter
 from asyncwifi.testing._scroll import ScrollRegistry
-from asyncwifi.testing._util import BadParameter, hex_id, mix, to_epoch
+from asyncwifi.testing._sim_client import simulator_client
+from asyncwifi.testing._util import BadParameter, hex_id, to_epoch
+
+if TYPE_CHECKING:
+    from asyncwifi._client import Client
 
 __all__ = ["DEFAULT_GONE_PATHS", "Simulator"]
 
@@ -52,7 +56,8 @@ class Simulator:
 
     Use it as ``async with Simulator(...) as sim:`` (or ``await sim.start()`` /
     ``await sim.stop()``); it serves on ``sim.base_url`` with ``sim.client_key`` and
-    ``sim.client_secret`` for the tenant ``sim.organization``. Every time (windows, scroll
+    ``sim.client_secret`` for the tenant ``sim.organization``; ``sim.client()`` is a client
+    configured for it. Every time (windows, scroll
     and token lifetimes, reset headers) is read from ``clock``, so a
     :class:`~asyncwifi.ScaledClock` shared with the client runs minutes in fractions of a
     second.
@@ -164,7 +169,8 @@ class Simulator:
         self.port = port
         self._plan = FaultPlan(faults)
         self._competitor_next = math.inf
-        self._request_ids = random.Random(mix(seed, 0x1D5))
+        # request ids identify one request, in logs too: unique across runs, not seeded data
+        self._request_ids = random.Random(secrets.randbits(64))
         self._runner: web.AppRunner | None = None
         self._api = Api(self)
         if faults is not None:
@@ -208,6 +214,11 @@ class Simulator:
     def url(self, path: str) -> str:
         """``base_url`` joined with ``path``."""
         return self.base_url + path
+
+    def client(self, **options: Any) -> Client:
+        """A :class:`~asyncwifi.Client` configured for this running simulator (its URL,
+        credentials, organization, clock, limits; plain http); ``options`` win."""
+        return simulator_client(self, **options)
 
     # -- lifecycle ------------------------------------------------------------------------
 

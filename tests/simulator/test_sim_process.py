@@ -6,7 +6,7 @@ import aiohttp
 
 from asyncwifi._clock import ScaledClock
 from asyncwifi.testing import Faults
-from asyncwifi.testing._process import AnchoredClock, SimulatorProcess, build_parser
+from asyncwifi.testing._process import AnchoredClock, SimulatorProcess
 from asyncwifi.testing._util import parse_instant
 
 
@@ -46,10 +46,32 @@ async def test_a_simulator_process_serves_and_reports() -> None:
 
 
 def test_the_command_line_options() -> None:
-    ns = build_parser().parse_args(
-        ["--port", "0", "--speed", "100", "--mode", "sliding", "--object-limit", "hotspots=5"]
+    """The child's command line is ``asyncwifi simulate``'s: every flag it builds parses."""
+    from asyncwifi.cli._simulator_command import simulate_command
+
+    proc = SimulatorProcess(
+        speed=100,
+        rate_limit_mode="sliding",
+        object_limits={"hotspots": 5},
+        gone_paths=["/v9/*"],
+        faults=Faults(error_rate=0.5),
+        count_refused=True,
+        events_start="2025-01-01",
     )
-    assert (ns.port, ns.speed, ns.mode, ns.object_limit) == (0, 100.0, "sliding", [("hotspots", 5)])
+    args = proc.command()[3:]
+    ctx = simulate_command.make_context("simulate", args)
+    params = ctx.params
+    assert params["port"] == 0
+    assert params["speed"] == 100.0
+    assert params["rate_limit_mode"] == "sliding"
+    assert params["object_limits"] == {"hotspots": 5}
+    assert params["gone_path"] == ("/v9/*",)
+    assert params["faults"] == Faults(error_rate=0.5)
+    assert params["count_refused"] is True
+    assert params["events_start"] == 1_735_689_600.0
+    assert params["fractional_reset"] is False  # as Simulator's default, whatever the speed
+    fractional = SimulatorProcess(speed=100, fractional_reset=True).command()[3:]
+    assert simulate_command.make_context("simulate", fractional).params["fractional_reset"]
     speed, start, anchor = AnchoredClock.describe(ScaledClock(50, start=1000.0))
     shared = AnchoredClock(speed, start, anchor)
     assert speed == 50

@@ -1,0 +1,113 @@
+"""``events backfill --dry-run``: the plan and its cost, printed; nothing sent, nothing written.
+
+The events API has no count, so the volume is an assumption (``--events-per-day``, the
+simulator's volume under ``--simulate``, else :data:`DEFAULT_EVENTS_PER_DAY`), said so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import click
+
+from asyncwifi.backfill import JobParams, Slice, StateStore, estimate
+from asyncwifi.cli._app import App
+from asyncwifi.cli._progress import human_duration, plural
+
+__all__ = ["DEFAULT_EVENTS_PER_DAY", "dry_run_plan"]
+
+#: the dry run's default assumption of event volume (the API has no count endpoint)
+DEFAULT_EVENTS_PER_DAY = 10_000
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 login``, ``2 logins``."""
+    return f"{n:,} {plural(n, noun)}"
+
+
+def dry_run_plan(
+    app: App,
+    slices: list[Slice],
+    params: JobParams,
+    state_path: Path,
+    events_per_day: int | None,
+    page_size: int,
+    concurrency: int,
+) -> None:
+    """Print the plan: zero requests, zero files."""
+    sim = app.sim
+    assumed = events_per_day
+    source = "--events-per-day"
+    if assumed is None:
+        assumed = sim.events_per_day if sim.enabled else DEFAULT_EVENTS_PER_DAY
+        source = "the simulator's volume" if sim.enabled else "default"
+    minute = (sim.minute_limit if sim.enabled else 60), 60.0
+    day = (sim.day_limit if sim.enabled else 15_000), 86_400.0
+    plan = estimate(
+        slices,
+        events_per_day=assumed,
+        page_size=page_size,
+        minute_count=minute[0],
+        minute_period=minute[1],
+        day_count=day[0],
+        day_period=day[1],
+    )
+    done_note = None
+    if StateStore.exists(state_path):
+        info = StateStore.read_only(state_path)
+        done_note = (
+            f"{info.slices_done}/{info.slices_total} slices done, {info.records:,} events "
+            f"written (the estimate is for the whole job)"
+        )
+    size = slices[0].end - slices[0].start
+    summary = {
+        "since": slices[0].date_start,
+        "until_inclusive": slices[-1].date_end,
+        "types": list(params.types) if params.types else "all",
+        "slices": len(slices),
+        "slice": human_duration(size.total_seconds()),
+        "concurrency": concurrency,
+        "assumed_events_per_day": assumed,
+        "assumption_source": source,
+        "estimated_events": plan.events,
+        "estimated_requests": plan.requests,
+        "page_requests": plan.page_requests,
+        "logins": plan.logins,
+        "seconds_at_rate_limit": plan.seconds_at_rate,
+        "days_of_quota": plan.days_of_quota,
+        "seconds_total": plan.seconds_total,
+        "requests_spent_by_dry_run": 0,
+        "state": done_note,
+    }
+    if app.display.log_format == "json":
+        click.echo(json.dumps(summary))
+        return
+    lines = [
+        f"plan: events from {slices[0].date_start} to {slices[-1].date_end} (inclusive), "
+        f"types: {', '.join(params.types) if params.types else 'all'}",
+        f"slices: {len(slices)} of {human_duration(size.total_seconds())}, {concurrency} at a time",
+    ]
+    shown = slices if len(slices) <= 8 else [*slices[:5], None, *slices[-2:]]
+    for piece in shown:
+        if piece is None:
+            lines.append(f"  ... {len(slices) - 7} more")
+        else:
+            lines.append(f"  #{piece.index:<4} {piece.date_start} .. {piece.date_end}")
+    data_pages = plan.page_requests - plan.slices
+    lines += [
+        f"assumption: {assumed:,} events per day ({source}); the events API has no count, "
+        "so a dry run sends no request to learn it",
+        f"estimate: {plan.events:,} events = {data_pages:,} pages of up to {page_size:,} + "
+        f"{plan.slices:,} empty end-of-scroll pages + {_count(plan.logins, 'login')} = "
+        f"{plan.requests:,} requests",
+        f"time at the rate limit ({minute[0]}/min): {human_duration(plan.seconds_at_rate)}",
+        f"quota: {plan.days_of_quota:.2f} days of the {day[0]:,}-request daily quota "
+        f"({_count(math.ceil(plan.days_of_quota) or 1, 'day')}); finishes in about "
+        f"{human_duration(plan.seconds_total)} counting the daily resets",
+    ]
+    if done_note:
+        lines.append(f"state {state_path}: {done_note}")
+    lines.append("this dry run sent 0 requests and wrote nothing")
+    click.echo("\n".join(lines))
