@@ -13,7 +13,7 @@ from typing import Literal
 from asyncwifi._auth import Secret, Token, TokenManager
 from asyncwifi._clock import Clock, SystemClock
 from asyncwifi._core import Api, Hooks, RequestInfo, ResponseInfo, RetryInfo
-from asyncwifi._protocol import require_text
+from asyncwifi._protocol import require_positive, require_text
 from asyncwifi._retry import RetryPolicy
 from asyncwifi._scroll import SCROLL_WINDOW
 from asyncwifi._transport import AiohttpTransport, Transport
@@ -60,6 +60,27 @@ class ClientState(enum.Enum):
     UNOPENED = "unopened"
     OPEN = "open"
     CLOSED = "closed"
+
+
+def _check_options(
+    *,
+    limits: object,
+    retry: object,
+    timeout: object,
+    max_connections: object,
+    max_in_flight: object,
+    scroll_window: object,
+) -> None:
+    """Refuse a wrongly typed or out-of-range option at construction, not at first use."""
+    for value, kind, what in ((limits, Limits, "limits"), (retry, RetryPolicy, "retry")):
+        if value is not None and not isinstance(value, kind):
+            raise ConfigurationError(
+                f"{what} must be a {kind.__name__} or None, got {type(value).__name__}"
+            )
+    for value, what in ((timeout, "timeout"), (scroll_window, "scroll_window")):
+        require_positive(value, what, error=ConfigurationError)
+    for value, what in ((max_connections, "max_connections"), (max_in_flight, "max_in_flight")):
+        require_positive(value, what, integer=True, error=ConfigurationError)
 
 
 class Client:
@@ -110,6 +131,8 @@ class Client:
         base_url = base_url or os.environ.get("ASYNCWIFI_BASE_URL")
         if not base_url:
             raise ConfigurationError("base_url is required (or set ASYNCWIFI_BASE_URL)")
+        if not isinstance(base_url, str):
+            raise ConfigurationError(f"base_url must be a string, got {type(base_url).__name__}")
         refusal = plain_http_refusal(base_url, allow_http)
         if refusal is not None:
             raise refusal
@@ -117,8 +140,14 @@ class Client:
             raise ConfigurationError("on_quota_exhausted must be 'wait' or 'raise'")
         if organization is not None:
             require_text(organization, "organization")
-        if scroll_window <= 0:
-            raise ConfigurationError("scroll_window must be positive")
+        _check_options(
+            limits=limits,
+            retry=retry,
+            timeout=timeout,
+            max_connections=max_connections,
+            max_in_flight=max_in_flight,
+            scroll_window=scroll_window,
+        )
         self._key = client_key
         self._secret = Secret(client_secret)
         self.base_url = base_url.rstrip("/")

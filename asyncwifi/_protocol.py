@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from urllib.parse import quote
 
 from asyncwifi import _rules
-from asyncwifi.errors import ValidationError
+from asyncwifi.errors import AsyncWifiError, ValidationError
 from asyncwifi.models._base import parse_timestamp
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "format_datetime",
     "organization_segment",
     "path_segment",
+    "require_positive",
     "require_text",
 ]
 
@@ -40,6 +41,24 @@ def require_text(value: object, what: str) -> str:
     if _CONTROL.search(value):
         raise ValidationError(f"{what} must not contain control characters")
     return value
+
+
+def require_positive(
+    value: object,
+    what: str,
+    *,
+    integer: bool = False,
+    error: type[AsyncWifiError] = ValidationError,
+) -> None:
+    """A positive number (an ``int`` when ``integer``; never a bool), else ``error``."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or (integer and not isinstance(value, int))
+        or not value > 0
+    ):
+        noun = "integer" if integer else "number"
+        raise error(f"{what} must be a positive {noun}, got {value!r}")
 
 
 def path_segment(value: object, what: str) -> str:
