@@ -33,6 +33,7 @@ from asyncwifi.testing._faults import Fate, FaultPlan, Faults
 from asyncwifi.testing._handlers import Api
 from asyncwifi.testing._kong import UPSTREAM_MESSAGES, negotiate, render_error
 from asyncwifi.testing._limits import Mode, ObjectLimiter, RateLimiter
+from asyncwifi.testing._event_records import EventShape
 from asyncwifi.testing._scroll import ScrollRegistry
 from asyncwifi.testing._util import BadParameter, hex_id, mix, to_epoch
 
@@ -61,6 +62,10 @@ class Simulator:
         contacts, hotspots, segments, events: how many of each to generate.
         events_start, events_end: the event time range (datetimes, ISO strings or epoch
             seconds; default January 2024: 2024-01-01 to 2024-01-31 UTC).
+        event_shape: how event records are written (``observed.md``): ``"nested"`` (the
+            default: the vendor's data example, pasted from real responses: ``event{type,
+            id}``, ``when{createdAt,...}``), ``"flat"`` (the spec §2.4 schema: no time at
+            all, the harshest for a client) or ``"dated"`` (legacy: flat plus ``date``).
         organization: the tenant id (default derived from the seed, ``org-...``).
         client_key, client_secret: the credentials (default: a seeded key, a random secret).
 
@@ -115,6 +120,7 @@ class Simulator:
         faults: Faults | None = None,
         scroll_ttl: float = 60.0,
         scroll_single_use: bool = False,
+        event_shape: EventShape = "nested",
         token_ttl: float = 86_400.0,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -138,6 +144,7 @@ class Simulator:
             events=events,
             events_start=start,
             events_end=end,
+            event_shape=event_shape,
         )
         #: the gateway's request limits (sans-I/O; see ``_limits``)
         self.limiter = RateLimiter(
