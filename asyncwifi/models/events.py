@@ -1,22 +1,39 @@
-"""Events of the events API: spec §2.4, §4.5 and §6.1.
+"""Events of the events API: spec §2.4, §4.5 and §6.1, in both published record shapes.
 
-``type`` is a plain string, never an enum, so an event type the SDK does not know decodes
-like any other; which sub-object is filled depends on it.
+The vendor's reference shows two shapes of the same record (docs/reference/observed.md):
+
+- **flat** (the schema of spec §2.4): ``type``, ``id`` and one sub-object (``visit``,
+  ``signup``, ...). No field carries the time of the event.
+- **nested** (the vendor's data example): ``organizationId``, ``customerId``,
+  ``event{type,id}``, ``where{locationId,locationName,hotspotId}`` and
+  ``when{createdAt,createdAtLocal,timezone}``; ``createdAt`` is UTC, ``createdAtLocal`` is the
+  location's wall time written with a ``Z`` anyway.
+
+:class:`Event` decodes both, and its ``id``, ``type`` and :attr:`Event.time` read the same
+whichever arrived: the one accessor per field that the rest of the SDK uses. ``type`` is a
+plain string, never an enum, so an event type the SDK does not know (the vendor's example
+has ``arriving``) decodes like any other.
 """
 
 from __future__ import annotations
 
-from asyncwifi.models._base import Model
+from datetime import UTC, datetime
+
+from asyncwifi.models._base import Model, parse_timestamp
 
 __all__ = [
     "EmailInfo",
     "Event",
     "EventPage",
+    "EventRef",
+    "EventWhen",
+    "EventWhere",
     "Promo",
     "Signup",
     "SmsInfo",
     "Survey",
     "Visit",
+    "utc_time",
 ]
 
 
@@ -75,18 +92,46 @@ class Promo(Model):
     type: str | None = None
 
 
-class Event(Model):
-    """One event record (spec §2.4).
+class EventRef(Model):
+    """``event`` of the nested shape: the record's identity."""
 
-    ``date`` is not in the spec: it is the SDK's assumption that records carry their event
-    time (needed to resume a backfill by time). Nothing requires it; it is ``None`` when
-    absent.
+    type: str | None = None
+    id: str | None = None
+
+
+class EventWhere(Model):
+    """``where`` of the nested shape: the location (and access point) of the event."""
+
+    location_id: str | None = None
+    location_name: str | None = None
+    hotspot_id: str | None = None
+
+
+class EventWhen(Model):
+    """``when`` of the nested shape.
+
+    ``created_at`` is UTC. ``created_at_local`` is the location's wall time although it is
+    written with a trailing ``Z`` (observed on the vendor's pages): it is kept as the
+    server's text and never parsed as UTC. ``timezone`` is an IANA name.
+    """
+
+    created_at: str | None = None
+    created_at_local: str | None = None
+    timezone: str | None = None
+
+
+class Event(Model):
+    """One event record, flat (spec §2.4) or nested (the vendor's example): see the module.
+
+    ``id`` and ``type`` are filled from ``event`` when the record is nested, so they read
+    the same for both shapes (the nested ``event`` stays as sent). :attr:`time` is the UTC
+    time of the event when the record carries one, else ``None``.
     """
 
     type: str | None = None
     id: str | None = None
-    # assumption (not in spec §2.4): the event's time, ISO 8601. Third, as served: msgspec
-    # matches each key against the field after the previous one first (fewer compares)
+    #: not in spec §2.4: the legacy field of the SDK's own simulator ("dated" records),
+    #: ISO 8601 UTC. Read through :attr:`time`; nothing requires it
     date: str | None = None
     visit: Visit | None = None
     signup: Signup | None = None
@@ -94,6 +139,35 @@ class Event(Model):
     sms: SmsInfo | None = None
     survey: Survey | None = None
     promo: Promo | None = None
+    # the nested shape, in the order the vendor's example lists it
+    organization_id: str | None = None
+    customer_id: str | None = None
+    event: EventRef | None = None
+    where: EventWhere | None = None
+    when: EventWhen | None = None
+
+    def __post_init__(self) -> None:
+        # one accessor per field whichever shape arrived (a flat record pays one compare)
+        if self.id is None:
+            ref = self.event
+            if ref is not None:
+                self.id = ref.id
+                if self.type is None:
+                    self.type = ref.type
+
+    @property
+    def time_text(self) -> str | None:
+        """The server's text of the event's UTC time (``when.createdAt``, else ``date``)."""
+        when = self.when
+        if when is not None and when.created_at is not None:
+            return when.created_at
+        return self.date
+
+    @property
+    def time(self) -> datetime | None:
+        """The event's time as an aware UTC ``datetime``; ``None`` when the record carries
+        no UTC time (the spec's flat shape) or one that does not parse as ISO 8601."""
+        return utc_time(self.time_text)
 
 
 class EventPage(Model):
@@ -105,3 +179,14 @@ class EventPage(Model):
     events: list[Event] | None = None
     # spec §4.5: with enableScroll=true the response carries the next page's scroll id
     scroll_id: str | None = None
+
+
+def utc_time(text: str | None) -> datetime | None:
+    """An ISO 8601 UTC timestamp as an aware ``datetime`` in UTC; ``None`` if absent or
+    unparseable: a record's time guides cursors, and is never worth losing the record for.
+    A value without a zone is taken as UTC (``createdAt`` is documented as UTC)."""
+    try:
+        parsed = parse_timestamp(text)
+    except ValueError:
+        return None
+    return None if parsed is None else parsed.astimezone(UTC)

@@ -202,7 +202,89 @@ def test_event_date_is_optional() -> None:
     without = decode(dumps(event(4)), Event)  # every fifth record has no date
     assert with_date.date is not None
     assert parse_timestamp(with_date.date) is not None
+    assert with_date.time == parse_timestamp(with_date.date)
     assert without.date is None
+    assert without.time is None
+
+
+# The vendor's data example (docs/reference/observed.md): the nested shape
+NESTED = {
+    "organizationId": "org-1",
+    "customerId": "c-42",
+    "event": {"type": "arriving", "id": "65a1b2c3d4e5f60718293a4b"},
+    "where": {"locationId": "loc-9", "locationName": "Lobby", "hotspotId": "h-3"},
+    "when": {
+        "createdAt": "2024-03-10T17:30:05.250Z",
+        "createdAtLocal": "2024-03-10T10:30:05.250Z",
+        "timezone": "America/Los_Angeles",
+    },
+}
+
+
+def test_a_nested_record_reads_like_a_flat_one() -> None:
+    ev = decode(dumps(NESTED), Event)
+    assert (ev.id, ev.type) == ("65a1b2c3d4e5f60718293a4b", "arriving")
+    assert ev.event == models.EventRef(type="arriving", id="65a1b2c3d4e5f60718293a4b")
+    assert ev.where == models.EventWhere(
+        location_id="loc-9", location_name="Lobby", hotspot_id="h-3"
+    )
+    assert (ev.organization_id, ev.customer_id) == ("org-1", "c-42")
+    assert ev.time == datetime(2024, 3, 10, 17, 30, 5, 250_000, tzinfo=UTC)
+
+
+def test_created_at_local_is_never_taken_for_utc() -> None:
+    # the local time carries a Z and sorts seven hours before the UTC one: were it read as
+    # UTC, a time cursor would move backwards and the stream would repeat records
+    only_local = {**NESTED, "when": {"createdAtLocal": "2024-03-10T10:30:05Z"}}
+    ev = decode(dumps(only_local), Event)
+    assert ev.time is None
+    assert ev.when is not None
+    assert ev.when.created_at_local == "2024-03-10T10:30:05Z"
+
+
+def test_the_spec_flat_record_has_no_time() -> None:
+    flat = {"type": "visit", "id": "e1", "visit": {"startAt": "2024-01-01T10:00:00Z"}}
+    ev = decode(dumps(flat), Event)
+    assert (ev.id, ev.type, ev.time, ev.time_text) == ("e1", "visit", None, None)
+
+
+def test_a_top_level_id_wins_over_the_nested_one() -> None:
+    both = {"type": "visit", "id": "top", "event": {"type": "login", "id": "inner"}}
+    ev = decode(dumps(both), Event)
+    assert (ev.id, ev.type) == ("top", "visit")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2024-03-10T17:30:05Z", datetime(2024, 3, 10, 17, 30, 5, tzinfo=UTC)),
+        ("2024-03-10T18:30:05+01:00", datetime(2024, 3, 10, 17, 30, 5, tzinfo=UTC)),
+        ("2024-03-10T17:30:05", datetime(2024, 3, 10, 17, 30, 5, tzinfo=UTC)),
+        ("yesterday", None),
+        ("", None),
+    ],
+)
+def test_an_unparseable_time_costs_the_cursor_not_the_record(
+    text: str, expected: datetime | None
+) -> None:
+    ev = decode(dumps({**NESTED, "when": {"createdAt": text}}), Event)
+    assert ev.id == "65a1b2c3d4e5f60718293a4b"
+    assert ev.time == expected
+
+
+def test_the_nested_envelope_has_no_status() -> None:
+    body = dumps({"generated": "g", "count": 1, "events": [NESTED], "scrollId": "s"})
+    page = decode(body, EventPage)
+    assert page.status is None
+    assert page.events is not None
+    assert page.events[0].id == NESTED["event"]["id"]
+
+
+def test_a_nested_record_keeps_its_exact_bytes() -> None:
+    raw = dumps({"generated": "g", "events": [NESTED, NESTED]})
+    decoded = models.decode_page(raw, EventPage, keep_raw=True)
+    assert decoded.raw_items is not None
+    assert [bytes(r) for r in decoded.raw_items] == [dumps(NESTED)] * 2
 
 
 def test_visit_duration_accepts_integral_and_fractional_seconds() -> None:
