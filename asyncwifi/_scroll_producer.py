@@ -1,4 +1,4 @@
-"""A scroll stream's background task: the I/O around :class:`~asyncwifi._scroll_state.ScrollMachine`.
+"""A scroll stream's background task: the I/O around the sans-I/O ScrollMachine.
 
 It fetches a page, hands the outcome to the machine and does what it decides; it paces
 itself on the window (spec §3), not on the consumer: past ``max_buffered`` pages in memory,

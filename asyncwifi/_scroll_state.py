@@ -14,9 +14,10 @@ which), and an expired id answers 200 with no results, exactly like the end. So:
 * a continuation due more than a window after the previous answer is known dead: resume
   without spending a request on it.
 
-In ``"ids"`` mode (no time cursor) an ambiguous end costs a re-scan; when the re-scan reads
-every delivered record again, finds nothing new and meets the empty answer at the same place,
-the two scrolls agree and that is the end.
+In ``"ids"`` mode (no time cursor) an ambiguous end costs a re-scan; when the re-scan's ids
+live through at least one continuation, it reads every delivered record again, finds nothing
+new and meets the empty answer at the same place, the two scrolls agree and that is the end.
+(A stream of one full page has no continuation to show that ids live: it fails loudly.)
 
 A resume restarts the query: from the last UTC time delivered (``"time"``, when records
 carry one and the query is in UTC order), else from the start, skipping every id delivered
@@ -167,11 +168,18 @@ class Cursor:
 class ScrollMachine:
     """The scroll's decisions (see the module doc); owns no I/O and reads no clock."""
 
-    __slots__ = ("cursor", "progressed", "rescanned", "resumable", "resumes", "size", "window")
+    __slots__ = (
+        "continued",
+        "cursor",
+        "progressed",
+        "rescanned",
+        "resumable",
+        "resumes",
+        "size",
+        "window",
+    )
 
-    def __init__(
-        self, cursor: Cursor, *, window: float, size: int | None, resumable: bool
-    ) -> None:
+    def __init__(self, cursor: Cursor, *, window: float, size: int | None, resumable: bool) -> None:
         self.cursor = cursor
         #: spec §8: at most this long between two scroll requests
         self.window = window
@@ -183,6 +191,8 @@ class ScrollMachine:
         self.progressed = True
         #: records read again since the latest re-scan began (None: not re-scanning)
         self.rescanned: int | None = None
+        #: whether a continuation answered with records since the latest resume
+        self.continued = False
 
     def before_continuation(self, since_answer: float) -> Decision:
         """Send the continuation, or resume at once: the server saw the previous request
@@ -195,6 +205,8 @@ class ScrollMachine:
             self.progressed = True
         if self.rescanned is not None:
             self.rescanned += page.records
+        if page.continuation and page.records:
+            self.continued = True
         if page.records == 0:
             if not page.continuation:
                 return Decision.END  # a fresh query with nothing in it: no id involved
@@ -207,11 +219,13 @@ class ScrollMachine:
             cursor = self.cursor
             if (
                 not self.progressed
+                and self.continued
                 and self.rescanned is not None
                 and self.rescanned >= cursor.delivered + cursor.skipped
             ):
-                # a re-scan read every record delivered again, found nothing new, and met
-                # the empty answer at the same place: the end (two scrolls agree)
+                # a re-scan whose ids lived through continuations read every record
+                # delivered again, found nothing new, and met the empty answer at the same
+                # place: the end (two scrolls agree)
                 return Decision.END
             return self._resume()
         if self.size is not None and page.records < self.size:
@@ -225,7 +239,7 @@ class ScrollMachine:
         if cursor.mode == "broken":
             return Decision.FAIL
         self.resumes += 1
-        self.progressed = False
+        self.progressed = self.continued = False
         if cursor.mode == "time" and cursor.time is not None:
             self.rescanned = None
             return Decision.RESUME_TIME

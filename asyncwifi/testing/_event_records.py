@@ -23,6 +23,7 @@ import msgspec
 
 __all__ = [
     "EVENT_SHAPES",
+    "EmailInfo",
     "EventShape",
     "Flat",
     "Nested",
@@ -34,7 +35,6 @@ __all__ = [
     "What",
     "When",
     "Where",
-    "EmailInfo",
 ]
 
 EventShape = Literal["nested", "flat", "dated"]

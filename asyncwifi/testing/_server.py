@@ -29,11 +29,11 @@ from asyncwifi.testing._api import OBJECTS, TOKEN, ApiFault, json_response
 from asyncwifi.testing._auth import TokenAuthority, TokenRejected
 from asyncwifi.testing._counters import Counters
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START, SimulatorData
+from asyncwifi.testing._event_records import EventShape
 from asyncwifi.testing._faults import Fate, FaultPlan, Faults
 from asyncwifi.testing._handlers import Api
 from asyncwifi.testing._kong import UPSTREAM_MESSAGES, negotiate, render_error
 from asyncwifi.testing._limits import Mode, ObjectLimiter, RateLimiter
-from asyncwifi.testing._event_records import EventShape
 from asyncwifi.testing._scroll import ScrollRegistry
 from asyncwifi.testing._util import BadParameter, hex_id, mix, to_epoch
 
