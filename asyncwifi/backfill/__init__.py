@@ -23,6 +23,7 @@ from asyncwifi.backfill._errors import (
     BackfillError,
     OutputConflictError,
     OutputNotWritableError,
+    SliceIncompleteError,
     StateMismatchError,
 )
 from asyncwifi.backfill._jobs import (
@@ -57,6 +58,7 @@ __all__ = [
     "Progress",
     "Reporter",
     "Slice",
+    "SliceIncompleteError",
     "SliceState",
     "StateInfo",
     "StateMismatchError",

@@ -39,6 +39,7 @@ from asyncwifi._clock import Clock
 from asyncwifi.backfill._errors import (
     OutputConflictError,
     OutputNotWritableError,
+    SliceIncompleteError,
     StateMismatchError,
 )
 from asyncwifi.backfill._plan import MS, Slice, format_ms
@@ -122,7 +123,7 @@ class Progress:
     requests_total: int = 0
     #: duplicates dropped by this run (re-delivered ids)
     duplicates_run: int = 0
-    #: streams opened to make sure a slice had really ended (see ``ExportJob._run_slice``)
+    #: resumes the streams made (lapses, and proofs of an ambiguous end; spec §3)
     verifications_run: int = 0
     #: records that did not decode into the SDK's model, written from their raw bytes
     undecoded_run: int = 0
@@ -400,54 +401,43 @@ class ExportJob:
     # -- one slice ---------------------------------------------------------------------------
 
     async def _run_slice(self, state: SliceState) -> None:
+        """Stream one slice to its end and commit it. The stream owns the scroll's rules
+        (lapses, resumes, proving an ambiguous end: see ``asyncwifi._scroll_state``); a
+        stream that cannot go on raises, the slice stays unfinished with its progress
+        committed, and it is streamed again from its checkpoint (at most ``MAX_EXPIRIES``
+        times in a row without a committed record) before the job fails."""
         store = self._require_store()
         seen: set[str] = await self._locked(lambda: store.delivered_ids(state.index))
         boundaries = Boundaries.around(
             [m for m in self._boundary_moments if m in (state.start, state.end)]
         )
         expiries = 0
-        verifying = False
-        uncounted = 0  # requests that committed no page (the empty page ending a scroll)
+        uncounted = 0  # requests that committed no page (an empty or proving page)
         while True:
             request = self._request_for(state, seen)
             stream = self._open_stream(request)
             counted = 0
-            added = 0
-            last_count: int | None = None
             try:
                 async for page in stream.pages():
                     used = stream.requests - counted
                     counted += used
-                    count = len(page.items or ()) + len(getattr(page, "errors", None) or ())
-                    if count:
-                        last_count = count
-                    committed = await self._commit_page(state, seen, boundaries, page, used)
-                    added += committed
-                    if committed:
+                    if await self._commit_page(state, seen, boundaries, page, used):
                         expiries = 0
-            except ScrollExpiredError:
-                # the client could not continue this scroll (contacts without resume mode):
-                # everything delivered is committed; start again, skipping it
+                break
+            except ScrollExpiredError as exc:
+                # everything delivered is committed; open the slice again from there
                 expiries += 1
                 if expiries >= MAX_EXPIRIES:
-                    raise
-                continue
+                    raise SliceIncompleteError(
+                        f"slice {state.index} ({state.slice.date_start} .. "
+                        f"{state.slice.date_end}) cannot be proved complete: {exc} "
+                        f"({state.records:,} records of it are saved; run again to resume)"
+                    ) from exc
             finally:
                 self.progress.requests_run += stream.requests - counted
                 uncounted += stream.requests - counted
+                self.progress.verifications_run += int(getattr(stream, "resumes", 0) or 0)
                 await stream.aclose()
-            if verifying and added == 0:
-                break
-            # spec §3: an expired scroll id answers "no results", like the end. A page shorter
-            # than the page size proves the server ran out; after a full page (or a stream
-            # that resumed, whose pages are de-duplicated) the end is only probable: one more
-            # stream from the cursor makes sure (it costs a request or two, and only then)
-            full = self.page_size is not None and last_count == self.page_size
-            resumed = bool(request.skip_ids) or int(getattr(stream, "resumes", 0) or 0) > 0
-            if not (full or resumed):
-                break
-            verifying = True
-            self.progress.verifications_run += 1
         await self._locked(lambda: store.finish_slice(state.index, requests=uncounted))
         state.done = True
         progress = self.progress
@@ -500,7 +490,7 @@ class ExportJob:
         if date_of is None:
             dates = None
         else:
-            dates = _attributes(items, "date") if date_of is event_date else None
+            dates = _attributes(items, "time_text") if date_of is event_date else None
             if dates is None:
                 dates = [date_of(item) for item in items]
         item = _Pending(state, seen, boundaries, ids, dates, raws, requests)
@@ -719,8 +709,9 @@ def _with_undecoded(
 
 
 def event_date(item: Any) -> object:
-    """An event's ``date`` (an assumption the SDK documents: spec §2.4 does not list it)."""
-    return getattr(item, "date", None)
+    """An event's UTC time as the server wrote it (``Event.time_text``: ``when.createdAt``
+    of the nested shape, or the legacy ``date``); ``None`` on the spec's flat records."""
+    return getattr(item, "time_text", None)
 
 
 def _remaining_requests(states: Sequence[SliceState]) -> int | None:

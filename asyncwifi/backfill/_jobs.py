@@ -1,7 +1,9 @@
 """The two exports built on the engine, wired to a :class:`~asyncwifi.Client`.
 
 - :func:`events_backfill`: the organization's events over ``[since, until)``, in time
-  slices streamed concurrently (``sortBy=utcTime`` so a resumed slice can narrow its start);
+  slices streamed concurrently (``sortBy=utcTime`` so a resumed slice can narrow its start
+  when the records carry a UTC time); each slice's stream owns the scroll's rules (lapses,
+  resumes, proving its end), the engine only commits what it hands out;
 - :func:`contacts_export`: every contact, through one scroll; a lapsed scroll (or a
   restart) starts again in the client's resume mode, skipping what was written.
 
@@ -38,9 +40,6 @@ _WHOLE = Slice(
     datetime.fromisoformat("9999-01-01T00:00:00+00:00"),
 )
 
-
-#: spec §8: at most 60 s between two scroll requests
-SCROLL_WINDOW = 60.0
 #: a scroll that could not start for this long (clock seconds) waits for the day's quota,
 #: not for the minute's: the job pauses instead (minute pacing never needs this long)
 START_WAIT_LIMIT = 120.0
@@ -55,7 +54,8 @@ def _refuse_if_spent(api: Client) -> None:
     """
     scheduler = api.scheduler
     now = api.clock.now()
-    if scheduler.can_meet(now + SCROLL_WINDOW * 0.5, lane=Lane.SCROLL):
+    # the client's own scroll window (``Client(scroll_window=...)``), not a copy of it
+    if scheduler.can_meet(now + api.events.scroll_window * 0.5, lane=Lane.SCROLL):
         return
     at = scheduler.earliest_admission(lane=Lane.SCROLL)
     if at - now > START_WAIT_LIMIT:

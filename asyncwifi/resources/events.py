@@ -77,6 +77,11 @@ class Events:
         self._org = organization
         self._window = window
 
+    @property
+    def scroll_window(self) -> float:
+        """Seconds allowed between two scroll requests (``Client(scroll_window=...)``)."""
+        return self._window
+
     def _organization(self, organization: str | None) -> str:
         return organization_segment(organization, self._org)
 

@@ -183,10 +183,13 @@ class EventStore:
         #: the record shape served (see ``_event_records``)
         self.shape: EventShape = shape
         self._venues = list(venues) or [("", "", "", "UTC")]
-        #: the venue (index into the venues) of each event
-        self.venue = rnd.randbytes(count).translate(
+        # each contact's events happen at its home venue (so one contact's events are in
+        # the same order by business time and by UTC; the organization's are not)
+        homes = rnd.randbytes(len(owners) or 1).translate(
             bytes(v % len(self._venues) for v in range(256))
         )
+        #: the venue (index into the venues) of each event
+        self.venue = bytes(homes[o] for o in self.owners) if len(homes) > 1 else bytes(count)
         self.start = float(start)
         self.end = float(end)
         self._contacts = list(owners) or [("", "", "")]
