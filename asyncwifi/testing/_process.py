@@ -209,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--gone-path", action="append", default=None, help="path pattern answered 410")
     a("--scroll-ttl", type=float, default=60.0)
     a("--scroll-single-use", action="store_true")
+    a("--event-shape", choices=("nested", "flat", "dated"), default="nested")
     a("--token-ttl", type=float, default=86_400.0)
     a("--faults", type=json.loads, help="JSON fields of Faults, e.g. '{\"error_rate\": 0.1}'")
     a("--warm", action="store_true", help="encode every event before serving")
@@ -238,6 +239,7 @@ def options_from_args(ns: argparse.Namespace) -> dict[str, Any]:
         "object_limits": dict(ns.object_limit),
         "scroll_ttl": ns.scroll_ttl,
         "scroll_single_use": ns.scroll_single_use,
+        "event_shape": ns.event_shape,
         "token_ttl": ns.token_ttl,
         "warm": ns.warm,
         "json_output": ns.json,
@@ -279,6 +281,7 @@ _FLAGS = {
     "day_limit": "--day-limit",
     "rate_limit_mode": "--mode",
     "scroll_ttl": "--scroll-ttl",
+    "event_shape": "--event-shape",
     "token_ttl": "--token-ttl",
     "host": "--host",
     "port": "--port",
