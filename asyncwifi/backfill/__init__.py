@@ -6,19 +6,17 @@ Lines, optionally gzip) and commits progress to a SQLite state file after every 
 job killed at any moment resumes without losing or repeating a record.
 """
 
-from asyncwifi.backfill._engine import (
-    ExportJob,
+from asyncwifi.backfill._commit import default_id, event_date
+from asyncwifi.backfill._contract import (
     Outcome,
     PageLike,
     Progress,
     Reporter,
     StreamLike,
     StreamRequest,
-    default_id,
-    event_date,
-    preflight,
     utc_text,
 )
+from asyncwifi.backfill._engine import ExportJob
 from asyncwifi.backfill._errors import (
     BackfillError,
     OutputConflictError,
@@ -42,6 +40,7 @@ from asyncwifi.backfill._plan import (
     plan_slices,
     requests_time,
 )
+from asyncwifi.backfill._preflight import preflight
 from asyncwifi.backfill._sink import JsonlSink, encode_lines
 from asyncwifi.backfill._state import JobParams, SliceState, StateInfo, StateStore
 

@@ -18,7 +18,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from asyncwifi.backfill._engine import ExportJob, Reporter, StreamLike, StreamRequest, event_date
+from asyncwifi.backfill._commit import event_date
+from asyncwifi.backfill._contract import Reporter, StreamLike, StreamRequest
+from asyncwifi.backfill._engine import ExportJob
 from asyncwifi.backfill._plan import Slice, plan_slices
 from asyncwifi.backfill._state import JobParams
 from asyncwifi.errors import QuotaExhaustedError
