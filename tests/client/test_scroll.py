@@ -254,17 +254,22 @@ class _Sliced:
         monkeypatch.setattr(scroll_module, "slice_page", counting)
 
 
+@pytest.mark.parametrize("shape", ["nested", "flat", "dated"])
 async def test_big_pages_decoded_slice_by_slice_give_every_event_once_in_order(
-    make_sim: Any, monkeypatch: pytest.MonkeyPatch
+    make_sim: Any, monkeypatch: pytest.MonkeyPatch, shape: str
 ) -> None:
     sliced = _Sliced(monkeypatch)
-    async with make_sim(events=25_000) as sim, client_for(sim, limits=NO_LIMITS) as api:
+    make = make_sim(events=25_000, event_shape=shape)
+    async with make as sim, client_for(sim, limits=NO_LIMITS) as api:
         stream = api.events.list(size=10_000)
         ids = [e.id async for e in stream]
         assert ids == sim.data.event_ids()
         assert stream.delivered == 25_000
         assert stream.pages_fetched == 3
-        assert sliced.pages == 3  # every page was cut into slices
+        # every page cut into slices when the records carry a UTC time (the time cursor
+        # needs the tail only); the flat shape has none: the first page's tail shows it,
+        # and from then on pages are decoded whole without trying
+        assert sliced.pages == (1 if shape == "flat" else 3)
         # a second stream reads its pages into the buffers the first one gave back
         assert [e.id async for e in api.events.list(size=10_000)] == ids
 
