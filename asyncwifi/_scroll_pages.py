@@ -75,6 +75,10 @@ class ScrollSpec:
     ordered: bool = False
     #: the page size asked for, when a shorter page proves the end (events)
     size: int | None = None
+    #: the page size (``size``) of a re-scan (events: the maximum), for it and what follows:
+    #: reads again what was delivered in as few requests as it can, and its first page,
+    #: when shorter, proves the end in one request
+    rescan_size: int | None = None
     #: whether an expiry may be resumed (events always; contacts when resume=True)
     resumable: bool = False
     what: str = "records"

@@ -72,6 +72,8 @@ class Producer:
             self.cursor, window=window, size=spec.size, resumable=spec.resumable
         )
         self.spill = Spill(spill_budget)
+        #: the page size a re-scan asked for (None: the first query's)
+        self.size: int | None = None
         #: pages queued in memory (spilled ones are not)
         self.in_memory = 0
         self._spilled_at: tuple[int, int] | None = None
@@ -247,7 +249,7 @@ class Producer:
                 return
             if decision is Decision.CONTINUE:
                 assert scroll_id is not None
-                params, continuation = spec.continuation(scroll_id), True
+                params, continuation = self._sized(spec.continuation(scroll_id)), True
                 if outcome.fresh:
                     await self._until_needed()
                 continue
@@ -280,7 +282,13 @@ class Producer:
             self.machine.resumes,
             self.resume_requests,
         )
-        return spec.restart(since), False
+        if decision is Decision.RESUME_RESCAN and spec.rescan_size is not None:
+            self.size = self.machine.size = spec.rescan_size
+        return self._sized(spec.restart(since)), False
+
+    def _sized(self, params: Mapping[str, str]) -> Mapping[str, str]:
+        """``params`` with the page size of a re-scan, once one changed it."""
+        return params if self.size is None else {**params, "size": str(self.size)}
 
     def _deliver_sliced(self, page: Sliced) -> str | None:
         """Queue a sliced page; its tail moves the time cursor. Returns its scroll id."""

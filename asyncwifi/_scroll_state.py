@@ -14,10 +14,11 @@ which), and an expired id answers 200 with no results, exactly like the end. So:
 * a continuation due more than a window after the previous answer is known dead: resume
   without spending a request on it.
 
-In ``"ids"`` mode (no time cursor) an ambiguous end costs a re-scan; when the re-scan's ids
-live through at least one continuation, it reads every delivered record again, finds nothing
-new and meets the empty answer at the same place, the two scrolls agree and that is the end.
-(A stream of one full page has no continuation to show that ids live: it fails loudly.)
+In ``"ids"`` mode (no time cursor) an ambiguous end costs a re-scan, which asks for the
+largest pages (events: 10,000), so that a first page shorter than that proves the end in one
+request. Past one page: when the re-scan's ids live through at least one continuation, it
+reads every delivered record again, finds nothing new and meets the empty answer at the same
+place, the two scrolls agree and that is the end.
 
 A resume restarts the query: from the last UTC time delivered (``"time"``, when records
 carry one and the query is in UTC order), else from the start, skipping every id delivered

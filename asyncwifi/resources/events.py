@@ -145,6 +145,7 @@ class Events:
             time_of=lambda e: e.time_text,
             ordered=ordered,
             size=size,
+            rescan_size=MAX_SIZE,
             resumable=True,
             what="events",
         )
