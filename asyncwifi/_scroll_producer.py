@@ -331,7 +331,12 @@ class Producer:
         if items:
             cursor.choose_mode(time_of(items[0]) if time_of is not None else None)
         keep: list[int] | None = None
-        if cursor.needs_check or self.machine.resumes:
+        fast: list[int] | bool | None = False
+        if cursor.mode == "ids" and self.machine.resumes:
+            fast = cursor.fresh(list(map(key, items)))
+        if fast is not False:
+            keep = fast if isinstance(fast, list) else None
+        elif cursor.needs_check or self.machine.resumes:
             # the careful path, record by record: ids to skip, or a resumed scroll
             keep = []
             for index, item in enumerate(items):

@@ -29,6 +29,7 @@ progress: that is a :class:`~asyncwifi.errors.ScrollExpiredError`, never a loop.
 from __future__ import annotations
 
 import enum
+from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,8 +85,10 @@ class Cursor:
     #: latest record time delivered (server text) and the hashes of ids delivered at it
     time: str | None = None
     ids_at_time: set[int] = field(default_factory=set)
-    #: hashes of every id delivered (``"ids"`` mode only)
-    all_ids: set[int] | None = None
+    #: hashes of every id delivered (``"ids"`` mode only), appended page by page
+    hashes: array[int] | None = None
+    #: the same as a set, built on the first lookup (after a resume)
+    _lookup: set[int] | None = None
     #: hashes of ids the caller already has (a resumed backfill)
     skip: set[int] = field(default_factory=set)
     #: records skipped because the caller had them (they count toward a total)
@@ -95,7 +98,7 @@ class Cursor:
     def create(cls, *, ordered: bool, skip_ids: Iterable[str] = (), ids: bool = False) -> Cursor:
         cursor = cls(ordered=ordered, skip=set(map(hash, skip_ids)))
         if ids:
-            cursor.mode, cursor.all_ids = "ids", set()
+            cursor.mode, cursor.hashes = "ids", array("q")
         return cursor
 
     def choose_mode(self, first_time: str | None) -> None:
@@ -104,7 +107,16 @@ class Cursor:
             if self.ordered and first_time is not None:
                 self.mode = "time"
             else:
-                self.mode, self.all_ids = "ids", set()
+                self.mode, self.hashes = "ids", array("q")
+
+    def _ids(self) -> set[int] | None:
+        """The delivered hashes as a set (``"ids"`` mode), built once when first needed."""
+        if self.hashes is None:
+            return None
+        if self._lookup is None:
+            self._lookup = set(self.hashes)
+            self.hashes = array("q")  # the set holds them from now on
+        return self._lookup
 
     @property
     def needs_check(self) -> bool:
@@ -116,14 +128,15 @@ class Cursor:
         if key is None:
             return False
         h = hash(key)
+        ids = self._ids()
         if h in self.skip:
             self.skip.discard(h)
-            if self.all_ids is not None:
-                self.all_ids.add(h)
+            if ids is not None:
+                ids.add(h)
             self.skipped += 1
             return True
-        if self.all_ids is not None:
-            return h in self.all_ids
+        if ids is not None:
+            return h in ids
         return when is not None and when == self.time and h in self.ids_at_time
 
     def add(self, key: str | None, when: str | None) -> None:
@@ -132,19 +145,34 @@ class Cursor:
         if key is None:
             return
         h = hash(key)
-        if self.all_ids is not None:
-            self.all_ids.add(h)
+        ids = self._ids()
+        if ids is not None:
+            ids.add(h)
         elif when is not None:
             if self.time is None or when > self.time:
                 self.time, self.ids_at_time = when, {h}
             elif when == self.time:
                 self.ids_at_time.add(h)
 
+    def fresh(self, keys: list[str | None]) -> list[int] | bool | None:
+        """``"ids"`` mode with nothing to skip (a re-scan): the indices of the keys not
+        delivered before (``None``: all of them), recorded as delivered, in C-speed steps;
+        ``False`` when the page needs the careful path (a missing or repeated id)."""
+        ids = self._ids()
+        hashes = list(map(hash, keys))
+        if ids is None or self.skip or None in keys or len(set(hashes)) != len(hashes):
+            return False
+        new = [i for i, h in enumerate(hashes) if h not in ids]
+        ids.update(hashes)
+        self.delivered += len(new)
+        return None if len(new) == len(hashes) else new
+
     def add_ids(self, keys: Iterable[str | None]) -> None:
         """A page delivered in ``"ids"`` mode with nothing to skip: hashes added in C."""
-        assert self.all_ids is not None
-        self.all_ids.update(map(hash, keys))
-        self.all_ids.discard(hash(None))
+        if self._lookup is not None:
+            self._lookup.update(map(hash, keys))
+        elif self.hashes is not None:
+            self.hashes.extend(map(hash, keys))  # a None key's hash is never looked up
 
     def advance_time(
         self, items: list[Any], key: Callable[[Any], str | None], time_of: Callable[[Any], Any]

@@ -19,8 +19,9 @@ Every consumer reads each event's id. Prints events/s (median of ``--repeat`` in
 3 by default) and the median peak RSS over the whole total (1,000,000 events) and over
 10,000 events (a date range of the same simulator), with the ratios. ``--shape`` picks the
 records' shape (nested by default; ``dated`` is the legacy flat + ``date`` of earlier runs).
-Targets: asyncwifi at least 3x the hand-written loop's events/s; its peak RSS within 50 MB between 10,000 and the
-total. Run: ``python benchmarks/scroll.py`` (about 90 s); ``--quick`` for 200,000 events.
+Targets: asyncwifi at least 3x the hand-written loop's events/s; its peak RSS within 50 MB
+between 10,000 and the total. Run: ``python benchmarks/scroll.py`` (about 90 s);
+``--quick`` for 200,000 events.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ otherwise (the spec's flat records carry no time) it re-scans, skipping delivere
 from __future__ import annotations
 
 import builtins
+import operator
 from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime
 
@@ -138,7 +139,7 @@ class Events:
             # spec §4.5: the next page is fetched with scrollId; size cannot change
             continuation=lambda sid: {**params, "scrollId": sid},
             page_type=EventPage,
-            key=lambda e: e.id,
+            key=operator.attrgetter("id"),
             total=lambda env: None,
             scroll_id=lambda env: env.scroll_id,
             restart=restart,

@@ -148,3 +148,14 @@ def test_ids_the_caller_has_are_skipped_once_and_counted() -> None:
     assert cursor.skipped == 1
     assert cursor.seen("k", None)  # now among the delivered ids
     assert cursor.skipped == 1
+
+
+def test_a_rescan_page_is_checked_at_once_unless_an_id_is_missing_or_repeated() -> None:
+    cursor = Cursor.create(ordered=False, ids=True)
+    cursor.add_ids(["a", "b"])
+    assert cursor.fresh(["a", "c", "b", "d"]) == [1, 3]
+    assert cursor.delivered == 2
+    assert cursor.fresh(["e"]) is None  # all fresh
+    assert cursor.fresh(["a", None]) is False  # no id: the careful path decides
+    assert cursor.fresh(["f", "f"]) is False  # a repeat inside the page: the careful path
+    assert not cursor.seen("f", None)
