@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from asyncwifi.backfill._commit import event_date
 from asyncwifi.backfill._contract import Reporter, StreamLike, StreamRequest
 from asyncwifi.backfill._engine import ExportJob
-from asyncwifi.backfill._plan import Slice, plan_slices
+from asyncwifi.backfill._plan import Slice, even_slice_size, plan_slices
 from asyncwifi.backfill._state import JobParams
 from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.ratelimit import Lane
@@ -100,7 +100,7 @@ def events_backfill(
     out: Path,
     state: Path,
     types: Sequence[str] | None = None,
-    slice_size: timedelta = timedelta(days=1),
+    slice_size: timedelta | None = None,
     gzip: bool = False,
     concurrency: int = 4,
     page_size: int = EVENTS_PAGE_SIZE,
@@ -115,7 +115,13 @@ def events_backfill(
     Configure the client with ``on_quota_exhausted="raise"`` so that a spent day quota
     checkpoints the job: :meth:`ExportJob.run` then returns ``paused`` (or, with ``wait``,
     sleeps until the reset unless it is more than ``max_wait`` seconds away).
+
+    ``slice_size`` None (the default) cuts the range into ``concurrency`` slices: a few long
+    time cursors approach the request floor (``ceil(events / page_size)`` plus one ending
+    page per scroll), where short slices each pay a page that is not full.
     """
+    if slice_size is None:
+        slice_size = even_slice_size(since, until, concurrency)
     wanted = sorted(set(types)) if types else None
     events = api.events
 
