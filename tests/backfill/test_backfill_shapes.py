@@ -16,7 +16,14 @@ from typing import Any
 import pytest
 
 from asyncwifi import ScaledClock
-from asyncwifi.backfill import SliceIncompleteError, StateStore, events_backfill
+from asyncwifi.backfill import (
+    SliceIncompleteError,
+    StateStore,
+    estimate,
+    even_slice_size,
+    events_backfill,
+    plan_slices,
+)
 from asyncwifi.testing import Simulator, SimulatorProcess
 from tests.client._support import NO_LIMITS, client_for
 
@@ -165,3 +172,29 @@ def test_kill_9_mid_backfill_then_resume_writes_each_event_once(tmp_path: Path, 
         events=6_000, events_start=SINCE, events_end=SINCE + timedelta(days=3), event_shape=shape
     ).data
     assert ids_in(out) == expected(data)
+
+
+async def test_the_plans_estimate_is_within_10_percent_of_what_the_run_spends(
+    tmp_path: Path,
+) -> None:
+    days, per_day = 6, 10_000
+    until = SINCE + timedelta(days=days)
+    server = Simulator(
+        events=days * per_day,
+        events_start=SINCE,
+        events_end=until,
+        rate_limit_mode="off",
+        # pages of 10,000 take real time to decode and commit: a window of 3 real seconds
+        clock=ScaledClock(20.0),
+    )
+    async with server, client_for(server, limits=NO_LIMITS) as api:
+        slices = plan_slices(SINCE, until, even_slice_size(SINCE, until, 4))
+        plan = estimate(slices, events_per_day=per_day, page_size=10_000)
+        job = events_backfill(
+            api, since=SINCE, until=until, out=tmp_path / "e.jsonl", state=tmp_path / "s"
+        )
+        outcome = await job.run()
+    spent = outcome.progress.requests_run
+    assert abs(plan.page_requests - spent) <= 0.1 * spent
+    # the floor: ceil(events / 10,000) pages plus one ending page per concurrent scroll
+    assert spent <= -(-days * per_day // 10_000) + 4
