@@ -225,7 +225,8 @@ class ScrollStream(Generic[ItemT]):
 
     @property
     def resume_requests(self) -> int:
-        """Requests spent by resumes (the cost of lapses and of proving an ambiguous end)."""
+        """Requests that delivered nothing new: continuations that found the end or a dead
+        id, pages a re-scan read again, proofs of an ambiguous end (what lapses cost)."""
         return self._producer.resume_requests
 
     @property

@@ -92,8 +92,6 @@ class Producer:
 
     def _sent(self, when: float) -> None:
         self.requests += 1
-        if self.machine.resumes:
-            self.resume_requests += 1
         self.last_sent = when
 
     def _bad_item(self, error: ItemError) -> None:
@@ -243,6 +241,10 @@ class Producer:
                 records = len(decoded.items) + len(decoded.errors)
                 fresh = self._deliver(decoded, scroll_id) if records else 0
                 outcome = Outcome(records, fresh, continuation, bool(scroll_id), gap, total)
+            if not outcome.fresh and (continuation or machine.resumes):
+                # a request that delivered nothing new: a dead or ending continuation, a
+                # page read again by a re-scan, the proof of an end: what lapses cost
+                self.resume_requests += 1
             decision = machine.after_page(outcome)
             if decision is Decision.END:
                 self.queue.put_nowait(END)
