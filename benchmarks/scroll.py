@@ -17,9 +17,11 @@ own:
 
 Every consumer reads each event's id. Prints events/s (median of ``--repeat`` interleaved runs,
 3 by default) and the median peak RSS over the whole total (1,000,000 events) and over
-10,000 events (a date range of the same simulator), with the ratios. Targets: asyncwifi at
-least 3x the hand-written loop's events/s; its peak RSS within 50 MB between 10,000 and the
-total. Run: ``python benchmarks/scroll.py`` (about 90 s); ``--quick`` for 200,000 events.
+10,000 events (a date range of the same simulator), with the ratios. ``--shape`` picks the
+records' shape (nested by default; ``dated`` is the legacy flat + ``date`` of earlier runs).
+Targets: asyncwifi at least 3x the hand-written loop's events/s; its peak RSS within 50 MB
+between 10,000 and the total. Run: ``python benchmarks/scroll.py`` (about 90 s);
+``--quick`` for 200,000 events.
 """
 
 from __future__ import annotations
@@ -98,7 +100,8 @@ async def consume_hand(info: dict[str, Any], since: str, until: str) -> int:
             if not events:
                 break
             for event in events:
-                if event["id"]:
+                # the id is top level (flat records) or under "event" (the nested shape)
+                if (event.get("event") or event)["id"]:
                     n += 1
             query = {**params, "scrollId": page["scrollId"]}
     return n
@@ -168,6 +171,12 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000, help="events in the big runs")
     parser.add_argument("--quick", action="store_true", help="200,000 events")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each consumer (median)")
+    parser.add_argument(
+        "--shape",
+        choices=("nested", "flat", "dated"),
+        default="nested",
+        help="the simulator's event record shape (default nested, as the API's example)",
+    )
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -177,7 +186,7 @@ def main() -> None:
     print(load_line())
     days = total / EVENTS_PER_DAY
     print(
-        f"simulator: {total:,} events over {days:g} days in a separate process "
+        f"simulator: {total:,} {args.shape} events over {days:g} days in a separate process "
         "(rate limit off, warm), starting...",
         flush=True,
     )
@@ -188,6 +197,7 @@ def main() -> None:
         events_start=START.isoformat(),
         events_end=(START + timedelta(days=days)).isoformat(),
         warm=True,
+        event_shape=args.shape,
     ) as info:
         for r in range(args.repeat):
             order = KINDS[r % len(KINDS) :] + KINDS[: r % len(KINDS)]

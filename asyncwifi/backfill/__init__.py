@@ -6,23 +6,22 @@ Lines, optionally gzip) and commits progress to a SQLite state file after every 
 job killed at any moment resumes without losing or repeating a record.
 """
 
-from asyncwifi.backfill._engine import (
-    ExportJob,
+from asyncwifi.backfill._commit import default_id, event_date
+from asyncwifi.backfill._contract import (
     Outcome,
     PageLike,
     Progress,
     Reporter,
     StreamLike,
     StreamRequest,
-    default_id,
-    event_date,
-    preflight,
     utc_text,
 )
+from asyncwifi.backfill._engine import ExportJob
 from asyncwifi.backfill._errors import (
     BackfillError,
     OutputConflictError,
     OutputNotWritableError,
+    SliceIncompleteError,
     StateMismatchError,
 )
 from asyncwifi.backfill._jobs import (
@@ -35,12 +34,14 @@ from asyncwifi.backfill._plan import (
     PlanEstimate,
     Slice,
     estimate,
+    even_slice_size,
     format_ms,
     parse_duration,
     parse_instant,
     plan_slices,
     requests_time,
 )
+from asyncwifi.backfill._preflight import preflight
 from asyncwifi.backfill._sink import JsonlSink, encode_lines
 from asyncwifi.backfill._state import JobParams, SliceState, StateInfo, StateStore
 
@@ -57,6 +58,7 @@ __all__ = [
     "Progress",
     "Reporter",
     "Slice",
+    "SliceIncompleteError",
     "SliceState",
     "StateInfo",
     "StateMismatchError",
@@ -68,6 +70,7 @@ __all__ = [
     "default_id",
     "encode_lines",
     "estimate",
+    "even_slice_size",
     "event_date",
     "events_backfill",
     "events_params",

@@ -23,40 +23,36 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import operator
-import os
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
-
-import msgspec
+from typing import Any, TypeVar
 
 from asyncwifi._clock import Clock
-from asyncwifi.backfill._errors import (
-    OutputConflictError,
-    OutputNotWritableError,
-    StateMismatchError,
+from asyncwifi.backfill._commit import (
+    Pending,
+    attributes,
+    commit_batch,
+    default_id,
+    event_date,
+    with_undecoded,
 )
+from asyncwifi.backfill._contract import (
+    OpenStream,
+    Outcome,
+    Progress,
+    Reporter,
+    StreamRequest,
+    remaining_requests,
+)
+from asyncwifi.backfill._errors import SliceIncompleteError
 from asyncwifi.backfill._plan import MS, Slice, format_ms
-from asyncwifi.backfill._records import Boundaries, PageSelection, drop, parse_key, select_page
+from asyncwifi.backfill._records import Boundaries, parse_key
 from asyncwifi.backfill._sink import JsonlSink, RawRecord
-from asyncwifi.backfill._state import JobParams, PageCommit, SliceState, StateStore
+from asyncwifi.backfill._state import JobParams, SliceState, StateStore
 from asyncwifi.errors import QuotaExhaustedError, ScrollExpiredError
 
-__all__ = [
-    "ExportJob",
-    "Outcome",
-    "PageLike",
-    "Progress",
-    "Reporter",
-    "StreamLike",
-    "StreamRequest",
-    "preflight",
-]
+__all__ = ["ExportJob"]
 
 T = TypeVar("T")
 
@@ -64,158 +60,6 @@ T = TypeVar("T")
 MAX_EXPIRIES = 5
 #: clock seconds added to a quota reset before trying again (the counters are approximate)
 RESET_MARGIN = 1.0
-
-
-class PageLike(Protocol):
-    """What the engine reads of a page: typed items and, aligned, the server's bytes."""
-
-    @property
-    def items(self) -> Sequence[Any]: ...
-
-    @property
-    def raw_items(self) -> Sequence[RawRecord] | None: ...
-
-
-class StreamLike(Protocol):
-    """A scroll stream: pages, the number of requests it sent, and a way to stop it."""
-
-    def pages(self) -> AsyncIterator[Any]: ...
-
-    @property
-    def requests(self) -> int: ...
-
-    async def aclose(self) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class StreamRequest:
-    """What the engine asks of a stream factory for one slice."""
-
-    slice: Slice
-    #: ``dateStart`` (spec §4.5: inclusive), narrowed on resume when that is safe
-    date_start: str
-    #: ``dateEnd`` (spec §4.5: inclusive): the slice's end minus one millisecond
-    date_end: str
-    #: ids this slice already delivered (the client may skip them; the engine does anyway)
-    skip_ids: frozenset[str]
-    #: whether this stream continues an interrupted one (after a kill or a lapsed scroll)
-    resume: bool
-
-
-OpenStream = Callable[[StreamRequest], StreamLike]
-
-
-@dataclass(slots=True)
-class Progress:
-    """A snapshot for progress displays and logs."""
-
-    slices_total: int = 0
-    slices_done: int = 0
-    #: records committed, over every run of the job
-    records: int = 0
-    #: records committed by this run
-    records_run: int = 0
-    pages_run: int = 0
-    #: requests sent by this run's streams
-    requests_run: int = 0
-    #: requests spent on committed work over every run (approximate)
-    requests_total: int = 0
-    #: duplicates dropped by this run (re-delivered ids)
-    duplicates_run: int = 0
-    #: streams opened to make sure a slice had really ended (see ``ExportJob._run_slice``)
-    verifications_run: int = 0
-    #: records that did not decode into the SDK's model, written from their raw bytes
-    undecoded_run: int = 0
-    #: estimate of the requests still needed, once a slice has finished (None before)
-    remaining_requests: int | None = None
-    #: when this run started, on the job's clock
-    started_at: float = 0.0
-
-
-class Reporter:
-    """Receives the engine's progress; the default does nothing. Override what you need."""
-
-    def started(self, progress: Progress, *, resumed: bool) -> None:
-        """The job is open (``resumed``: a state file existed)."""
-
-    def page(self, progress: Progress, *, slice_index: int, records: int) -> None:
-        """A page was committed."""
-
-    def slice_done(self, progress: Progress, *, slice_index: int) -> None:
-        """A slice was completed."""
-
-    def paused(self, progress: Progress, *, reset_at: float, waiting: bool) -> None:
-        """The day's quota is spent; ``waiting``: whether the engine sleeps until ``reset_at``."""
-
-    def resumed(self, progress: Progress) -> None:
-        """The quota was reset and the job goes on."""
-
-    def finished(self, progress: Progress) -> None:
-        """Every slice is complete."""
-
-    def close(self) -> None:
-        """Release the display (called by the reporter's owner, whatever the outcome)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """How a run ended: ``done``, or ``paused`` until ``reset_at`` (epoch seconds, UTC)."""
-
-    status: Literal["done", "paused"]
-    progress: Progress
-    reset_at: float | None = None
-
-
-# -- preflight: validate everything, write nothing ---------------------------------------------
-
-
-def _check_writable(path: Path, what: str) -> None:
-    if path.exists():
-        if path.is_dir():
-            raise OutputNotWritableError(f"{what} {path} is a directory")
-        if not os.access(path, os.W_OK):
-            raise OutputNotWritableError(f"{what} {path} is not writable")
-        return
-    parent = path.parent
-    if not parent.is_dir():
-        raise OutputNotWritableError(f"{what} {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputNotWritableError(f"{what} {path}: directory {parent} is not writable")
-
-
-def preflight(
-    params: JobParams, *, state_path: Path, out_path: Path
-) -> Literal["new", "resume", "done"]:
-    """Check that the job can start, without creating or changing any file.
-
-    Raises :class:`OutputNotWritableError`, :class:`OutputConflictError` (an output that
-    exists without a state file, or is shorter than its state says) or
-    :class:`StateMismatchError` (a state file made for other options).
-    """
-    if state_path.resolve() == out_path.resolve():
-        raise OutputConflictError("the state file and the output must be different files")
-    _check_writable(out_path, "output")
-    _check_writable(state_path, "state file")
-    if not StateStore.exists(state_path):
-        if out_path.exists() and out_path.stat().st_size > 0:
-            raise OutputConflictError(
-                f"{out_path} already exists and has no state file ({state_path}); "
-                "move it away, or pass the --state it was written with"
-            )
-        return "new"
-    info = StateStore.read_only(state_path)
-    if info.params != params:
-        raise StateMismatchError(
-            f"state file {state_path} belongs to another job ({info.diff(params)}); "
-            "use the same options, or another --state"
-        )
-    size = out_path.stat().st_size if out_path.exists() else 0
-    if size < info.offset:
-        raise OutputConflictError(
-            f"{out_path} is {size} bytes but the state says {info.offset} were written: "
-            "the output was truncated or replaced; restore it or start a new job"
-        )
-    return "done" if info.done else "resume"
 
 
 # -- the job ----------------------------------------------------------------------------------
@@ -274,7 +118,7 @@ class ExportJob:
         #: the slices of the current round, updated as pages commit
         self._states: list[SliceState] = []
         #: pages waiting for the committer, and the committer task (group commit)
-        self._queue: list[_Pending] = []
+        self._queue: list[Pending] = []
         self._committer: asyncio.Future[None] | None = None
         self._sink: JsonlSink | None = None
         self.progress = Progress()
@@ -376,7 +220,7 @@ class ExportJob:
         states = self._require_store().slices()
         self._states = states
         self.progress.slices_done = sum(1 for s in states if s.done)
-        self.progress.remaining_requests = _remaining_requests(states)
+        self.progress.remaining_requests = remaining_requests(states)
         return states
 
     async def _round(self) -> float | None:
@@ -400,60 +244,49 @@ class ExportJob:
     # -- one slice ---------------------------------------------------------------------------
 
     async def _run_slice(self, state: SliceState) -> None:
+        """Stream one slice to its end and commit it. The stream owns the scroll's rules
+        (lapses, resumes, proving an ambiguous end: see ``asyncwifi._scroll_state``); a
+        stream that cannot go on raises, the slice stays unfinished with its progress
+        committed, and it is streamed again from its checkpoint (at most ``MAX_EXPIRIES``
+        times in a row without a committed record) before the job fails."""
         store = self._require_store()
         seen: set[str] = await self._locked(lambda: store.delivered_ids(state.index))
         boundaries = Boundaries.around(
             [m for m in self._boundary_moments if m in (state.start, state.end)]
         )
         expiries = 0
-        verifying = False
-        uncounted = 0  # requests that committed no page (the empty page ending a scroll)
+        uncounted = 0  # requests that committed no page (an empty or proving page)
         while True:
             request = self._request_for(state, seen)
             stream = self._open_stream(request)
             counted = 0
-            added = 0
-            last_count: int | None = None
             try:
                 async for page in stream.pages():
                     used = stream.requests - counted
                     counted += used
-                    count = len(page.items or ()) + len(getattr(page, "errors", None) or ())
-                    if count:
-                        last_count = count
-                    committed = await self._commit_page(state, seen, boundaries, page, used)
-                    added += committed
-                    if committed:
+                    if await self._commit_page(state, seen, boundaries, page, used):
                         expiries = 0
-            except ScrollExpiredError:
-                # the client could not continue this scroll (contacts without resume mode):
-                # everything delivered is committed; start again, skipping it
+                break
+            except ScrollExpiredError as exc:
+                # everything delivered is committed; open the slice again from there
                 expiries += 1
                 if expiries >= MAX_EXPIRIES:
-                    raise
-                continue
+                    raise SliceIncompleteError(
+                        f"slice {state.index} ({state.slice.date_start} .. "
+                        f"{state.slice.date_end}) cannot be proved complete: {exc} "
+                        f"({state.records:,} records of it are saved; run again to resume)"
+                    ) from exc
             finally:
                 self.progress.requests_run += stream.requests - counted
                 uncounted += stream.requests - counted
+                self.progress.verifications_run += int(getattr(stream, "resumes", 0) or 0)
                 await stream.aclose()
-            if verifying and added == 0:
-                break
-            # spec §3: an expired scroll id answers "no results", like the end. A page shorter
-            # than the page size proves the server ran out; after a full page (or a stream
-            # that resumed, whose pages are de-duplicated) the end is only probable: one more
-            # stream from the cursor makes sure (it costs a request or two, and only then)
-            full = self.page_size is not None and last_count == self.page_size
-            resumed = bool(request.skip_ids) or int(getattr(stream, "resumes", 0) or 0) > 0
-            if not (full or resumed):
-                break
-            verifying = True
-            self.progress.verifications_run += 1
         await self._locked(lambda: store.finish_slice(state.index, requests=uncounted))
         state.done = True
         progress = self.progress
         progress.slices_done += 1
         progress.requests_total += uncounted
-        progress.remaining_requests = _remaining_requests(self._states)
+        progress.remaining_requests = remaining_requests(self._states)
         self.reporter.slice_done(progress, slice_index=state.index)
 
     def _request_for(self, state: SliceState, seen: set[str]) -> StreamRequest:
@@ -493,22 +326,22 @@ class ExportJob:
             )
         errors = getattr(page, "errors", None)
         if errors:
-            items, raws = _with_undecoded(items, raws, errors)
+            items, raws = with_undecoded(items, raws, errors)
             self.progress.undecoded_run += len(errors)
         ids = self._ids_of(items, raws)
         date_of = self._date_of
         if date_of is None:
             dates = None
         else:
-            dates = _attributes(items, "date") if date_of is event_date else None
+            dates = attributes(items, "time_text") if date_of is event_date else None
             if dates is None:
                 dates = [date_of(item) for item in items]
-        item = _Pending(state, seen, boundaries, ids, dates, raws, requests)
+        item = Pending(state, seen, boundaries, ids, dates, raws, requests)
         added = await self._group_commit(item)
         self.reporter.page(self.progress, slice_index=state.index, records=added)
         return added
 
-    async def _group_commit(self, item: _Pending) -> int:
+    async def _group_commit(self, item: Pending) -> int:
         """Queue a page for the committer; pages queued meanwhile share one fsync.
 
         A caller cancelled before its page was taken withdraws it; once taken, the page is
@@ -549,85 +382,19 @@ class ExportJob:
                 if item.future is not None and not item.future.done():
                     item.future.set_result(count)
 
-    def _commit_batch(self, batch: Sequence[_Pending]) -> list[int]:
-        """Write the pages, fsync once, commit them in one transaction (worker thread).
-
-        spec-independent rule of the engine: the output is durable before the state says
-        so; on any failure the file is cut back, so no later commit counts these bytes.
-        """
+    def _commit_batch(self, batch: Sequence[Pending]) -> list[int]:
+        """Write the pages, fsync once, commit them in one transaction (worker thread)."""
         store = self._require_store()
-        sink = self._sink
-        if sink is None:
+        if self._sink is None:
             raise RuntimeError("the job is not open")
-        chosen_pages: list[PageSelection] = []
-        chunks: list[bytes] = []
-        near_written: set[str] = set()
-        for item in batch:
-            state = item.state
-            chosen = select_page(
-                item.ids,
-                item.dates,
-                item.raws,
-                seen=item.seen,
-                boundaries=item.boundaries,
-                cursor=state.cursor,
-                ordered=state.ordered,
-            )
-            if chosen.boundary_ids:
-                # written by a neighbouring slice before, or earlier in this very batch
-                already = store.seen_at_boundary(chosen.boundary_ids)
-                already.update(i for i in chosen.boundary_ids if i in near_written)
-                drop(chosen, already)
-                near_written.update(chosen.boundary_ids)
-            chosen_pages.append(chosen)
-            if chosen.raws:
-                chunks.append(sink.encode(chosen.raws))
-        before = sink.offset
-        try:
-            offset = sink.append_many(chunks) if chunks else before
-            store.commit_pages(
-                offset=offset,
-                pages=[
-                    PageCommit(
-                        index=item.state.index,
-                        ids=chosen.ids,
-                        cursor=chosen.cursor,
-                        ordered=chosen.ordered,
-                        requests=item.requests,
-                        boundary_ids=chosen.boundary_ids,
-                    )
-                    for item, chosen in zip(batch, chosen_pages, strict=True)
-                ],
-            )
-        except BaseException:
-            # disk full, a SQLite error...: these bytes must not be counted by a later
-            # commit; the pages are fetched again by the next run
-            sink.rollback(before)
-            raise
-        # only now, with the commit durable, are the pages part of their slices' past
-        progress = self.progress
-        for item, chosen in zip(batch, chosen_pages, strict=True):
-            state = item.state
-            item.seen.update(chosen.ids)
-            state.cursor = chosen.cursor
-            state.ordered = chosen.ordered
-            state.pages += 1
-            state.records += len(chosen.ids)
-            # counted with the commit: a worker cancelled while waiting for it still counts
-            progress.duplicates_run += chosen.duplicates
-            progress.records += len(chosen.ids)
-            progress.records_run += len(chosen.ids)
-            progress.pages_run += 1
-            progress.requests_run += item.requests
-            progress.requests_total += item.requests
-        return [len(chosen.ids) for chosen in chosen_pages]
+        return commit_batch(store, self._sink, batch, self.progress)
 
     def _ids_of(self, items: Sequence[Any], raws: Sequence[RawRecord]) -> list[str]:
         """Each record's id; a whole page at once when every record has a string ``id``."""
         id_of = self._id_of
         if id_of is default_id:
             for attr in ("id", "cid"):
-                found = _attributes(items, attr)
+                found = attributes(items, attr)
                 # every id a non-empty str, checked in C (no Python loop per record)
                 if found is not None and set(map(type, found)) <= {str} and "" not in found:
                     return found
@@ -644,102 +411,3 @@ class ExportJob:
                 if not task.done():
                     await asyncio.wait([task])
                 raise
-
-
-@dataclass(slots=True, eq=False)
-class _Pending:
-    """A page waiting for the committer."""
-
-    state: SliceState
-    seen: set[str]
-    boundaries: Boundaries
-    ids: list[str]
-    dates: list[Any] | None
-    raws: Sequence[RawRecord]
-    requests: int
-    future: asyncio.Future[int] | None = None
-
-
-def _attributes(items: Sequence[Any], name: str) -> list[Any] | None:
-    """``[item.<name> for item in items]`` in C, or ``None`` if an item lacks it."""
-    try:
-        return list(map(operator.attrgetter(name), items))
-    except AttributeError:
-        return None
-
-
-def default_id(item: Any, raw: RawRecord) -> str:
-    """The record's ``id`` (events) or ``cid`` (contacts); a hash of its bytes if it has none."""
-    rid = getattr(item, "id", None) or getattr(item, "cid", None)
-    if isinstance(rid, str) and rid:
-        return rid
-    return "sha256:" + hashlib.sha256(raw).hexdigest()
-
-
-class _Loose(msgspec.Struct, gc=False):
-    """The little the engine needs of a record that failed typed decoding."""
-
-    id: Any = None
-    cid: Any = None
-    date: Any = None
-
-
-_loose = msgspec.json.Decoder(_Loose)
-
-
-def _with_undecoded(
-    items: Sequence[Any], raws: Sequence[RawRecord], errors: Sequence[Any]
-) -> tuple[list[Any], list[RawRecord]]:
-    """Put back, at their places, the records a page could not decode (``page.errors``).
-
-    An export is lossless: such a record is still written from its raw bytes, named by its
-    ``id`` (or ``cid``) read loosely, or by a hash of its bytes when even that fails.
-    """
-    extra: list[tuple[int, Any, RawRecord]] = []
-    for error in errors:
-        raw = getattr(error, "raw", None)
-        if not raw:
-            continue
-        try:
-            loose = _loose.decode(raw)
-        except msgspec.DecodeError:
-            loose = _Loose()
-        if loose.id is not None and not isinstance(loose.id, str):
-            loose.id = str(loose.id)
-        if loose.cid is not None and not isinstance(loose.cid, str):
-            loose.cid = str(loose.cid)
-        extra.append((int(getattr(error, "index", len(items))), loose, raw))
-    merged_items = list(items)
-    merged_raws = list(raws)
-    for index, loose, raw in sorted(extra, key=lambda e: e[0]):
-        at = min(index, len(merged_items))
-        merged_items.insert(at, loose)
-        merged_raws.insert(at, raw)
-    return merged_items, merged_raws
-
-
-def event_date(item: Any) -> object:
-    """An event's ``date`` (an assumption the SDK documents: spec §2.4 does not list it)."""
-    return getattr(item, "date", None)
-
-
-def _remaining_requests(states: Sequence[SliceState]) -> int | None:
-    """Requests still needed, extrapolated from the pages per second of range of done slices."""
-    done = [s for s in states if s.done]
-    if not done:
-        return None
-    span = sum((s.end - s.start).total_seconds() for s in done)
-    pages = sum(s.pages + 1 for s in done)
-    if span <= 0:
-        return None
-    rate = pages / span
-    left = 0.0
-    for s in states:
-        if not s.done:
-            left += max(1.0, rate * (s.end - s.start).total_seconds() - s.pages)
-    return round(left)
-
-
-def utc_text(epoch: float) -> str:
-    """``2026-01-02T00:00:00Z`` for an epoch time (for "resumes at ..." messages)."""
-    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

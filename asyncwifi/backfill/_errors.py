@@ -8,6 +8,7 @@ __all__ = [
     "BackfillError",
     "OutputConflictError",
     "OutputNotWritableError",
+    "SliceIncompleteError",
     "StateMismatchError",
 ]
 
@@ -27,3 +28,9 @@ class OutputConflictError(BackfillError):
 
 class OutputNotWritableError(BackfillError):
     """The output or the state file cannot be created or written where asked."""
+
+
+class SliceIncompleteError(BackfillError):
+    """A slice could not be streamed to a proved end (its scroll kept lapsing with no
+    progress, e.g. ids that expire sooner than a page can be asked for on records with no
+    time). Everything delivered is committed; the job is not done and a run resumes it."""

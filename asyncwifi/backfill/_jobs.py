@@ -1,7 +1,9 @@
 """The two exports built on the engine, wired to a :class:`~asyncwifi.Client`.
 
 - :func:`events_backfill`: the organization's events over ``[since, until)``, in time
-  slices streamed concurrently (``sortBy=utcTime`` so a resumed slice can narrow its start);
+  slices streamed concurrently (``sortBy=utcTime`` so a resumed slice can narrow its start
+  when the records carry a UTC time); each slice's stream owns the scroll's rules (lapses,
+  resumes, proving its end), the engine only commits what it hands out;
 - :func:`contacts_export`: every contact, through one scroll; a lapsed scroll (or a
   restart) starts again in the client's resume mode, skipping what was written.
 
@@ -16,8 +18,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from asyncwifi.backfill._engine import ExportJob, Reporter, StreamLike, StreamRequest, event_date
-from asyncwifi.backfill._plan import Slice, plan_slices
+from asyncwifi.backfill._commit import event_date
+from asyncwifi.backfill._contract import Reporter, StreamLike, StreamRequest
+from asyncwifi.backfill._engine import ExportJob
+from asyncwifi.backfill._plan import Slice, even_slice_size, plan_slices
 from asyncwifi.backfill._state import JobParams
 from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.ratelimit import Lane
@@ -38,9 +42,6 @@ _WHOLE = Slice(
     datetime.fromisoformat("9999-01-01T00:00:00+00:00"),
 )
 
-
-#: spec §8: at most 60 s between two scroll requests
-SCROLL_WINDOW = 60.0
 #: a scroll that could not start for this long (clock seconds) waits for the day's quota,
 #: not for the minute's: the job pauses instead (minute pacing never needs this long)
 START_WAIT_LIMIT = 120.0
@@ -55,7 +56,8 @@ def _refuse_if_spent(api: Client) -> None:
     """
     scheduler = api.scheduler
     now = api.clock.now()
-    if scheduler.can_meet(now + SCROLL_WINDOW * 0.5, lane=Lane.SCROLL):
+    # the client's own scroll window (``Client(scroll_window=...)``), not a copy of it
+    if scheduler.can_meet(now + api.events.scroll_window * 0.5, lane=Lane.SCROLL):
         return
     at = scheduler.earliest_admission(lane=Lane.SCROLL)
     if at - now > START_WAIT_LIMIT:
@@ -98,7 +100,7 @@ def events_backfill(
     out: Path,
     state: Path,
     types: Sequence[str] | None = None,
-    slice_size: timedelta = timedelta(days=1),
+    slice_size: timedelta | None = None,
     gzip: bool = False,
     concurrency: int = 4,
     page_size: int = EVENTS_PAGE_SIZE,
@@ -113,7 +115,13 @@ def events_backfill(
     Configure the client with ``on_quota_exhausted="raise"`` so that a spent day quota
     checkpoints the job: :meth:`ExportJob.run` then returns ``paused`` (or, with ``wait``,
     sleeps until the reset unless it is more than ``max_wait`` seconds away).
+
+    ``slice_size`` None (the default) cuts the range into ``concurrency`` slices: a few long
+    time cursors approach the request floor (``ceil(events / page_size)`` plus one ending
+    page per scroll), where short slices each pay a page that is not full.
     """
+    if slice_size is None:
+        slice_size = even_slice_size(since, until, concurrency)
     wanted = sorted(set(types)) if types else None
     events = api.events
 

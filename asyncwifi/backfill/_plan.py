@@ -19,6 +19,7 @@ __all__ = [
     "PlanEstimate",
     "Slice",
     "estimate",
+    "even_slice_size",
     "format_ms",
     "parse_duration",
     "parse_instant",
@@ -114,6 +115,17 @@ class Slice:
 MAX_SLICES = 100_000
 
 
+def even_slice_size(since: datetime, until: datetime, count: int) -> timedelta:
+    """The slice size that cuts ``[since, until)`` into at most ``count`` slices: a few long
+    time cursors (one per concurrent scroll) cost the fewest requests, since every slice
+    ends with a page that is not full (the request floor: DESIGN.md)."""
+    if count < 1:
+        raise ValueError("count must be at least 1")
+    span = until - since
+    size = span / count
+    return max(MS, size + (MS - size % MS if size % MS else timedelta(0)))
+
+
 def plan_slices(since: datetime, until: datetime, size: timedelta) -> list[Slice]:
     """Split ``[since, until)`` into consecutive slices of ``size`` (the last may be shorter).
 
@@ -144,7 +156,9 @@ class PlanEstimate:
 
     slices: int
     events: int
-    #: data requests: ceil(events / page size) pages per slice, plus the empty page ending it
+    #: data requests: ceil(events / page size) pages per slice (a short last page proves
+    #: the end), plus one request proving it when a slice's last page is exactly full, or
+    #: for a slice with no event (its empty first page)
     page_requests: int
     #: one login per token day (spec §5.4: a token lasts a day)
     logins: int
@@ -212,9 +226,9 @@ def estimate(
     events = 0
     pages = 0
     for piece in slices:
-        n = math.ceil(events_per_day * (piece.end - piece.start).total_seconds() / 86_400.0)
+        n = round(events_per_day * (piece.end - piece.start).total_seconds() / 86_400.0)
         events += n
-        pages += math.ceil(n / page_size) + 1
+        pages += n // page_size + 1  # full pages, then the short (or empty) one that ends it
     # a run that spans several days of quota needs a fresh token per day
     logins = max(1, math.ceil((pages + 1) / day_count))
     total = pages + logins

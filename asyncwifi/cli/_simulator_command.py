@@ -134,6 +134,14 @@ def _default_range() -> str:
 @click.option("--gone-path", multiple=True, help="A path pattern answered with 410.")
 @click.option("--scroll-ttl", type=click.FloatRange(min=0.001), default=60.0, show_default=True)
 @click.option("--scroll-single-use", is_flag=True, help="A scroll id answers once.")
+@click.option(
+    "--event-shape",
+    type=click.Choice(("nested", "flat", "dated")),
+    default="nested",
+    show_default=True,
+    help="Event records as the vendor's example (nested), the spec's schema with no time "
+    "(flat), or flat with the legacy date field (dated).",
+)
 @click.option("--token-ttl", type=click.FloatRange(min=0.001), default=86_400.0, show_default=True)
 @click.option(
     "--faults", callback=_faults, default=None, help="JSON, e.g. '{\"error_rate\": 0.1}'."

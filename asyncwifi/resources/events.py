@@ -2,13 +2,16 @@
 
 Validated before any request: ``size`` 1..10000, type names from spec §4.5, ``sort_by``
 businessTime|utcTime, dates as aware datetimes or ISO 8601 strings with a zone. The stream
-sorts by ``utcTime`` by default (the API's default is businessTime): in UTC order an
-expired scroll can resume from the last event time delivered instead of re-scanning.
+sorts by ``utcTime`` by default (the API's default, businessTime, is local time and not in
+UTC order across time zones): in UTC order, and when the records carry a UTC time (the
+nested shape's ``when.createdAt``), an expired scroll resumes from the last time delivered;
+otherwise (the spec's flat records carry no time) it re-scans, skipping delivered ids.
 """
 
 from __future__ import annotations
 
 import builtins
+import operator
 from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime
 
@@ -20,7 +23,7 @@ from asyncwifi._protocol import (
     organization_segment,
     path_segment,
 )
-from asyncwifi._scroll import SCROLL_WINDOW, ScrollSpec, ScrollStream
+from asyncwifi._scroll import SCROLL_WINDOW, SPILL_BUDGET, ScrollSpec, ScrollStream
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import Event, EventPage, ItemError, decode_page
 from asyncwifi.ratelimit import Lane
@@ -75,6 +78,11 @@ class Events:
         self._org = organization
         self._window = window
 
+    @property
+    def scroll_window(self) -> float:
+        """Seconds allowed between two scroll requests (``Client(scroll_window=...)``)."""
+        return self._window
+
     def _organization(self, organization: str | None) -> str:
         return organization_segment(organization, self._org)
 
@@ -95,12 +103,16 @@ class Events:
         on_item_error: Callable[[ItemError], None] | None = None,
         lane: Lane = Lane.DEFAULT,
         extra_params: Mapping[str, object] | None = None,
+        spill_budget: int = SPILL_BUDGET,
     ) -> ScrollStream[Event]:
         """Stream the organization's events through a scroll (spec §4.5).
 
         ``size`` defaults to the maximum, 10,000: quota is what binds, so fewer, fuller
-        pages. An expired scroll resumes transparently (``stream.resumes`` counts it) and
-        no event is delivered twice; ``skip_ids`` are ids the caller already has.
+        pages. A slow consumer never lets the scroll lapse: pages past ``max_buffered``
+        wait in a temporary file of at most ``spill_budget`` bytes. An expired scroll
+        resumes transparently (``stream.resumes``, ``stream.resume_requests`` count it)
+        and no event is delivered twice; ``skip_ids`` are ids the caller already has.
+        See docs/guides/streams.md.
         """
         query = validate_event_query(
             date_start=date_start, date_end=date_end, types=types, size=size, sort_by=sort_by
@@ -127,11 +139,14 @@ class Events:
             # spec §4.5: the next page is fetched with scrollId; size cannot change
             continuation=lambda sid: {**params, "scrollId": sid},
             page_type=EventPage,
-            key=lambda e: e.id,
+            key=operator.attrgetter("id"),
             total=lambda env: None,
             scroll_id=lambda env: env.scroll_id,
             restart=restart,
-            time_of=(lambda e: e.date) if ordered else None,
+            time_of=lambda e: e.time_text,
+            ordered=ordered,
+            size=size,
+            rescan_size=MAX_SIZE,
             resumable=True,
             what="events",
         )
@@ -145,6 +160,7 @@ class Events:
             skip_ids=skip_ids,
             on_item_error=on_item_error,
             lane=lane,
+            spill_budget=spill_budget,
         )
 
     async def for_customer(

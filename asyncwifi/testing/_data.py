@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from datetime import date, datetime
 from typing import Any
 
-from asyncwifi.testing._events import EVENT_TYPES, EventStore
+from asyncwifi.testing._event_records import EventShape
+from asyncwifi.testing._events import EVENT_TYPES, EventStore, Venue
 from asyncwifi.testing._util import hex_id, iso_ms, iso_z, mix, to_epoch
 
 __all__ = ["DEFAULT_EVENTS_END", "DEFAULT_EVENTS_START", "SimulatorData"]
@@ -22,6 +23,13 @@ DEFAULT_EVENTS_START = 1_704_067_200.0
 #: 2024-01-31T00:00:00Z: where it ends (30 days)
 DEFAULT_EVENTS_END = DEFAULT_EVENTS_START + 30 * 86_400.0
 TIMEZONE = "Europe/Rome"
+#: venues abroad where the organization's events also happen (name, IANA zone): with the
+#: locations above they span four zones, so business time (local) is not in UTC order
+_VENUES_ABROAD = (
+    ("New York Fifth Avenue", "America/New_York"),
+    ("San Francisco Union Square", "America/Los_Angeles"),
+    ("Tokyo Shibuya", "Asia/Tokyo"),
+)
 
 _FIRST = (
     ("Giulia", "female"), ("Marco", "male"), ("Sofia", "female"), ("Luca", "male"),
@@ -161,6 +169,7 @@ class SimulatorData:
         events: int,
         events_start: float,
         events_end: float,
+        event_shape: EventShape = "nested",
     ) -> None:
         self.seed = seed
         self.organization = organization
@@ -249,6 +258,13 @@ class SimulatorData:
         for cid in self.contact_order:
             c = self._contacts[cid]
             owners.append((c["email"] or "", c["phoneNumber"] or "", c["phonePrefix"] or ""))
+        by_venue = {h["venueId"]: h["id"] for h in reversed(self.hotspots.values())}
+        venues: list[Venue] = [
+            (loc["id"], loc["name"], by_venue.get(loc["id"], ""), TIMEZONE)
+            for loc in self.locations
+        ]
+        for k, (name, zone) in enumerate(_VENUES_ABROAD):
+            venues.append((hex_id(seed, 0x10C, 100 + k), name, hex_id(seed, 0x4057, 100 + k), zone))
         #: the event log (see :class:`~asyncwifi.testing._events.EventStore`)
         self.events = EventStore(
             seed=seed,
@@ -256,7 +272,10 @@ class SimulatorData:
             start=events_start,
             end=events_end,
             owners=owners,
-            timezone=TIMEZONE,
+            customer_ids=self.contact_order,
+            organization=organization,
+            venues=venues,
+            shape=event_shape,
         )
 
     # -- contacts -------------------------------------------------------------------------

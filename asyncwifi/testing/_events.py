@@ -6,9 +6,11 @@ from its index and the seed, so nothing per event is kept as a Python object. Th
 each event is built lazily, one chunk of events at a time, and cached as one ``bytes`` blob
 with offsets; a page body is then a join of slices of those blobs.
 
-The events carry an undocumented ``date`` field (ISO 8601 UTC with ``Z``): the time the
-event happened, the one ``dateStart``/``dateEnd`` filter on. All locations of the simulated
-organization share one time zone, so ``businessTime`` and ``utcTime`` sort alike.
+Each event happens at a venue; venues span several time zones, so the API's default order
+(``businessTime``: local wall time) differs from UTC order, and a client that trusts the
+default order as a time cursor breaks. ``dateStart``/``dateEnd`` filter on the UTC time.
+How a record is written (nested, flat without any time, or flat with the legacy ``date``)
+is the store's ``shape`` (see ``_event_records``).
 """
 
 from __future__ import annotations
@@ -27,14 +29,34 @@ from zoneinfo import ZoneInfo
 import msgspec
 
 from asyncwifi import _rules
+from asyncwifi.testing._event_records import (
+    EmailInfo,
+    EventShape,
+    Flat,
+    Nested,
+    Promo,
+    Signup,
+    SmsInfo,
+    Survey,
+    Visit,
+    What,
+    When,
+    Where,
+)
 from asyncwifi.testing._util import iso_z, mix
 
-__all__ = ["EVENT_TYPES", "EventStore"]
+__all__ = ["EVENT_TYPES", "UNDOCUMENTED_TYPES", "EventStore", "Venue"]
 
 #: spec §4.5: the event type names the ``events`` filter accepts, in type-code order
 EVENT_TYPES: tuple[str, ...] = _rules.EVENT_TYPES
-TYPE_CODES: dict[str, int] = {name: code for code, name in enumerate(EVENT_TYPES)}
-_WEIGHTS = (30, 6, 32, 8, 5, 3, 5, 2, 4, 5)
+#: types the data holds that no list documents (observed.md: the vendor's example shows
+#: ``arriving``); served when no type filter is given, never matched by one
+UNDOCUMENTED_TYPES: tuple[str, ...] = ("arriving",)
+_ALL_TYPES = EVENT_TYPES + UNDOCUMENTED_TYPES
+TYPE_CODES: dict[str, int] = {name: code for code, name in enumerate(_ALL_TYPES)}
+_WEIGHTS = (30, 6, 32, 8, 5, 3, 5, 2, 4, 5, 1)
+#: where an event happens: (locationId, locationName, hotspotId, IANA time zone)
+Venue = tuple[str, str, str, str]
 _CAMPAIGNS = (
     ("Spring sale", "cmp-spring"),
     ("Loyalty welcome", "cmp-welcome"),
@@ -45,58 +67,6 @@ _CAMPAIGNS = (
 _SOURCES = ("splash", "kiosk", "api", "dashboard")
 _PROMOS = ("cta_click", "banner", "video")
 _ANSWERS = ("Excellent", "Good", "Average", "Poor")
-
-
-class _Visit(msgspec.Struct, gc=False):
-    startAt: str
-    startAtLocal: str
-    timezone: str
-    duration: int
-
-
-class _Signup(msgspec.Struct, gc=False):
-    source: str
-
-
-class _Email(msgspec.Struct, gc=False):
-    campaignId: str
-    communicationId: str
-    channel: str
-    campaignName: str
-    email: str
-
-
-class _Sms(msgspec.Struct, gc=False):
-    campaignId: str
-    communicationId: str
-    channel: str
-    campaignName: str
-    phone: str
-    prefix: str
-
-
-class _Survey(msgspec.Struct, gc=False):
-    campaignId: str
-    campaignName: str
-    answerId: str
-    questions: dict[str, str]
-    answers: dict[str, str]
-
-
-class _Promo(msgspec.Struct, gc=False):
-    type: str
-
-
-class _Event(msgspec.Struct, omit_defaults=True, gc=False):
-    type: str
-    id: str
-    date: str
-    visit: _Visit | None = None
-    signup: _Signup | None = None
-    email: _Email | None = None
-    sms: _Sms | None = None
-    survey: _Survey | None = None
-    promo: _Promo | None = None
 
 
 def _code_table() -> bytes:
@@ -194,25 +164,43 @@ class EventStore:
         start: float,
         end: float,
         owners: Sequence[tuple[str, str, str]],
-        timezone: str = "Europe/Rome",
+        customer_ids: Sequence[str] = (),
+        organization: str = "",
+        venues: Sequence[Venue] = (),
+        shape: EventShape = "nested",
     ) -> None:
         if count < 0 or end < start:
             raise ValueError("events must be >= 0 and events_end after events_start")
+        if shape not in ("nested", "flat", "dated"):
+            raise ValueError(f"event_shape must be 'nested', 'flat' or 'dated', got {shape!r}")
         rnd = random.Random(mix(seed, 0xE7E7))
         #: epoch seconds of each event, ascending
         self.times = _poisson_times(rnd, count, float(start), float(end))
-        #: the type code of each event (an index into ``EVENT_TYPES``)
+        #: the type code of each event (an index into ``EVENT_TYPES + UNDOCUMENTED_TYPES``)
         self.codes = rnd.randbytes(count).translate(_CODE_TABLE)
         #: the index of the contact each event belongs to
         self.owners = _owners(rnd, self.codes, owners)
+        #: the record shape served (see ``_event_records``)
+        self.shape: EventShape = shape
+        self._venues = list(venues) or [("", "", "", "UTC")]
+        # each contact's events happen at its home venue (so one contact's events are in
+        # the same order by business time and by UTC; the organization's are not)
+        homes = rnd.randbytes(len(owners) or 1).translate(
+            bytes(v % len(self._venues) for v in range(256))
+        )
+        #: the venue (index into the venues) of each event
+        self.venue = bytes(homes[o] for o in self.owners) if len(homes) > 1 else bytes(count)
         self.start = float(start)
         self.end = float(end)
         self._contacts = list(owners) or [("", "", "")]
+        self._customers = list(customer_ids)
+        self._organization = organization
         self._salt = mix(seed, 0x1D) & 0xFFFFFF
         self._salt40 = self._salt << 40
-        self._tz = ZoneInfo(timezone)
-        self._tzname = timezone
-        self._offsets: dict[int, int] = {}
+        self._zones = [ZoneInfo(v[3]) for v in self._venues]
+        self._wheres = [Where(v[0], v[1], v[2]) for v in self._venues]
+        self._offsets: dict[tuple[int, int], int] = {}
+        self._business: array[int] | None = None
         n_chunks = -(-count // self.CHUNK) if count else 0
         self._chunks: list[tuple[bytes, array[int]] | None] = [None] * n_chunks
         self._rchunks: list[tuple[bytes, array[int]] | None] = [None] * n_chunks
@@ -229,41 +217,63 @@ class EventStore:
         """The id of event ``i``: 24 hex digits, time-prefixed like an ObjectId, unique."""
         return "%024x" % ((self.times[i] & 0xFFFFFFFF) << 64 | self._salt40 | i)
 
-    def _local(self, t: int) -> str:
-        """``t`` as local wall time (no zone) in the organization's time zone."""
+    def _offset(self, venue: int, t: int) -> int:
+        """The UTC offset (seconds) of ``venue``'s time zone at ``t``, cached by the hour."""
         hour = t // 3600
-        offset = self._offsets.get(hour)
+        offset = self._offsets.get((venue, hour))
         if offset is None:
-            delta = datetime.fromtimestamp(hour * 3600, self._tz).utcoffset()
-            offset = self._offsets[hour] = int(delta.total_seconds()) if delta else 0
-        return iso_z(t + offset)[:-1]
+            delta = datetime.fromtimestamp(hour * 3600, self._zones[venue]).utcoffset()
+            offset = self._offsets[venue, hour] = int(delta.total_seconds()) if delta else 0
+        return offset
 
-    def _build(self, i: int) -> _Event:
+    def _local(self, venue: int, t: int) -> str:
+        """``t`` as local wall time (no zone) at ``venue``."""
+        return iso_z(t + self._offset(venue, t))[:-1]
+
+    def business_times(self) -> array[int]:
+        """Each event's local wall time at its venue, as epoch-like seconds (what the
+        API's default ``sortBy=businessTime`` orders by; not UTC order across zones)."""
+        if self._business is None:
+            offset, venue = self._offset, self.venue
+            self._business = array("q", [t + offset(venue[i], t) for i, t in enumerate(self.times)])
+        return self._business
+
+    def _build(self, i: int) -> Flat | Nested:
         t = self.times[i]
         code = self.codes[i]
-        ev = _Event(
-            EVENT_TYPES[code], "%024x" % ((t & 0xFFFFFFFF) << 64 | self._salt40 | i), iso_z(t)
-        )
-        if code == 2:  # login: no sub-object
+        ident = "%024x" % ((t & 0xFFFFFFFF) << 64 | self._salt40 | i)
+        kind = _ALL_TYPES[code]
+        ev: Flat | Nested
+        if self.shape == "nested":
+            v = self.venue[i]
+            owner = self.owners[i]
+            customer = self._customers[owner] if owner < len(self._customers) else ""
+            local = self._local(v, t) + "Z"  # observed.md: local time, written with a Z
+            when = When(iso_z(t), local, self._venues[v][3])
+            ev = Nested(self._organization, customer, What(kind, ident), self._wheres[v], when)
+        else:
+            ev = Flat(kind, ident, iso_z(t) if self.shape == "dated" else None)
+        if code == 2 or code >= len(EVENT_TYPES):  # login, arriving: no sub-object
             return ev
         h = ((i ^ self._salt) * 0x9E3779B97F4A7C15 >> 24) & 0xFFFFFFFF  # cheap, stable
         if code == 0:  # visit: the event fires when the contact leaves
             duration = 300 + h % 7200
             begin = t - duration
-            ev.visit = _Visit(iso_z(begin), self._local(begin), self._tzname, duration)
+            v = self.venue[i]
+            ev.visit = Visit(iso_z(begin), self._local(v, begin), self._venues[v][3], duration)
         elif code == 1:
-            ev.signup = _Signup(_SOURCES[h % len(_SOURCES)])
+            ev.signup = Signup(_SOURCES[h % len(_SOURCES)])
         elif 3 <= code <= 5:
             name, cid = _CAMPAIGNS[h % len(_CAMPAIGNS)]
             email = self._contacts[self.owners[i] % len(self._contacts)][0]
-            ev.email = _Email(cid, f"com-{cid[4:]}-{h % 97:02d}", "email", name, email)
+            ev.email = EmailInfo(cid, f"com-{cid[4:]}-{h % 97:02d}", "email", name, email)
         elif code in (6, 7):
             name, cid = _CAMPAIGNS[h % len(_CAMPAIGNS)]
             _, phone, prefix = self._contacts[self.owners[i] % len(self._contacts)]
-            ev.sms = _Sms(cid, f"com-{cid[4:]}-{h % 97:02d}", "sms", name, phone, prefix)
+            ev.sms = SmsInfo(cid, f"com-{cid[4:]}-{h % 97:02d}", "sms", name, phone, prefix)
         elif code == 8:
             name, cid = _CAMPAIGNS[h % len(_CAMPAIGNS)]
-            ev.survey = _Survey(
+            ev.survey = Survey(
                 cid,
                 name,
                 f"ans-{h % 100000:05d}",
@@ -271,7 +281,7 @@ class EventStore:
                 {"q1": _ANSWERS[h % 4], "q2": "yes" if h & 16 else "no"},
             )
         else:
-            ev.promo = _Promo(_PROMOS[h % len(_PROMOS)])
+            ev.promo = Promo(_PROMOS[h % len(_PROMOS)])
         return ev
 
     def _chunk(self, k: int) -> tuple[bytes, array[int]]:
@@ -379,8 +389,6 @@ class EventStore:
         """The indices of matching events in ascending time order."""
         lo, hi = self.bounds(start, end)
         codes = None if types is None else {TYPE_CODES[t] for t in types}
-        if codes is not None and len(codes) == len(EVENT_TYPES):
-            codes = None
         if owner is not None:
             mine = self._owner_index().get(owner, array("I"))
             part = mine[bisect_left(mine, lo) : bisect_left(mine, hi)]
@@ -402,9 +410,16 @@ class EventStore:
         merged.sort()
         return array("I", merged)
 
+    def business_order(self, selection: Selection) -> Selection:
+        """``selection`` (in UTC order) sorted by business time, ties in UTC order."""
+        if len(self._venues) == 1 and len(selection) < 2:
+            return selection
+        local = self.business_times()
+        return array("I", sorted(selection, key=local.__getitem__))
+
     def _type_index(self) -> list[array[int]]:
         if self._by_type is None:
-            lists: list[list[int]] = [[] for _ in EVENT_TYPES]
+            lists: list[list[int]] = [[] for _ in _ALL_TYPES]
             for i, code in enumerate(self.codes):
                 lists[code].append(i)
             self._by_type = [array("I", lst) for lst in lists]

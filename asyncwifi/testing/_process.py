@@ -184,6 +184,7 @@ _FLAGS = {
     "day_limit": "--day-limit",
     "rate_limit_mode": "--rate-limit-mode",
     "scroll_ttl": "--scroll-ttl",
+    "event_shape": "--event-shape",
     "token_ttl": "--token-ttl",
     "host": "--host",
     "port": "--port",

@@ -30,6 +30,7 @@ from asyncwifi.testing._api import OBJECTS, TOKEN, ApiFault, json_response
 from asyncwifi.testing._auth import TokenAuthority, TokenRejected
 from asyncwifi.testing._counters import Counters
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START, SimulatorData
+from asyncwifi.testing._event_records import EventShape
 from asyncwifi.testing._faults import Fate, FaultPlan, Faults
 from asyncwifi.testing._handlers import Api
 from asyncwifi.testing._kong import UPSTREAM_MESSAGES, negotiate, render_error
@@ -67,6 +68,10 @@ class Simulator:
         contacts, hotspots, segments, events: how many of each to generate.
         events_start, events_end: the event time range (datetimes, ISO strings or epoch
             seconds; default January 2024: 2024-01-01 to 2024-01-31 UTC).
+        event_shape: how event records are written (``observed.md``): ``"nested"`` (the
+            default: the vendor's data example, pasted from real responses: ``event{type,
+            id}``, ``when{createdAt,...}``), ``"flat"`` (the spec §2.4 schema: no time at
+            all, the harshest for a client) or ``"dated"`` (legacy: flat plus ``date``).
         organization: the tenant id (default derived from the seed, ``org-...``).
         client_key, client_secret: the credentials (default: a seeded key, a random secret).
 
@@ -121,6 +126,7 @@ class Simulator:
         faults: Faults | None = None,
         scroll_ttl: float = 60.0,
         scroll_single_use: bool = False,
+        event_shape: EventShape = "nested",
         token_ttl: float = 86_400.0,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -144,6 +150,7 @@ class Simulator:
             events=events,
             events_start=start,
             events_end=end,
+            event_shape=event_shape,
         )
         #: the gateway's request limits (sans-I/O; see ``_limits``)
         self.limiter = RateLimiter(

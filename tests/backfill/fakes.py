@@ -22,6 +22,10 @@ class FakeEvent:
     date: str
     type: str = "visit"
 
+    @property
+    def time_text(self) -> str:
+        return self.date
+
 
 @dataclass(slots=True)
 class FakePage:

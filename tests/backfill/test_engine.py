@@ -20,6 +20,7 @@ from asyncwifi.backfill import (
     OutputNotWritableError,
     Progress,
     Reporter,
+    SliceIncompleteError,
     StateMismatchError,
     StateStore,
     encode_lines,
@@ -27,7 +28,6 @@ from asyncwifi.backfill import (
     plan_slices,
     preflight,
 )
-from asyncwifi.errors import ScrollExpiredError
 from tests.backfill.fakes import FakeClock, FakeServer, make_events, raw_of
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -297,15 +297,6 @@ async def test_a_lapsed_scroll_is_restarted_and_nothing_repeats(
     assert_exactly_once(tmp_path / "out.jsonl", events)
 
 
-async def test_an_end_after_a_full_page_is_verified_so_a_silent_lapse_loses_nothing(
-    tmp_path: Path, events: list[Any]
-) -> None:
-    server = FakeServer(events, page_size=20, lapse_silently_after=3)
-    outcome = await job(tmp_path, server, page_size=20).run()
-    assert_exactly_once(tmp_path / "out.jsonl", events)
-    assert outcome.progress.verifications_run > 0
-
-
 async def test_an_end_after_a_short_page_costs_no_extra_request(
     tmp_path: Path, events: list[Any]
 ) -> None:
@@ -322,7 +313,7 @@ async def test_a_scroll_that_lapses_before_any_page_fails_instead_of_looping(
     server = FakeServer(events, page_size=20, expire_after_pages=0)
     with pytest.raises(ExceptionGroup) as caught:
         await job(tmp_path, server).run()
-    assert caught.group_contains(ScrollExpiredError)
+    assert caught.group_contains(SliceIncompleteError, match="cannot be proved complete")
 
 
 def test_preflight_refuses_an_output_that_exists_without_state_and_writes_nothing(

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from asyncwifi.backfill import (
     estimate,
+    even_slice_size,
     format_ms,
     parse_duration,
     parse_instant,
@@ -96,21 +97,39 @@ def test_bad_slice_durations_are_refused(text: str) -> None:
         parse_duration(text)
 
 
-def test_estimate_counts_pages_the_empty_last_page_and_logins() -> None:
+def test_estimate_counts_pages_the_proof_of_a_full_last_page_and_logins() -> None:
     slices = plan_slices(T0, T0 + timedelta(days=7), timedelta(days=1))
     plan = estimate(slices, events_per_day=25_000, page_size=10_000)
     assert plan.events == 175_000
-    assert plan.page_requests == 7 * (3 + 1)
+    assert plan.page_requests == 7 * 3  # 2 full pages and a short one that ends each slice
     assert plan.logins == 1
-    assert plan.requests == 29
-    assert plan.seconds_at_rate == pytest.approx(29.0)
-    assert plan.days_of_quota == pytest.approx(29 / 15_000)
+    assert plan.requests == 22
+    assert plan.seconds_at_rate == pytest.approx(22.0)
+    assert plan.days_of_quota == pytest.approx(22 / 15_000)
+    # a last page exactly full needs one request proving the end (spec §3)
+    exact = estimate(slices, events_per_day=20_000, page_size=10_000)
+    assert exact.page_requests == 7 * 3
+
+
+def test_long_slices_approach_the_floor() -> None:
+    since, until = T0, T0 + timedelta(days=181)
+    size = even_slice_size(since, until, 4)
+    slices = plan_slices(since, until, size)
+    assert len(slices) == 4
+    assert slices[-1].end == until
+    plan = estimate(slices, events_per_day=10_000, page_size=10_000)
+    floor = -(-1_810_000 // 10_000) + 4
+    assert plan.page_requests <= floor
+    daily = estimate(
+        plan_slices(since, until, timedelta(days=1)), events_per_day=10_000, page_size=10_000
+    )
+    assert daily.page_requests == 2 * 181  # a full page and the proof of its end, per day
 
 
 def test_estimate_of_a_job_bigger_than_a_day_of_quota() -> None:
     slices = plan_slices(T0, T0 + timedelta(days=365), timedelta(days=1))
     plan = estimate(slices, events_per_day=500_000, page_size=10_000)
-    assert plan.page_requests == 365 * 51
+    assert plan.page_requests == 365 * 51  # 50 full pages and the proof of the end
     # 18,615 pages: two days of quota, so two logins
     assert plan.logins == 2
     assert plan.days_of_quota == pytest.approx(18_617 / 15_000)

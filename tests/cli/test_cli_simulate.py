@@ -43,7 +43,9 @@ def ids_in(path: Path) -> Counter[str]:
     data = path.read_bytes()
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
-    return Counter(json.loads(line)["id"] for line in data.splitlines())
+    records = (json.loads(line) for line in data.splitlines())
+    # the record's id, top level (flat shape) or under "event" (the nested default)
+    return Counter(r["event"]["id"] if "event" in r else r["id"] for r in records)
 
 
 def assert_exactly_once(path: Path, expected: list[str]) -> None:
@@ -89,7 +91,7 @@ def test_the_readmes_main_command(clean_env: Path) -> None:
     # every line is the server's own JSON, with the documented fields
     with (clean_env / "events.jsonl").open() as fh:
         first = json.loads(fh.readline())
-    assert {"id", "type", "date"} <= set(first)
+    assert {"event", "when", "where"} <= set(first)  # the nested shape, exactly as served
 
 
 def test_interrupted_then_killed_at_random_moments_then_resumed_writes_each_event_once(

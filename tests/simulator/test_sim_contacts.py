@@ -131,7 +131,7 @@ async def test_one_contact_and_its_sub_resources(caller: Caller, simulator: Simu
     assert body["customer"]["age"] == str(contact["age"])  # spec §2.1: a string here
     assert body["customer"]["email"] == contact["email"]
     events = (await caller.get(f"/v2/customers/{cid}/events", size="10000")).json
-    assert [e["id"] for e in events["events"]] == list(
+    assert [e["event"]["id"] for e in events["events"]] == list(
         reversed(simulator.data.event_ids(customer=cid))
     )
     devices = (await caller.get(f"/v2/customers/{cid}/devices")).json

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -24,6 +25,16 @@ SUB_OBJECT = {
     "promo": "promo",
 }
 SUB_OBJECTS = set(SUB_OBJECT.values())
+NESTED_KEYS = {"organizationId", "customerId", "event", "where", "when"}
+
+
+def ident(event: dict[str, Any]) -> str:
+    """A record's id, whichever shape it came in."""
+    return str(event["event"]["id"] if "event" in event else event["id"])
+
+
+def kind(event: dict[str, Any]) -> str:
+    return str(event["event"]["type"] if "event" in event else event["type"])
 
 
 async def scroll_events(caller: Caller, **params: str) -> tuple[list[dict[str, Any]], list[str]]:
@@ -46,49 +57,98 @@ async def test_a_scroll_returns_exactly_the_query_s_events(
     caller: Caller, simulator: Simulator
 ) -> None:
     start, end = "2024-01-03T00:00:00Z", "2024-01-20T12:00:00Z"
-    events, ids = await scroll_events(caller, size="700", dateStart=start, dateEnd=end)
+    events, ids = await scroll_events(
+        caller, size="700", dateStart=start, dateEnd=end, sortBy="utcTime"
+    )
     expected = simulator.data.event_ids(start, end)
-    assert [e["id"] for e in events] == expected
+    assert [ident(e) for e in events] == expected
     assert len(expected) > 2000
     assert len(set(ids)) == len(ids)  # a new scrollId on every page
-    dates = [e["date"] for e in events]
+    dates = [e["when"]["createdAt"] for e in events]
     assert dates == sorted(dates)
     assert start <= dates[0]
     assert dates[-1] <= end
     assert simulator.counters.scroll_pages == len(ids) - 1
 
 
-async def test_event_records_carry_type_id_date_and_their_sub_object(caller: Caller) -> None:
+@pytest.mark.parametrize("shape", ["nested", "flat", "dated"])
+async def test_event_records_carry_type_id_time_and_their_sub_object(
+    make_caller: CallerFactory, shape: str
+) -> None:
+    caller = await make_caller(event_shape=shape)
     body = (await caller.get(caller.org(EVENTS, "/events"), size="2000")).json
-    assert set(body) == {"status", "generated", "count", "events"}
-    assert body["status"] == "OK"
+    envelope = {"generated", "count", "events"}
+    # observed.md: the nested example's envelope has no status
+    assert set(body) == (envelope if shape == "nested" else {*envelope, "status"})
     assert body["count"] == len(body["events"]) == 2000
     seen = set()
     for event in body["events"]:
-        seen.add(event["type"])
-        datetime.strptime(event["date"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        seen.add(kind(event))
+        if shape == "nested":
+            assert set(event) >= NESTED_KEYS
+            assert "id" not in event
+            assert "type" not in event
+            when = event["when"]
+            utc = datetime.strptime(when["createdAt"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+            local = datetime.strptime(when["createdAtLocal"], "%Y-%m-%dT%H:%M:%SZ")
+            # the local time carries a Z although it is not UTC
+            offset = ZoneInfo(when["timezone"]).utcoffset(utc.replace(tzinfo=None))
+            assert local == utc.replace(tzinfo=None) + offset
+            assert set(event["where"]) == {"locationId", "locationName", "hotspotId"}
+        elif shape == "dated":
+            datetime.strptime(event["date"], "%Y-%m-%dT%H:%M:%SZ")
+        else:
+            assert not {"date", "when", "event"} & set(event)  # spec §2.4: no time at all
         subs = SUB_OBJECTS & set(event)
-        expected = SUB_OBJECT.get(event["type"])
+        expected = SUB_OBJECT.get(kind(event))
         assert subs == ({expected} if expected else set()), event
-    assert seen == {*SUB_OBJECT, "login"}
+    assert seen == {*SUB_OBJECT, "login", "arriving"}  # observed.md: a type nobody documents
     contacts = {c["email"] for c in caller.sim.data.contacts}
     emails = [e["email"]["email"] for e in body["events"] if "email" in e]
     assert emails
     assert set(emails) <= contacts - {None}  # sent to contacts that have an address
     assert all(e["sms"]["phone"] for e in body["events"] if "sms" in e)
-    visit = next(e for e in body["events"] if e["type"] == "visit")["visit"]
+    visit = next(e for e in body["events"] if kind(e) == "visit")["visit"]
     assert set(visit) == {"startAt", "startAtLocal", "timezone", "duration"}
+
+
+async def test_business_time_is_local_time_and_not_utc_order(
+    caller: Caller, simulator: Simulator
+) -> None:
+    path = caller.org(EVENTS, "/events")
+    default = (await caller.get(path, size="3000")).json["events"]
+    utc = (await caller.get(path, size="3000", sortBy="utcTime")).json["events"]
+    assert [ident(e) for e in utc] == simulator.data.event_ids()[:3000]
+    assert [e["when"]["createdAtLocal"] for e in default] == sorted(
+        e["when"]["createdAtLocal"] for e in default
+    )
+    created = [e["when"]["createdAt"] for e in default]
+    assert created != sorted(created)  # the API's default order is not a UTC time cursor
+    zones = {e["when"]["timezone"] for e in default}
+    assert len(zones) >= 3
+
+
+async def test_an_undocumented_type_is_served_unless_types_are_filtered(
+    caller: Caller, simulator: Simulator
+) -> None:
+    path = caller.org(EVENTS, "/events")
+    everything = (await caller.get(path, size="10000")).json["events"]
+    assert "arriving" in {kind(e) for e in everything}
+    documented = ",".join(SUB_OBJECT) + ",login"
+    filtered = (await caller.get(path, size="10000", events=documented)).json["events"]
+    assert "arriving" not in {kind(e) for e in filtered}
+    assert 0 < len(everything) - len(filtered) < len(everything) // 20
 
 
 async def test_type_filter_sort_and_reverse(caller: Caller, simulator: Simulator) -> None:
     path = caller.org(EVENTS, "/events")
-    body = (await caller.get(path, events="visit,send_sms", size="10000")).json
-    assert {e["type"] for e in body["events"]} == {"visit", "send_sms"}
-    assert [e["id"] for e in body["events"]] == simulator.data.event_ids(
+    body = (await caller.get(path, events="visit,send_sms", size="10000", sortBy="utcTime")).json
+    assert {kind(e) for e in body["events"]} == {"visit", "send_sms"}
+    assert [ident(e) for e in body["events"]] == simulator.data.event_ids(
         types=["visit", "send_sms"]
     )
     newest = (await caller.get(path, sortReverse="true", sortBy="utcTime", size="5")).json
-    assert [e["id"] for e in newest["events"]] == simulator.data.event_ids()[::-1][:5]
+    assert [ident(e) for e in newest["events"]] == simulator.data.event_ids()[::-1][:5]
 
 
 async def test_the_end_and_expired_or_unknown_ids_answer_no_results(
@@ -156,8 +216,8 @@ async def test_size_bounds_are_inclusive(caller: Caller) -> None:
 async def test_per_customer_events(caller: Caller, simulator: Simulator) -> None:
     cid = simulator.data.contacts[7]["cid"]
     path = caller.org(EVENTS, f"/customers/{cid}/events")
-    body = (await caller.get(path, size="10000", events="login")).json
-    assert [e["id"] for e in body["events"]] == simulator.data.event_ids(
+    body = (await caller.get(path, size="10000", events="login", sortBy="utcTime")).json
+    assert [ident(e) for e in body["events"]] == simulator.data.event_ids(
         types=["login"], customer=cid
     )
     assert body["count"] > 0
@@ -176,16 +236,18 @@ def test_data_is_deterministic_for_a_seed() -> None:
     assert a.data.event_ids() != c.data.event_ids()
     assert len(set(a.data.event_ids())) == 2000
     record = a.data.events.record(0)
-    assert record["id"] == a.data.event_ids()[0]
+    assert ident(record) == a.data.event_ids()[0]
 
 
 async def test_pages_in_every_order_match_the_log(caller: Caller, simulator: Simulator) -> None:
     # pages cut across the store's internal chunks, forwards, backwards and filtered
     everything = simulator.data.event_ids()
-    newest_first, _ = await scroll_events(caller, size="1500", sortReverse="true")
-    assert [e["id"] for e in newest_first] == everything[::-1]
-    typed, _ = await scroll_events(caller, size="999", events="promo,signup", sortReverse="true")
-    assert [e["id"] for e in typed] == simulator.data.event_ids(types=["signup", "promo"])[::-1]
+    newest_first, _ = await scroll_events(caller, size="1500", sortReverse="true", sortBy="utcTime")
+    assert [ident(e) for e in newest_first] == everything[::-1]
+    typed, _ = await scroll_events(
+        caller, size="999", events="promo,signup", sortReverse="true", sortBy="utcTime"
+    )
+    assert [ident(e) for e in typed] == simulator.data.event_ids(types=["signup", "promo"])[::-1]
     store = simulator.data.events
     for i in (0, 2047, 2048, 4095, len(store) - 1):
-        assert store.record(i)["id"] == everything[i]
+        assert ident(store.record(i)) == everything[i]

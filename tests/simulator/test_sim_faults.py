@@ -93,7 +93,7 @@ async def test_truncated_bodies_are_cut_mid_json(make_caller: CallerFactory) -> 
     caller.sim.faults = Faults(truncated_rate=1.0)
     answer = await caller.get(caller.org("/v1/organizations/", "/events"), size="50")
     assert answer.status == 200
-    assert answer.body.startswith(b'{"status":"OK"')
+    assert answer.body.startswith(b'{"generated":')
     with pytest.raises(json.JSONDecodeError):
         json.loads(answer.body)
 

@@ -1,0 +1,276 @@
+"""The scroll's decisions, sans-I/O (h11 style): a page outcome in, a decision out.
+
+spec §3 ("Scroll session") and observed.md: an id expires some time after the request that
+issued it (documented: 60 s; servers have used other figures, and the client cannot check
+which), and an expired id answers 200 with no results, exactly like the end. So:
+
+* a page shorter than the size asked for is the end (proved: the server ran out), and
+  costs no closing request;
+* an empty *first* page of a fresh query is the end (no id was involved);
+* an empty continuation is the end only when nothing says otherwise: for contacts, the
+  envelope's ``totalCount`` says whether records are missing; for events there is no total,
+  and the previous page was full, so it is ambiguous: it is settled by a resume (which
+  proves the end in one request with a time cursor: its first page comes back short);
+* a continuation due more than a window after the previous answer is known dead: resume
+  without spending a request on it.
+
+In ``"ids"`` mode (no time cursor) an ambiguous end costs a re-scan, which asks for the
+largest pages (events: 10,000), so that a first page shorter than that proves the end in one
+request. Past one page: when the re-scan's ids live through at least one continuation, it
+reads every delivered record again, finds nothing new and meets the empty answer at the same
+place, the two scrolls agree and that is the end.
+
+A resume restarts the query: from the last UTC time delivered (``"time"``, when records
+carry one and the query is in UTC order), else from the start, skipping every id delivered
+(``"rescan"``). A resume that delivered nothing new before needing another one makes no
+progress: that is a :class:`~asyncwifi.errors.ScrollExpiredError`, never a loop.
+"""
+
+from __future__ import annotations
+
+import enum
+from array import array
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Cursor", "Decision", "Outcome", "ScrollMachine"]
+
+
+class Decision(enum.Enum):
+    """What the stream does next."""
+
+    #: ask for the next page with the scroll id
+    CONTINUE = "continue"
+    #: no more records: proved
+    END = "end"
+    #: restart the query from the time cursor (records at the cursor skipped by id)
+    RESUME_TIME = "resume-time"
+    #: restart the query from its start, skipping every id delivered
+    RESUME_RESCAN = "resume-rescan"
+    #: the scroll cannot be continued and may not be resumed (or a resume made no progress)
+    FAIL = "fail"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One page, as far as the decision needs it."""
+
+    #: records the page carried (undecodable ones included), before de-duplication
+    records: int
+    #: records of it not delivered before
+    fresh: int
+    #: whether the page answered a continuation (a scroll id) or opened a fresh query
+    continuation: bool
+    scroll_id: bool
+    #: the most the server can have seen between the previous request and this one
+    gap: float = 0.0
+    #: the envelope's total (contacts' ``totalCount``), if any
+    total: int | None = None
+
+
+@dataclass(slots=True)
+class Cursor:
+    """What was delivered, enough to resume without repeating a record.
+
+    ``mode`` is fixed by the first page: ``"time"`` when the query is in UTC order and its
+    records carry a UTC time (only the tail of each page is read), else ``"ids"`` (every id
+    delivered is kept as its 64-bit hash: 8 bytes of key per record in a set).
+    """
+
+    #: whether a time cursor is allowed (sorted by utcTime, ascending)
+    ordered: bool = False
+    mode: str | None = None
+    delivered: int = 0
+    #: latest record time delivered (server text) and the hashes of ids delivered at it
+    time: str | None = None
+    ids_at_time: set[int] = field(default_factory=set)
+    #: hashes of every id delivered (``"ids"`` mode only), appended page by page
+    hashes: array[int] | None = None
+    #: the same as a set, built on the first lookup (after a resume)
+    _lookup: set[int] | None = None
+    #: hashes of ids the caller already has (a resumed backfill)
+    skip: set[int] = field(default_factory=set)
+    #: records skipped because the caller had them (they count toward a total)
+    skipped: int = 0
+
+    @classmethod
+    def create(cls, *, ordered: bool, skip_ids: Iterable[str] = (), ids: bool = False) -> Cursor:
+        cursor = cls(ordered=ordered, skip=set(map(hash, skip_ids)))
+        if ids:
+            cursor.mode, cursor.hashes = "ids", array("q")
+        return cursor
+
+    def choose_mode(self, first_time: str | None) -> None:
+        """Fix the mode on the first page: a time cursor needs UTC order and a time."""
+        if self.mode is None:
+            if self.ordered and first_time is not None:
+                self.mode = "time"
+            else:
+                self.mode, self.hashes = "ids", array("q")
+
+    def _ids(self) -> set[int] | None:
+        """The delivered hashes as a set (``"ids"`` mode), built once when first needed."""
+        if self.hashes is None:
+            return None
+        if self._lookup is None:
+            self._lookup = set(self.hashes)
+            self.hashes = array("q")  # the set holds them from now on
+        return self._lookup
+
+    @property
+    def needs_check(self) -> bool:
+        """Whether each record must be looked up before it is delivered (before any
+        resume: a resumed scroll checks every record anyway)."""
+        return bool(self.skip)
+
+    def seen(self, key: str | None, when: str | None) -> bool:
+        if key is None:
+            return False
+        h = hash(key)
+        ids = self._ids()
+        if h in self.skip:
+            self.skip.discard(h)
+            if ids is not None:
+                ids.add(h)
+            self.skipped += 1
+            return True
+        if ids is not None:
+            return h in ids
+        return when is not None and when == self.time and h in self.ids_at_time
+
+    def add(self, key: str | None, when: str | None) -> None:
+        """One record delivered (the careful path: after a resume, or in ``"ids"`` mode)."""
+        self.delivered += 1
+        if key is None:
+            return
+        h = hash(key)
+        ids = self._ids()
+        if ids is not None:
+            ids.add(h)
+        elif when is not None:
+            if self.time is None or when > self.time:
+                self.time, self.ids_at_time = when, {h}
+            elif when == self.time:
+                self.ids_at_time.add(h)
+
+    def fresh(self, keys: list[str | None]) -> list[int] | bool | None:
+        """``"ids"`` mode with nothing to skip (a re-scan): the indices of the keys not
+        delivered before (``None``: all of them), recorded as delivered, in C-speed steps;
+        ``False`` when the page needs the careful path (a missing or repeated id)."""
+        ids = self._ids()
+        hashes = list(map(hash, keys))
+        if ids is None or self.skip or None in keys or len(set(hashes)) != len(hashes):
+            return False
+        new = [i for i, h in enumerate(hashes) if h not in ids]
+        ids.update(hashes)
+        self.delivered += len(new)
+        return None if len(new) == len(hashes) else new
+
+    def add_ids(self, keys: Iterable[str | None]) -> None:
+        """A page delivered in ``"ids"`` mode with nothing to skip: hashes added in C."""
+        if self._lookup is not None:
+            self._lookup.update(map(hash, keys))
+        elif self.hashes is not None:
+            self.hashes.extend(map(hash, keys))  # a None key's hash is never looked up
+
+    def advance_time(
+        self, items: list[Any], key: Callable[[Any], str | None], time_of: Callable[[Any], Any]
+    ) -> None:
+        """Move the time cursor to the end of ``items`` (in UTC order; the caller counts
+        them): only the tail matters, the last time and the ids delivered at it."""
+        last = time_of(items[-1])
+        if last is None:
+            self.mode = "broken"  # a record without a time in a time-ordered stream
+            return
+        tail: set[int] = set()
+        for item in reversed(items):
+            if time_of(item) != last:
+                break
+            tail.add(hash(key(item)))
+        if self.time is None or last > self.time:
+            self.time, self.ids_at_time = last, tail
+        elif last == self.time:
+            self.ids_at_time |= tail
+
+
+class ScrollMachine:
+    """The scroll's decisions (see the module doc); owns no I/O and reads no clock."""
+
+    __slots__ = (
+        "continued",
+        "cursor",
+        "progressed",
+        "rescanned",
+        "resumable",
+        "resumes",
+        "size",
+        "window",
+    )
+
+    def __init__(self, cursor: Cursor, *, window: float, size: int | None, resumable: bool) -> None:
+        self.cursor = cursor
+        #: spec §8: at most this long between two scroll requests
+        self.window = window
+        #: the page size asked for (events): a shorter page proves the end
+        self.size = size
+        self.resumable = resumable
+        self.resumes = 0
+        #: whether the stream delivered something new since the latest resume
+        self.progressed = True
+        #: records read again since the latest re-scan began (None: not re-scanning)
+        self.rescanned: int | None = None
+        #: whether a continuation answered with records since the latest resume
+        self.continued = False
+
+    def before_continuation(self, since_answer: float) -> Decision:
+        """Send the continuation, or resume at once: the server saw the previous request
+        before its answer arrived, so past a window from that answer the id is dead."""
+        return self._resume() if since_answer > self.window else Decision.CONTINUE
+
+    def after_page(self, page: Outcome) -> Decision:
+        """The decision once a page is in (its fresh records already delivered)."""
+        if page.fresh:
+            self.progressed = True
+        if self.rescanned is not None:
+            self.rescanned += page.records
+        if page.continuation and page.records:
+            self.continued = True
+        if page.records == 0:
+            if not page.continuation:
+                return Decision.END  # a fresh query with nothing in it: no id involved
+            if page.total is not None:
+                # contacts: totalCount says whether anything is missing
+                missing = self.cursor.delivered + self.cursor.skipped < page.total
+                return self._resume() if missing else Decision.END
+            # events: the previous page was full (a short one ends the scroll), so this may
+            # be an id that expired sooner than documented: only a resume can tell
+            cursor = self.cursor
+            if (
+                not self.progressed
+                and self.continued
+                and self.rescanned is not None
+                and self.rescanned >= cursor.delivered + cursor.skipped
+            ):
+                # a re-scan whose ids lived through continuations read every record
+                # delivered again, found nothing new, and met the empty answer at the same
+                # place: the end (two scrolls agree)
+                return Decision.END
+            return self._resume()
+        if self.size is not None and page.records < self.size:
+            return Decision.END  # the server ran out
+        return Decision.CONTINUE if page.scroll_id else Decision.END
+
+    def _resume(self) -> Decision:
+        if not self.resumable or not self.progressed:
+            return Decision.FAIL
+        cursor = self.cursor
+        if cursor.mode == "broken":
+            return Decision.FAIL
+        self.resumes += 1
+        self.progressed = self.continued = False
+        if cursor.mode == "time" and cursor.time is not None:
+            self.rescanned = None
+            return Decision.RESUME_TIME
+        self.rescanned = 0
+        return Decision.RESUME_RESCAN

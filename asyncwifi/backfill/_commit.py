@@ -1,0 +1,169 @@
+"""What a page becomes in the output: its records named and chosen, then written and
+committed with the other pages of its group (one fsync, one SQLite transaction)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from asyncwifi.backfill._contract import Progress
+from asyncwifi.backfill._records import Boundaries, PageSelection, drop, select_page
+from asyncwifi.backfill._sink import JsonlSink, RawRecord
+from asyncwifi.backfill._state import PageCommit, SliceState, StateStore
+
+__all__ = ["Pending", "attributes", "commit_batch", "default_id", "event_date", "with_undecoded"]
+
+
+@dataclass(slots=True, eq=False)
+class Pending:
+    """A page waiting for the committer."""
+
+    state: SliceState
+    seen: set[str]
+    boundaries: Boundaries
+    ids: list[str]
+    dates: list[Any] | None
+    raws: Sequence[RawRecord]
+    requests: int
+    future: asyncio.Future[int] | None = None
+
+
+def attributes(items: Sequence[Any], name: str) -> list[Any] | None:
+    """``[item.<name> for item in items]`` in C, or ``None`` if an item lacks it."""
+    try:
+        return list(map(operator.attrgetter(name), items))
+    except AttributeError:
+        return None
+
+
+def default_id(item: Any, raw: RawRecord) -> str:
+    """The record's ``id`` (events) or ``cid`` (contacts); a hash of its bytes if it has none."""
+    rid = getattr(item, "id", None) or getattr(item, "cid", None)
+    if isinstance(rid, str) and rid:
+        return rid
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+class _Loose(msgspec.Struct, gc=False):
+    """The little the engine needs of a record that failed typed decoding."""
+
+    id: Any = None
+    cid: Any = None
+    date: Any = None
+
+
+_loose = msgspec.json.Decoder(_Loose)
+
+
+def with_undecoded(
+    items: Sequence[Any], raws: Sequence[RawRecord], errors: Sequence[Any]
+) -> tuple[list[Any], list[RawRecord]]:
+    """Put back, at their places, the records a page could not decode (``page.errors``).
+
+    An export is lossless: such a record is still written from its raw bytes, named by its
+    ``id`` (or ``cid``) read loosely, or by a hash of its bytes when even that fails.
+    """
+    extra: list[tuple[int, Any, RawRecord]] = []
+    for error in errors:
+        raw = getattr(error, "raw", None)
+        if not raw:
+            continue
+        try:
+            loose = _loose.decode(raw)
+        except msgspec.DecodeError:
+            loose = _Loose()
+        if loose.id is not None and not isinstance(loose.id, str):
+            loose.id = str(loose.id)
+        if loose.cid is not None and not isinstance(loose.cid, str):
+            loose.cid = str(loose.cid)
+        extra.append((int(getattr(error, "index", len(items))), loose, raw))
+    merged_items = list(items)
+    merged_raws = list(raws)
+    for index, loose, raw in sorted(extra, key=lambda e: e[0]):
+        at = min(index, len(merged_items))
+        merged_items.insert(at, loose)
+        merged_raws.insert(at, raw)
+    return merged_items, merged_raws
+
+
+def event_date(item: Any) -> object:
+    """An event's UTC time as the server wrote it (``Event.time_text``: ``when.createdAt``
+    of the nested shape, or the legacy ``date``); ``None`` on the spec's flat records."""
+    return getattr(item, "time_text", None)
+
+
+def commit_batch(
+    store: StateStore, sink: JsonlSink, batch: Sequence[Pending], progress: Progress
+) -> list[int]:
+    """Write the pages, fsync once, commit them in one transaction (worker thread).
+
+    spec-independent rule of the engine: the output is durable before the state says
+    so; on any failure the file is cut back, so no later commit counts these bytes.
+    """
+    chosen_pages: list[PageSelection] = []
+    chunks: list[bytes] = []
+    near_written: set[str] = set()
+    for item in batch:
+        state = item.state
+        chosen = select_page(
+            item.ids,
+            item.dates,
+            item.raws,
+            seen=item.seen,
+            boundaries=item.boundaries,
+            cursor=state.cursor,
+            ordered=state.ordered,
+        )
+        if chosen.boundary_ids:
+            # written by a neighbouring slice before, or earlier in this very batch
+            already = store.seen_at_boundary(chosen.boundary_ids)
+            already.update(i for i in chosen.boundary_ids if i in near_written)
+            drop(chosen, already)
+            near_written.update(chosen.boundary_ids)
+        chosen_pages.append(chosen)
+        if chosen.raws:
+            chunks.append(sink.encode(chosen.raws))
+    before = sink.offset
+    try:
+        offset = sink.append_many(chunks) if chunks else before
+        store.commit_pages(
+            offset=offset,
+            pages=[
+                PageCommit(
+                    index=item.state.index,
+                    ids=chosen.ids,
+                    cursor=chosen.cursor,
+                    ordered=chosen.ordered,
+                    requests=item.requests,
+                    boundary_ids=chosen.boundary_ids,
+                )
+                for item, chosen in zip(batch, chosen_pages, strict=True)
+            ],
+        )
+    except BaseException:
+        # disk full, a SQLite error...: these bytes must not be counted by a later
+        # commit; the pages are fetched again by the next run
+        sink.rollback(before)
+        raise
+    # only now, with the commit durable, are the pages part of their slices' past
+    for item, chosen in zip(batch, chosen_pages, strict=True):
+        state = item.state
+        item.seen.update(chosen.ids)
+        state.cursor = chosen.cursor
+        state.ordered = chosen.ordered
+        state.pages += 1
+        state.records += len(chosen.ids)
+        # counted with the commit: a worker cancelled while waiting for it still counts
+        progress.duplicates_run += chosen.duplicates
+        progress.records += len(chosen.ids)
+        progress.records_run += len(chosen.ids)
+        progress.pages_run += 1
+        progress.requests_run += item.requests
+        progress.requests_total += item.requests
+    return [len(chosen.ids) for chosen in chosen_pages]

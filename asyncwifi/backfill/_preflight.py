@@ -1,0 +1,65 @@
+"""Preflight: everything an export checks before it creates or changes a file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from asyncwifi.backfill._errors import (
+    OutputConflictError,
+    OutputNotWritableError,
+    StateMismatchError,
+)
+from asyncwifi.backfill._state import JobParams, StateStore
+
+__all__ = ["preflight"]
+
+
+def _check_writable(path: Path, what: str) -> None:
+    if path.exists():
+        if path.is_dir():
+            raise OutputNotWritableError(f"{what} {path} is a directory")
+        if not os.access(path, os.W_OK):
+            raise OutputNotWritableError(f"{what} {path} is not writable")
+        return
+    parent = path.parent
+    if not parent.is_dir():
+        raise OutputNotWritableError(f"{what} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputNotWritableError(f"{what} {path}: directory {parent} is not writable")
+
+
+def preflight(
+    params: JobParams, *, state_path: Path, out_path: Path
+) -> Literal["new", "resume", "done"]:
+    """Check that the job can start, without creating or changing any file.
+
+    Raises :class:`OutputNotWritableError`, :class:`OutputConflictError` (an output that
+    exists without a state file, or is shorter than its state says) or
+    :class:`StateMismatchError` (a state file made for other options).
+    """
+    if state_path.resolve() == out_path.resolve():
+        raise OutputConflictError("the state file and the output must be different files")
+    _check_writable(out_path, "output")
+    _check_writable(state_path, "state file")
+    if not StateStore.exists(state_path):
+        if out_path.exists() and out_path.stat().st_size > 0:
+            raise OutputConflictError(
+                f"{out_path} already exists and has no state file ({state_path}); "
+                "move it away, or pass the --state it was written with"
+            )
+        return "new"
+    info = StateStore.read_only(state_path)
+    if info.params != params:
+        raise StateMismatchError(
+            f"state file {state_path} belongs to another job ({info.diff(params)}); "
+            "use the same options, or another --state"
+        )
+    size = out_path.stat().st_size if out_path.exists() else 0
+    if size < info.offset:
+        raise OutputConflictError(
+            f"{out_path} is {size} bytes but the state says {info.offset} were written: "
+            "the output was truncated or replaced; restore it or start a new job"
+        )
+    return "done" if info.done else "resume"
