@@ -226,20 +226,22 @@ class ExportJob:
     async def _round(self) -> float | None:
         """Stream every unfinished slice; the quota's reset time if it ran out, else None."""
         pending = deque(s for s in self._refresh_slices() if not s.done)
-        reset_at: float | None = None
-        try:
-            async with asyncio.TaskGroup() as group:
-                for _ in range(min(self.concurrency, len(pending))):
-                    group.create_task(self._worker(pending))
-        except* QuotaExhaustedError as errors:
-            reset_at = max(
-                e.reset_at for e in errors.exceptions if isinstance(e, QuotaExhaustedError)
-            )
-        return reset_at
+        resets: list[float] = []
+        async with asyncio.TaskGroup() as group:
+            for _ in range(min(self.concurrency, len(pending))):
+                group.create_task(self._worker(pending, resets))
+        return max(resets) if resets else None
 
-    async def _worker(self, pending: deque[SliceState]) -> None:
-        while pending:
-            await self._run_slice(pending.popleft())
+    async def _worker(self, pending: deque[SliceState], resets: list[float]) -> None:
+        """Stream slices until none is left or the day's quota is spent. A spent quota
+        stops this worker only: the others are not cancelled, so the pages they already
+        fetched (paid for) are committed before their own next request is refused."""
+        while pending and not resets:
+            try:
+                await self._run_slice(pending.popleft())
+            except QuotaExhaustedError as exc:
+                resets.append(exc.reset_at)
+                return
 
     # -- one slice ---------------------------------------------------------------------------
 

@@ -253,6 +253,38 @@ def test_daemon_mode_exits_75_when_the_reset_is_further_than_max_wait(
     assert paused[0]["records"] == sum(ids_in(clean_env / "events.jsonl").values()) > 0
 
 
+def test_a_spent_quota_loses_no_page_that_concurrent_slices_fetched(
+    clean_env: Path, run: Callable[..., Result]
+) -> None:
+    # a day of 4 requests: the login and 3 pages of 1,000, fetched by 4 concurrent slices.
+    # One slice's refusal must not cancel the others before they commit what they paid for
+    start = datetime(2026, 3, 1, 6, 0, tzinfo=UTC).timestamp()
+    result = run(
+        "--simulate",
+        "--sim-start",
+        str(start),
+        "--sim-day-limit",
+        "4",
+        "--sim-events-per-day",
+        "20000",
+        "events",
+        "backfill",
+        "--since",
+        "2026-01-01",
+        "--until",
+        "2026-01-02",
+        "--page-size",
+        "1000",
+        "--concurrency",
+        "4",
+        "--out",
+        "events.jsonl",
+    )
+    assert result.code == ExitCode.TEMPFAIL, result.err
+    written = ids_in(clean_env / "events.jsonl")
+    assert sum(written.values()) == len(written) == 3_000
+
+
 def test_gzip_output_is_a_valid_gzip_of_every_event(
     clean_env: Path, run: Callable[..., Result]
 ) -> None:
