@@ -99,8 +99,9 @@ def dry_run_plan(
     lines += [
         f"assumption: {assumed:,} events per day ({source}); the events API has no count, "
         "so a dry run sends no request to learn it",
-        f"estimate: {plan.events:,} events = {data_pages:,} pages of up to {page_size:,} + "
-        f"{plan.slices:,} empty end-of-scroll pages + {_count(plan.logins, 'login')} = "
+        f"estimate: {plan.events:,} events = {data_pages:,} full pages of {page_size:,} + "
+        f"{plan.slices:,} last pages (one ends each slice, short or empty) + "
+        f"{_count(plan.logins, 'login')} = "
         f"{plan.requests:,} requests",
         f"time at the rate limit ({minute[0]}/min): {human_duration(plan.seconds_at_rate)}",
         f"quota: {plan.days_of_quota:.2f} days of the {day[0]:,}-request daily quota "

@@ -20,6 +20,7 @@ from asyncwifi.backfill import (
     JobParams,
     Outcome,
     StateStore,
+    even_slice_size,
     format_ms,
     parse_duration,
     parse_instant,
@@ -193,9 +194,9 @@ def events_group() -> None:
     "--slice",
     "slice_size",
     type=DurationType(),
-    default="1d",
-    show_default=True,
-    help="Time slice streamed by one scroll.",
+    default=None,
+    help="Time slice streamed by one scroll (default: the range cut into --concurrency "
+    "even slices, the fewest requests: every slice ends with a page that is not full).",
 )
 @click.option(
     "--concurrency",
@@ -244,7 +245,7 @@ def backfill(
     out: Path,
     gzip_: bool,
     state: str | None,
-    slice_size: timedelta,
+    slice_size: timedelta | None,
     concurrency: int,
     page_size: int,
     dry_run: bool,
@@ -263,6 +264,8 @@ def backfill(
         raise click.UsageError(
             f"--since ({format_ms(since)}) must be before --until ({format_ms(until)})"
         )
+    if slice_size is None:
+        slice_size = even_slice_size(since, until, concurrency)
     try:
         slices = plan_slices(since, until, slice_size)
     except ValueError as exc:

@@ -133,7 +133,7 @@ def test_a_range_up_to_the_last_representable_day_plans(
         "--dry-run",
     )
     assert result.code == 0, result.err
-    assert "slices: 2 of 1 d" in result.out
+    assert "slices: 4 of 12 h" in result.out  # the default: one slice per concurrent scroll
     assert files_in(clean_env) == []
 
 

@@ -208,10 +208,31 @@ def test_hotspot_bodies_are_checked_before_anything_is_sent(
     assert result.code == ExitCode.USAGE
 
 
+def test_the_default_plan_is_one_long_cursor_per_concurrent_scroll(
+    clean_env: Path, run: Callable[..., Result]
+) -> None:
+    # a daily slice ends every day with a page that is not full: 7 of them cost 183
+    # requests (below); 4 long slices, one per concurrent scroll, cost 177
+    result = run(*BACKFILL, "--out", "events.jsonl", "--dry-run", "--events-per-day", "250000")
+    assert result.code == 0, result.err
+    assert "slices: 4 of 1 d 18 h, 4 at a time" in result.out
+    assert "1,750,000 events = 172 full pages of 10,000 + 4 last pages" in result.out
+    assert "= 177 requests" in result.out
+
+
 def test_dry_run_prints_the_plan_without_credentials_requests_or_files(
     clean_env: Path, run: Callable[..., Result]
 ) -> None:
-    result = run(*BACKFILL, "--out", "events.jsonl", "--dry-run", "--events-per-day", "250000")
+    result = run(
+        *BACKFILL,
+        "--out",
+        "events.jsonl",
+        "--dry-run",
+        "--events-per-day",
+        "250000",
+        "--slice",
+        "1d",
+    )
     assert result.code == 0, result.err
     text = result.out
     assert "slices: 7 of 1 d" in text
