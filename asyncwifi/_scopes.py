@@ -13,11 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
-
-if TYPE_CHECKING:
-    from asyncwifi._core import Api, _Call
-    from asyncwifi._transport import Response
+from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 __all__ = ["CallInfo", "Scope", "attempt_scope", "call_scope", "enter"]
 
@@ -41,6 +37,38 @@ class CallInfo:
 Scope = Callable[[CallInfo], AbstractContextManager[object]]
 
 
+class ScopeHooks(Protocol):
+    """The hooks a scoped pipeline carries (``_core.Hooks``)."""
+
+    @property
+    def call_scopes(self) -> list[Scope]: ...
+    @property
+    def attempt_scopes(self) -> list[Scope]: ...
+
+
+class Scoped(Protocol):
+    """What the decorators need of the pipeline: its hooks (structural, so that this
+    module needs nothing of ``_core`` and ``_core`` can import it)."""
+
+    @property
+    def hooks(self) -> ScopeHooks: ...
+
+
+class AttemptLike(Protocol):
+    """What ``attempt_scope`` reads of a call."""
+
+    @property
+    def method(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+
+
+S = TypeVar("S", bound=Scoped)
+A = TypeVar("A", bound=AttemptLike)
+
+
 def enter(scopes: list[Scope], info: CallInfo) -> AbstractContextManager[object]:
     """The hooks' context managers as one; a hook that fails to enter is logged, skipped."""
     if not scopes:
@@ -57,21 +85,21 @@ def enter(scopes: list[Scope], info: CallInfo) -> AbstractContextManager[object]
 def call_scope(
     kind: str,
 ) -> Callable[
-    [Callable[Concatenate[Api, str, str, P], Awaitable[T]]],
-    Callable[Concatenate[Api, str, str, P], Awaitable[T]],
+    [Callable[Concatenate[S, str, str, P], Awaitable[T]]],
+    Callable[Concatenate[S, str, str, P], Awaitable[T]],
 ]:
     """Run ``Api.read``/``Api.write`` inside ``hooks.call_scopes``."""
 
     def decorate(
-        fn: Callable[Concatenate[Api, str, str, P], Awaitable[T]],
-    ) -> Callable[Concatenate[Api, str, str, P], Awaitable[T]]:
+        fn: Callable[Concatenate[S, str, str, P], Awaitable[T]],
+    ) -> Callable[Concatenate[S, str, str, P], Awaitable[T]]:
         async def within(scopes: list[Scope], info: CallInfo, call: Awaitable[T]) -> T:
             with enter(scopes, info):
                 return await call
 
         @functools.wraps(fn)
         def scoped(
-            self: Api, method: str, path: str, /, *args: P.args, **kw: P.kwargs
+            self: S, method: str, path: str, /, *args: P.args, **kw: P.kwargs
         ) -> Awaitable[T]:
             # without scope hooks, the call's own coroutine: not one frame more
             call = fn(self, method, path, *args, **kw)
@@ -85,17 +113,15 @@ def call_scope(
     return decorate
 
 
-def attempt_scope(
-    fn: Callable[[Api, _Call], Awaitable[Response]],
-) -> Callable[[Api, _Call], Awaitable[Response]]:
+def attempt_scope(fn: Callable[[S, A], Awaitable[T]]) -> Callable[[S, A], Awaitable[T]]:
     """Run ``Api._attempt`` inside ``hooks.attempt_scopes``."""
 
-    async def within(scopes: list[Scope], info: CallInfo, attempt: Awaitable[Response]) -> Response:
+    async def within(scopes: list[Scope], info: CallInfo, attempt: Awaitable[T]) -> T:
         with enter(scopes, info):
             return await attempt
 
     @functools.wraps(fn)
-    def scoped(self: Api, call: _Call) -> Awaitable[Response]:
+    def scoped(self: S, call: A) -> Awaitable[T]:
         scopes = self.hooks.attempt_scopes
         if not scopes:
             return fn(self, call)

@@ -22,6 +22,7 @@ import click
 from asyncwifi.cli._config import Settings, load_settings
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._progress import Display, LogFormat
+from asyncwifi.cli._simulate import SimOptions
 
 if TYPE_CHECKING:
     from asyncwifi._client import Client
@@ -29,23 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["App", "SimOptions", "output_options", "pass_app", "run_async"]
 
 T = TypeVar("T")
-
-
-@dataclass
-class SimOptions:
-    """How ``--simulate`` builds its simulator."""
-
-    enabled: bool = False
-    #: clock seconds per real second (a day of quota passes in 86,400 / speed s)
-    speed: float = 100.0
-    seed: int = 7
-    #: events generated per day of the requested range
-    events_per_day: int = 10_000
-    contacts: int = 2_000
-    minute_limit: int = 60
-    day_limit: int = 15_000
-    #: the clock's start (epoch seconds), for tests that need a day's end close by
-    start: float | None = None
 
 
 @dataclass

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
@@ -22,11 +23,11 @@ from asyncwifi.cli._progress import Display
 
 if TYPE_CHECKING:
     from asyncwifi._client import Client
-    from asyncwifi.cli._app import SimOptions
     from asyncwifi.testing import Simulator
 
 __all__ = [
     "MAX_SIMULATED_EVENTS",
+    "SimOptions",
     "build_simulator",
     "simulated_client",
     "simulated_clock",
@@ -37,6 +38,23 @@ __all__ = [
 MAX_SIMULATED_EVENTS = 20_000_000
 #: the simulated venues' local times must stay inside Python's years 1..9999
 SIMULATED_SPAN = (datetime(1, 1, 2, tzinfo=UTC), datetime(9999, 12, 30, tzinfo=UTC))
+
+
+@dataclass
+class SimOptions:
+    """How ``--simulate`` builds its simulator."""
+
+    enabled: bool = False
+    #: clock seconds per real second (a day of quota passes in 86,400 / speed s)
+    speed: float = 100.0
+    seed: int = 7
+    #: events generated per day of the requested range
+    events_per_day: int = 10_000
+    contacts: int = 2_000
+    minute_limit: int = 60
+    day_limit: int = 15_000
+    #: the clock's start (epoch seconds), for tests that need a day's end close by
+    start: float | None = None
 
 
 def simulated_range(
