@@ -8,8 +8,8 @@ the admission log lives in a :class:`Store` (:class:`MemoryStore` by default, or
 
 from asyncwifi.ratelimit._headers import ObjectCounts, RateLimitHeaders
 from asyncwifi.ratelimit._limits import Limit, Limits, WindowSpec
-from asyncwifi.ratelimit._redis import RedisStore
 from asyncwifi.ratelimit._permit import Lane, Permit
+from asyncwifi.ratelimit._redis import RedisStore
 from asyncwifi.ratelimit._scheduler import Scheduler
 from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent, WindowSnapshot
 from asyncwifi.ratelimit._store import MemoryStore, Store, WindowUsage

@@ -25,7 +25,7 @@ from typing import Literal
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._limits import DAY, WindowSpec
 
-__all__ = ["NOW", "Effect", "ObjectState", "Reason", "Wait", "ServerTruth", "grid_end"]
+__all__ = ["NOW", "Effect", "ObjectState", "Reason", "ServerTruth", "Wait", "grid_end"]
 
 #: a sequence number no admission reaches
 _NEVER = 1 << 62
