@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asyncwifi.ratelimit._redis import _ACQUIRE
-from asyncwifi.ratelimit._window import WindowLog, free_at, record
+from asyncwifi.ratelimit._window import WindowLog, Windows
 
 redis_asyncio = pytest.importorskip("redis.asyncio")
 URL = os.environ.get("ASYNCWIFI_REDIS_URL", "redis://127.0.0.1:6379/15")
@@ -68,6 +68,7 @@ async def _agree(windows: list[tuple[int, int, bool]], steps: list[int]) -> None
         w = WindowLog(f"w{i}", count, float(span))
         w.paced = paced
         logs.append(w)
+    python = Windows(logs)
     try:
         now = 1_000
         for n, step in enumerate(steps):
@@ -78,10 +79,9 @@ async def _agree(windows: list[tuple[int, int, bool]], steps: list[int]) -> None
             ok, _, wait, _why, *_ = await script(
                 keys=[*keys, f"t:{{{tag}}}:pause", f"t:{{{tag}}}:hwm"], args=args
             )
-            py_free = free_at(logs)
-            if py_free <= now:
-                record(logs, float(now))
-            assert bool(int(ok)) == (py_free <= now), (n, now, py_free)
+            py_free = python.free
+            admitted = python.try_admit(float(now)) is not None
+            assert bool(int(ok)) == admitted, (n, now, py_free)
             if not int(ok):
                 assert int(wait) == py_free, (n, wait, py_free)
     finally:
