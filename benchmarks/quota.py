@@ -1,4 +1,4 @@
-"""Rate utilisation and 429s under three gateway models, side by side, in one run.
+"""Rate utilisation and 429s under four gateway models, side by side, in one run.
 
 Each run is one client with a backlog (``WORKERS`` coroutines each sending request after
 request) against a fresh simulator whose gateway counts 60 a minute in
@@ -6,6 +6,7 @@ request) against a fresh simulator whose gateway counts 60 a minute in
 - ``fixed``: clock-aligned UTC minutes (Kong's open-source plugin),
 - ``skewed``: fixed minutes on a gateway clock 23 s off ours,
 - ``sliding``: at most 60 in any 60 s,
+- ``weighted``: the two-window estimate (shown too; the target names the first three),
 
 on a ScaledClock (``SPEED`` clock seconds per real second, so a minute takes 0.6 s). The
 clients: asyncwifi (default limits), aiolimiter ``AsyncLimiter(60, 60)`` and the loop a
@@ -49,7 +50,9 @@ SPEED = 100.0
 LIMIT = 60
 PERIOD = 60.0
 WORKERS = 32
-MODELS = ("fixed", "skewed", "sliding")
+MODELS = ("fixed", "skewed", "sliding", "weighted")
+#: the models the target is set for (the weighted estimate is shown as well)
+TARGET_MODELS = ("fixed", "skewed", "sliding")
 #: 2024-03-01T12:00:00Z, on a minute
 START = 1_709_294_400.0
 
@@ -64,15 +67,6 @@ def utilisation(times: list[float]) -> float:
         return 0.0
     i, j = LIMIT, LIMIT + m * LIMIT
     return (j - i) / (ts[j] - ts[i]) / (LIMIT / PERIOD)
-
-
-def max_in_window(times: list[float]) -> int:
-    ts, best, j = sorted(times), 0, 0
-    for i, t in enumerate(ts):
-        while ts[j] <= t - PERIOD:
-            j += 1
-        best = max(best, i - j + 1)
-    return best
 
 
 Runner = Callable[[Simulator, ScaledClock, float], Awaitable[None]]
@@ -166,7 +160,8 @@ async def one_run(model: str, runner: Runner, minutes: float) -> tuple[float, in
         t0 = clock.now()
         await runner(sim, clock, t0 + minutes * PERIOD)
         times = list(sim.admissions)
-        return utilisation(times), sim.counters.rate_limited, max_in_window(times), len(times)
+        c = sim.counters
+        return utilisation(times), c.rate_limited, c.max_in_any_window, len(times)
 
 
 def main() -> None:
@@ -185,7 +180,7 @@ def main() -> None:
             r = asyncio.run(one_run(model, runner, args.minutes))
             results[name, model] = r
             print(f"  {name:34} {model:8} {r[0]:>10.1%} {r[1]:>6} {r[2]:>8} {r[3]:>6}")
-    ours = [results["asyncwifi", m] for m in MODELS]
+    ours = [results["asyncwifi", m] for m in TARGET_MODELS]
     ok = all(u >= 0.95 and e == 0 for u, e, _, _ in ours)
     print(f"  target asyncwifi >= 95 % with 0 x 429 under every model: {'ok' if ok else 'MISSED'}")
     for name in list(CLIENTS)[1:]:

@@ -204,7 +204,9 @@ class ServerTruth:
             del self._caps[name]
             self._refloor()
             return None
-        c = self._caps[name] = _Cap(c.end + self.probe_span, c.max_seq + 1, True, c.end)
+        # one more than admitted so far (a cap lowered by a late report may be below that)
+        probe = _Cap(c.end + self.probe_span, max(c.max_seq, self.seq) + 1, True, c.end)
+        c = self._caps[name] = probe
         self._refloor()
         return c if now < c.end else self._current(name, now)
 

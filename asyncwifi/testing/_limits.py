@@ -94,7 +94,8 @@ class _Period:
         return self.count
 
     def reset_in(self, now: float, left: int, mode: str, skew: float) -> float:
-        """Clock seconds until this period has room for ``left + 1`` (one more than now)."""
+        """Clock seconds until this period has room for one more, once the ``left`` requests
+        it still allows are spent (``RateLimit-Reset``)."""
         if mode == "sliding":
             if not self.hits:
                 return self.length
@@ -104,16 +105,16 @@ class _Period:
         end = self.window_start + self.length - skew - now
         if mode != "weighted":
             return end
-        # previous * (1 - (elapsed + x) / length) + count <= target, in this window or the next
-        target = self.limit - 1 - left
-        length, prev, count = self.length, self.previous, self.count
-        if target < 0:
-            return end + length
-        if count <= target:
-            if prev <= 0:
-                return end
-            return max(0.0, length * (1.0 - (target - count) / prev) - (length - end))
-        return end + length * (1.0 - target / count)
+        # once the ``left`` requests still allowed are spent too, the estimate must fall to
+        # limit - 1: previous * (1 - (elapsed + x) / length) + count + left <= limit - 1 in
+        # this window, or (count + left) * (1 - x' / length) <= limit - 1 in the next
+        full, length = self.count + left, self.length
+        if full <= self.limit - 1 and self.previous > 0:
+            room = (self.limit - 1 - full) / self.previous
+            return max(0.0, length * (1.0 - room) - (length - end))
+        if full <= self.limit - 1:
+            return end
+        return end + length * (1.0 - (self.limit - 1) / full)
 
     def record(self, now: float, mode: str) -> None:
         if mode == "sliding":
