@@ -182,7 +182,10 @@ def main() -> None:
             print(f"  {name:34} {model:8} {r[0]:>10.1%} {r[1]:>6} {r[2]:>8} {r[3]:>6}")
     ours = [results["asyncwifi", m] for m in TARGET_MODELS]
     ok = all(u >= 0.95 and e == 0 for u, e, _, _ in ours)
-    print(f"  target asyncwifi >= 95 % with 0 x 429 under every model: {'ok' if ok else 'MISSED'}")
+    print(
+        "  target asyncwifi >= 95 % with 0 x 429 under fixed, skewed, sliding: "
+        + ("ok" if ok else "MISSED")
+    )
     for name in list(CLIENTS)[1:]:
         ratios = ", ".join(
             f"{m} {results['asyncwifi', m][0] / max(results[name, m][0], 1e-9):.2f}x"
