@@ -20,8 +20,9 @@ speed a burst's arrivals spread over a few clock seconds, so it is a sampled fig
     python benchmarks/quota.py            # about a minute and a half
     python benchmarks/quota.py --minutes 6
 
-If ``benchmarks/_quota_backfill.py`` exists (requests used against the floor for
-backfills), its table is printed after this one.
+If ``benchmarks/_quota_backfill.py`` exists, its ``backfill_rows()`` (or ``rows()``)
+gives rows of (workload, requests used, floor, ratio) for backfills; their table is printed
+after this one.
 """
 
 from __future__ import annotations
@@ -193,13 +194,14 @@ def main() -> None:
         )
         print(f"  utilisation asyncwifi / {name}: {ratios}")
     try:
-        from _quota_backfill import backfill_rows  # type: ignore[import-not-found]
+        import _quota_backfill  # type: ignore[import-not-found]
     except ImportError:
         pass
     else:
+        rows = getattr(_quota_backfill, "backfill_rows", None) or _quota_backfill.rows
         print("\nBackfills: requests used against the floor")
         print(f"  {'workload':40} {'used':>8} {'floor':>8} {'ratio':>7}")
-        for workload, used, floor, ratio in backfill_rows():
+        for workload, used, floor, ratio in rows():
             print(f"  {workload:40} {used:>8,} {floor:>8,} {ratio:>6.2f}x")
     print(f"total {time.perf_counter() - began:.1f} s")
 

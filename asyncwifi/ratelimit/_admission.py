@@ -15,6 +15,7 @@ one cancelled after its grant but before it resumed gives the admission back (re
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import heapq
 import itertools
@@ -25,7 +26,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from asyncwifi._clock import Clock
-from asyncwifi.errors import ClientStateError, QuotaExhaustedError
+from asyncwifi.errors import ClientStateError, ConfigurationError, QuotaExhaustedError
 from asyncwifi.ratelimit._permit import HeadersLike, Lane, Permit, Waiter
 from asyncwifi.ratelimit._store import Store
 from asyncwifi.ratelimit._truth import Effect, Reason, ServerTruth, Wait
@@ -51,7 +52,7 @@ def _store_reason(why: str) -> Reason:
     return Reason(Wait.PAUSE) if why == "pause" else Reason(Wait.WINDOW, why)
 
 
-class AdmissionLoop:
+class AdmissionLoop(abc.ABC):
     """The queue and the loop that grants it; the ``Scheduler`` adds its public face."""
 
     _truth: ServerTruth
@@ -92,7 +93,7 @@ class AdmissionLoop:
         self._poked = False
         self._exhausted_noted = -_INF
 
-    # hooks the scheduler provides
+    @abc.abstractmethod
     def observe(
         self,
         status: int,
@@ -101,10 +102,11 @@ class AdmissionLoop:
         sent_at: float | None = None,
         seq: int | None = None,
     ) -> None:
-        raise NotImplementedError
+        """Apply a response (the scheduler's public method; a permit calls it)."""
 
+    @abc.abstractmethod
     def _apply(self, effects: list[Effect], now: float) -> None:
-        raise NotImplementedError
+        """Carry out (and log) what the server's state asks for."""
 
     # -- entering --------------------------------------------------------------------------
 
@@ -223,7 +225,11 @@ class AdmissionLoop:
     def _kick(self) -> None:
         """Re-examine the queue's head now (grants whatever can go, re-arms the timer)."""
         if self._sync:
-            wake = _run_now(self._service())
+            try:
+                wake = _run_now(self._service())
+            except Exception as exc:
+                self._fail_waiters(exc)
+                return
             if wake is not None:
                 self._arm(wake)
         elif self._pump is None:
@@ -339,15 +345,19 @@ class AdmissionLoop:
                     return
                 await self._pump_wait(wake)
         except Exception as exc:
-            # a store bug must not leave waiters hanging forever: they get the error
-            self._log.exception("rate-limit store failed; failing the waiting requests")
-            for w in [*self._heap, *self._parked]:
-                if not w.fut.done():
-                    w.fut.set_exception(exc)
-            self._heap.clear()
-            self._parked.clear()
+            self._fail_waiters(exc)
         finally:
             self._pump = None
+
+    def _fail_waiters(self, exc: Exception) -> None:
+        """A store bug must not leave waiters hanging forever: each gets the error (called
+        from an ``except`` block, so the log carries the traceback)."""
+        self._log.exception("rate-limit store failed; failing the waiting requests")
+        for w in [*self._heap, *self._parked]:
+            if not w.fut.done():
+                w.fut.set_exception(exc)
+        self._heap.clear()
+        self._parked.clear()
 
     async def _pump_wait(self, wake: float | None) -> None:
         if self._poked:
@@ -378,4 +388,7 @@ def _run_now(coro: Coroutine[Any, Any, float | None]) -> float | None:
         result: float | None = stop.value
         return result
     coro.close()
-    raise RuntimeError("a synchronous rate-limit store suspended in acquire()")
+    raise ConfigurationError(
+        "a rate-limit store that says it is synchronous suspended in acquire();"
+        " set synchronous = False on it"
+    )

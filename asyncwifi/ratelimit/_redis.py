@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from asyncwifi.errors import ConfigurationError, ValidationError
+from asyncwifi.errors import ClientStateError, ConfigurationError, ValidationError
 from asyncwifi.ratelimit._limits import WindowSpec
 from asyncwifi.ratelimit._store import Store, WindowUsage, _check_specs
 from asyncwifi.ratelimit._window import WindowLog, Windows
@@ -271,7 +271,7 @@ class RedisStore(Store):
 
     async def acquire(self, now: float) -> tuple[object | None, float]:
         if self._specs is None:
-            raise RuntimeError("RedisStore.acquire() before bind()")
+            raise ClientStateError("RedisStore.acquire() before bind(): give it to a Scheduler")
         if self._degraded is not None:
             if now < self._retry_at:
                 return self._local(now)

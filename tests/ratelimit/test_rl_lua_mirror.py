@@ -8,7 +8,6 @@ integer arithmetic agree exactly) with random counts, spans and paced mode; ever
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
 
 import pytest
@@ -17,28 +16,11 @@ from hypothesis import strategies as st
 
 from asyncwifi.ratelimit._redis import _ACQUIRE
 from asyncwifi.ratelimit._window import WindowLog, Windows
+from tests.ratelimit.rlhelpers import require_redis
 
 redis_asyncio = pytest.importorskip("redis.asyncio")
-URL = os.environ.get("ASYNCWIFI_REDIS_URL", "redis://127.0.0.1:6379/15")
+URL = "redis://127.0.0.1:6379"
 
-
-def _reachable() -> bool:
-    async def ping() -> bool:
-        client = redis_asyncio.Redis.from_url(URL, socket_connect_timeout=0.5)
-        try:
-            return bool(await client.ping())
-        except Exception:
-            return False
-        finally:
-            await client.aclose()
-
-    return asyncio.run(ping())
-
-
-if not _reachable():
-    if os.environ.get("ASYNCWIFI_REQUIRE_REDIS") == "1":
-        raise RuntimeError(f"Redis at {URL} is unreachable and ASYNCWIFI_REQUIRE_REDIS=1")
-    pytest.skip(f"Redis at {URL} is unreachable", allow_module_level=True)
 
 # (count, span, paced); a span a multiple of the count keeps the paced spacing whole, as
 # the store's microseconds are
@@ -55,6 +37,7 @@ steps = st.lists(st.integers(0, 30), min_size=1, max_size=60)
 @settings(max_examples=60, deadline=None)
 @given(windows=windows, steps=steps)
 def test_lua_and_python_agree(windows: list[tuple[int, int, bool]], steps: list[int]) -> None:
+    require_redis()
     asyncio.run(_agree(windows, steps))
 
 
