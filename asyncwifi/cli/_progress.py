@@ -73,6 +73,12 @@ def eta_seconds(progress: Progress, quota: QuotaSnapshot | None, now: float) -> 
     )
 
 
+def _requests_sent(progress: Progress, quota: QuotaSnapshot | None) -> int:
+    """Every request this run sent, logins and retries included: the scheduler admits each
+    one (the job's own count leaves the login out)."""
+    return max(progress.requests_run, quota.admitted if quota is not None else 0)
+
+
 def _quota_left(quota: QuotaSnapshot | None) -> int | None:
     day = quota.day if quota is not None else None
     return day.remaining if day is not None else None
@@ -136,7 +142,7 @@ def _fields(progress: Progress, quota: QuotaSnapshot | None, clock: Clock) -> di
         "records": progress.records,
         "records_run": progress.records_run,
         "pages_run": progress.pages_run,
-        "requests_run": progress.requests_run,
+        "requests_run": _requests_sent(progress, quota),
         "requests_total": progress.requests_total,
         "duplicates_dropped": progress.duplicates_run,
         "quota_day_remaining": _quota_left(quota),
@@ -227,7 +233,7 @@ class _TextReporter(Reporter):
         eta = None if eta is None else self.clock.real(eta)
         return (
             f"{progress.records:,} {self.noun} · {progress.pages_run:,} pages · "
-            f"{progress.requests_run:,} requests · quota left "
+            f"{_requests_sent(progress, quota):,} requests · quota left "
             f"{'?' if left is None else f'{left:,}'} · ETA {human_duration(eta)}"
         )
 

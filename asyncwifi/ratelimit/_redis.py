@@ -27,10 +27,10 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from asyncwifi.errors import ConfigurationError, ValidationError
+from asyncwifi.errors import ClientStateError, ConfigurationError, ValidationError
 from asyncwifi.ratelimit._limits import WindowSpec
 from asyncwifi.ratelimit._store import Store, WindowUsage, _check_specs
-from asyncwifi.ratelimit._window import WindowLog, project, record, try_admit
+from asyncwifi.ratelimit._window import WindowLog, Windows
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -191,8 +191,8 @@ class RedisStore(Store):
         self._counts: dict[str, int] = {}
         self._paced: dict[str, bool] = {}
         # this process's own admissions (full counts) and the conservative fallback logs
-        self._shadow: list[WindowLog] = []
-        self._fallback: list[WindowLog] = []
+        self._shadow = Windows()
+        self._fallback = Windows()
         self._hint = -math.inf  # the last "ask again at" the script returned (client time)
         self._hint_why = ""
         self._seen: dict[str, int] = {}  # the last counts the script reported
@@ -214,30 +214,28 @@ class RedisStore(Store):
         self._keys = [f"{self.prefix}{{{self.key}}}:{s.name}" for s in specs]
         self._counts = {s.name: s.count for s in specs}
         self._paced = {s.name: False for s in specs}
-        self._shadow = [WindowLog.from_spec(s) for s in specs]
-        self._fallback = []
+        self._shadow = Windows.from_specs(specs)
         shortest = min(s.period for s in specs) if specs else 0.0
+        fallback = []
         for s in specs:
             w = WindowLog(s.name, max(1, math.floor(s.count * self.fallback_fraction)), s.span)
             # the short window is paced (no bursts); pacing the day would space requests
             # minutes apart for nothing, its reduced count is enough
             w.paced = s.period == shortest
-            self._fallback.append(w)
+            fallback.append(w)
+        self._fallback = Windows(fallback)
 
     def configure(self, name: str, *, count: int | None = None, paced: bool | None = None) -> None:
         if count is not None:
             self._counts[name] = max(1, min(self._counts[name], count))
-            for w in self._shadow:
-                if w.name == name:
-                    w.count = self._counts[name]
-            for w in self._fallback:
-                if w.name == name:
-                    w.count = max(1, min(w.count, math.floor(count * self.fallback_fraction)))
+            self._shadow.get(name).count = self._counts[name]
+            w = self._fallback.get(name)
+            w.count = max(1, min(w.count, math.floor(count * self.fallback_fraction)))
         if paced is not None:
             self._paced[name] = paced
-            for w in self._shadow:
-                if w.name == name:
-                    w.paced = paced
+            self._shadow.get(name).paced = paced
+        self._shadow.refresh()
+        self._fallback.refresh()
 
     # -- Redis plumbing --------------------------------------------------------------------
 
@@ -273,7 +271,7 @@ class RedisStore(Store):
 
     async def acquire(self, now: float) -> tuple[object | None, float]:
         if self._specs is None:
-            raise RuntimeError("RedisStore.acquire() before bind()")
+            raise ClientStateError("RedisStore.acquire() before bind(): give it to a Scheduler")
         if self._degraded is not None:
             if now < self._retry_at:
                 return self._local(now)
@@ -297,8 +295,8 @@ class RedisStore(Store):
         at = int(r_now) / _US if not self.use_redis_time else now
         if int(ok):
             self._hint = -math.inf
-            t = record(self._shadow, at)
-            record(self._fallback, at)
+            t = self._shadow.record(at)
+            self._fallback.record(at)
             return (t, member), at
         retry_at = at + (int(r_wait) - int(r_now)) / _US
         self._hint = retry_at
@@ -309,10 +307,10 @@ class RedisStore(Store):
 
     def _local(self, now: float) -> tuple[object | None, float]:
         """The fallback decision: a fraction of each limit, paced, in this process only."""
-        t = try_admit(self._fallback, now)
+        t = self._fallback.try_admit(now)
         if t is None:
-            return None, max(w.next_free(now) for w in self._fallback)
-        record(self._shadow, now)
+            return None, self._fallback.next_free(now)[0]
+        self._shadow.record(now)
         member = f"{self._token}:{next(self._ids)}"
         self._pending.append((t, member))
         return (t, member), now
@@ -347,11 +345,7 @@ class RedisStore(Store):
 
     def next_free(self, now: float) -> tuple[float, str]:
         logs = self._fallback if self._degraded is not None else self._shadow
-        best, why = now, ""
-        for w in logs:
-            t = w.next_free(now)
-            if t > best:
-                best, why = t, w.name
+        best, why = logs.next_free(now)
         if self._degraded is None and self._hint > best:
             best, why = self._hint, self._hint_why
         return best, why
@@ -360,8 +354,8 @@ class RedisStore(Store):
         if not isinstance(ticket, tuple):
             return
         t, member = ticket
-        for w in (*self._shadow, *self._fallback):
-            w.remove(t)
+        self._shadow.remove(t)
+        self._fallback.remove(t)
         self._pending = [(pt, m) for pt, m in self._pending if m != member]
         if self._degraded is None:
             self._spawn(self._zrem(member))
@@ -396,7 +390,7 @@ class RedisStore(Store):
 
     def project(self, now: float, k: int) -> list[float]:
         logs = self._fallback if self._degraded is not None else self._shadow
-        times = project(logs, now, k)
+        times = logs.project(now, k)
         if self._degraded is None and self._hint > now and times:
             times = [max(t, self._hint) for t in times]
         return times

@@ -1,14 +1,22 @@
-"""Read-only views of the scheduler's state: ``QuotaSnapshot`` (``api.quota``) and events."""
+"""Read-only views of the scheduler's state: ``QuotaSnapshot`` (``api.quota``) and events.
+
+``take_snapshot`` builds the snapshot from the local logs (the store) and what the server
+said (``ServerTruth``): the lower figure wins, and its source is named.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from asyncwifi.ratelimit._limits import Limits
 
-__all__ = ["QuotaSnapshot", "ThrottleEvent", "WindowSnapshot"]
+if TYPE_CHECKING:
+    from asyncwifi.ratelimit._store import Store
+    from asyncwifi.ratelimit._truth import ServerTruth
+
+__all__ = ["QuotaSnapshot", "ThrottleEvent", "WindowSnapshot", "take_snapshot"]
 
 Source = Literal["server", "local"]
 
@@ -53,6 +61,9 @@ class QuotaSnapshot:
     degraded: str | None = None
     in_flight: int = 0
     waiting: int = 0
+    #: requests admitted by this scheduler so far and not given back: every request
+    #: sent, logins and retries included
+    admitted: int = 0
 
     @property
     def minute(self) -> WindowSnapshot | None:
@@ -77,3 +88,68 @@ class ThrottleEvent:
     name: str = ""
     until: float | None = None
     reason: str = ""
+
+
+def take_snapshot(
+    now: float,
+    limits: Limits,
+    truth: ServerTruth,
+    store: Store,
+    *,
+    in_flight: int,
+    waiting: int,
+    admitted: int,
+) -> QuotaSnapshot:
+    """The quota as known at ``now``: per window the lower of the local and server figures."""
+    usage = store.usage(now)
+    gate, _ = truth.gate(now)
+    windows: dict[str, WindowSnapshot] = {}
+    for spec in limits.windows():
+        u = usage.get(spec.name)
+        count = truth.count(spec.name)
+        used = u.used if u is not None else 0
+        local = max(0, min(count, u.limit if u is not None else count) - used)
+        next_at = max(gate, u.next_at if u is not None else now)
+        server = truth.server_view(spec.name, now)
+        reset_at: float | None
+        source: Source
+        if server is not None and server[0] <= local:
+            remaining, reset_at, source = server[0], server[1], "server"
+            if remaining == 0:
+                next_at = max(next_at, server[1])
+        else:
+            remaining, source = local, "local"
+            reset_at = u.reset_at if u is not None else None
+        windows[spec.name] = WindowSnapshot(
+            spec.name,
+            count,
+            remaining,
+            reset_at,
+            source,
+            used=used,
+            next_at=next_at,
+            paced=spec.name in truth.paced_until,
+        )
+    objects = {
+        name: WindowSnapshot(
+            name, o.limit, o.remaining, o.window_end, "server", next_at=max(now, o.blocked_until)
+        )
+        for name, o in truth.objects.items()
+        if now < o.window_end or o.blocked_until > now
+    }
+    paused = truth.pause_until > now
+    return QuotaSnapshot(
+        taken_at=now,
+        limits=limits,
+        windows=windows,
+        objects=objects,
+        paused_until=truth.pause_until if paused else None,
+        pause_reason=truth.pause_reason if paused else "",
+        mode="paced" if truth.paced_until else "exact",
+        paced_until=max(truth.paced_until.values(), default=None),
+        store=store.status,
+        degraded=store.degraded,
+        in_flight=in_flight,
+        waiting=waiting,
+        admitted=admitted,
+    )

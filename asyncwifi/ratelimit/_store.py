@@ -9,14 +9,12 @@ synchronously and exactly; a shared store (``RedisStore``) answers over the netw
 from __future__ import annotations
 
 import abc
-import math
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from asyncwifi.errors import ValidationError
 from asyncwifi.ratelimit._limits import WindowSpec
-from asyncwifi.ratelimit._window import WindowLog, free_at, project, record
+from asyncwifi.ratelimit._window import Windows
 
 __all__ = ["MemoryStore", "Store", "WindowUsage"]
 
@@ -123,95 +121,49 @@ class MemoryStore(Store):
     def __init__(self) -> None:
         super().__init__()
         self._specs: tuple[WindowSpec, ...] | None = None
-        self._logs: list[WindowLog] = []
-        # the hot path's whole test: no admission before _free (recomputed on every change)
-        self._free = -math.inf
-        self._last = -math.inf
-        self._flat: list[tuple[deque[float], int, float, float]] = []
+        self._windows = Windows()
 
     def bind(self, specs: Sequence[WindowSpec]) -> None:
         if self._specs is not None:
             _check_specs(self._specs, specs)
             return
         self._specs = tuple(specs)
-        self._logs = [WindowLog.from_spec(s) for s in specs]
-        self._refresh()
-
-    def _log(self, name: str) -> WindowLog:
-        for w in self._logs:
-            if w.name == name:
-                return w
-        raise KeyError(name)
+        self._windows = Windows.from_specs(specs)
 
     def configure(self, name: str, *, count: int | None = None, paced: bool | None = None) -> None:
-        w = self._log(name)
+        w = self._windows.get(name)
         if count is not None:
             w.count = max(1, min(w.count, count))
         if paced is not None:
             w.paced = paced
-        self._refresh()
+        self._windows.refresh()
 
     def try_acquire(self, now: float) -> float | None:
-        if now < self._free:
-            return None
-        t = now if now >= self._last else self._last
-        # record in every window and recompute the free time (free_at(), inlined)
-        free = -math.inf
-        for log, c, span, pace in self._flat:
-            log.append(t)
-            if len(log) >= c:
-                f = log[0] + span
-                if f > free:
-                    free = f
-            if pace:
-                f = t + pace
-                if f > free:
-                    free = f
-        self._last = t
-        self._free = free
-        return t
-
-    def _refresh(self) -> None:
-        """Recompute the free time and the hot path's flat view of the windows."""
-        self._flat = [
-            (w._log, w._count, w.span, w.span / w._count if w.paced else 0.0) for w in self._logs
-        ]
-        self._free = free_at(self._logs)
+        return self._windows.try_admit(now)
 
     async def acquire(self, now: float) -> tuple[object | None, float]:
-        ticket = self.try_acquire(now)
+        ticket = self._windows.try_admit(now)
         if ticket is not None:
             return ticket, now
-        return None, self._free
+        return None, self._windows.free
 
     def force(self, now: float) -> float:
         """Log an admission without checking (merging admissions made elsewhere)."""
-        t = self._last = record(self._logs, now)
-        self._free = free_at(self._logs)
-        return t
+        return self._windows.record(now)
 
     def next_free(self, now: float) -> tuple[float, str]:
-        if now >= self._free:
-            return now, ""
-        best, why = now, ""
-        for w in self._logs:
-            t = w.free_at()
-            if t > best:
-                best, why = t, w.name
-        return best, why
+        return self._windows.next_free(now)
 
     def refund(self, ticket: object) -> None:
         if isinstance(ticket, float):
-            for w in self._logs:
-                w.remove(ticket)
-            self._free = free_at(self._logs)
+            self._windows.remove(ticket)
 
     def project(self, now: float, k: int) -> list[float]:
-        return project(self._logs, now, k)
+        return self._windows.project(now, k)
 
     def usage(self, now: float) -> dict[str, WindowUsage]:
         out: dict[str, WindowUsage] = {}
-        for w in self._logs:
+        for w in self._windows:
             used = w.used(now)
             newest = w.newest()
             out[w.name] = WindowUsage(
@@ -224,4 +176,4 @@ class MemoryStore(Store):
         return "memory"
 
     def __repr__(self) -> str:
-        return f"MemoryStore({', '.join(map(repr, self._logs))})"
+        return f"MemoryStore({', '.join(map(repr, self._windows))})"

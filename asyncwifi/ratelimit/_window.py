@@ -8,17 +8,22 @@ window (DESIGN "Rate limits" 1), while a burst of ``count`` at once is still all
 Older admissions can never matter again, so the log is a ``deque(maxlen=count)``: O(1)
 per admission, whatever the limit. In *paced* mode admissions are also spaced
 ``span / count`` apart, which satisfies servers that weigh two fixed windows together.
+
+The rule lives in one place, :meth:`WindowLog.bound`; :class:`Windows` (the logs of every
+limit of a store, admitted together) applies it to the logs as they are (``try_admit``)
+and to the admissions still to come (``project``). The Lua script of ``RedisStore``
+mirrors it, and a test holds the two to the same decisions.
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from asyncwifi.ratelimit._limits import WindowSpec
 
-__all__ = ["WindowLog", "free_at", "project", "record", "try_admit"]
+__all__ = ["WindowLog", "Windows"]
 
 
 class WindowLog:
@@ -50,17 +55,22 @@ class WindowLog:
         self._count = value
         self._log = deque(self._log, maxlen=value)
 
-    def free_at(self) -> float:
-        """The earliest time the next admission is allowed by this window (may be past)."""
-        log = self._log
-        t = -math.inf
-        if len(log) >= self._count:
-            t = log[0] + self.span
-        if self.paced and log:
-            p = log[-1] + self.span / self._count
+    def bound(self, oldest: float | None, last: float | None) -> float:
+        """The window rule: the earliest next admission, given the admission ``count`` back
+        (None if fewer were made) and the latest one (for paced mode)."""
+        t = -math.inf if oldest is None else oldest + self.span
+        if self.paced and last is not None:
+            p = last + self.span / self._count
             if p > t:
                 t = p
         return t
+
+    def free_at(self) -> float:
+        """The earliest time the next admission is allowed by this window (may be past)."""
+        log = self._log
+        if not log:
+            return -math.inf
+        return self.bound(log[0] if len(log) >= self._count else None, log[-1])
 
     def next_free(self, now: float) -> float:
         """The earliest time >= ``now`` at which one more admission is allowed."""
@@ -109,59 +119,94 @@ class WindowLog:
         return f"<WindowLog {self.name} {len(self._log)}/{self._count} in {self.span:g}s{mode}>"
 
 
-def free_at(logs: Sequence[WindowLog]) -> float:
-    """The earliest time every window allows the next admission (may be in the past)."""
-    t = -math.inf
-    for w in logs:
-        f = w.free_at()
-        if f > t:
-            t = f
-    return t
-
-
-def record(logs: Sequence[WindowLog], now: float) -> float:
-    """Log an admission in every window unconditionally; returns the logged time.
-
-    The same time goes into every log (never before any log's last entry, so that a clock
-    stepping backwards keeps the logs sorted), which lets a refund find it again.
+class Windows:
+    """Every limit's log of one store, admitted together: an admission goes into every log
+    at one time (never before any log's last entry, so a clock stepping back keeps the logs
+    sorted and a refund finds the entry again). ``free`` caches the earliest next admission.
     """
-    t = now
-    for w in logs:
-        last = w.newest()
-        if last is not None and last > t:
-            t = last
-    for w in logs:
-        w.append(t)
-    return t
 
+    __slots__ = ("_last", "free", "logs")
 
-def try_admit(logs: Sequence[WindowLog], now: float) -> float | None:
-    """Admit one at ``now`` if every window allows it: returns the logged time, else None."""
-    if free_at(logs) > now:
-        return None
-    return record(logs, now)
+    def __init__(self, logs: Iterable[WindowLog] = ()) -> None:
+        self.logs: list[WindowLog] = list(logs)
+        #: the earliest time every window allows the next admission (may be in the past)
+        self.free = -math.inf
+        self._last = -math.inf
+        self.refresh()
 
+    @classmethod
+    def from_specs(cls, specs: Iterable[WindowSpec]) -> Windows:
+        return cls(WindowLog.from_spec(s) for s in specs)
 
-def project(logs: Sequence[WindowLog], now: float, k: int) -> list[float]:
-    """The earliest times of the next ``k`` admissions, if each went as early as allowed.
+    def __iter__(self) -> Iterator[WindowLog]:
+        return iter(self.logs)
 
-    The future admissions are simulated on top of each log without changing it.
-    """
-    out: list[float] = []
-    for j in range(k):
-        t = out[-1] if out else now
-        for w in logs:
-            log, count = w.times(), w.count
-            n = len(log)
-            idx = n + j - count
-            if idx >= 0:
-                ref = log[idx] if idx < n else out[idx - n]
-                if ref + w.span > t:
-                    t = ref + w.span
-            if w.paced and (j or n):
-                last = out[-1] if j else log[-1]
-                p = last + w.span / count
-                if p > t:
-                    t = p
-        out.append(t)
-    return out
+    def get(self, name: str) -> WindowLog:
+        for w in self.logs:
+            if w.name == name:
+                return w
+        raise KeyError(name)
+
+    def refresh(self) -> None:
+        """Recompute ``free`` (after a count, a mode or a log changed)."""
+        self.free = max((w.free_at() for w in self.logs), default=-math.inf)
+        self._last = max((t for w in self.logs if (t := w.newest()) is not None), default=-math.inf)
+
+    def try_admit(self, now: float) -> float | None:
+        """Admit one at ``now`` if every window allows it: returns the logged time, else None."""
+        if now < self.free:
+            return None
+        return self.record(now)
+
+    def record(self, now: float) -> float:
+        """Log an admission in every window unconditionally; returns the logged time."""
+        t = now if now >= self._last else self._last
+        free = -math.inf
+        for w in self.logs:
+            w.append(t)
+            f = w.free_at()
+            if f > free:
+                free = f
+        self._last, self.free = t, free
+        return t
+
+    def remove(self, t: float) -> None:
+        """Forget the admission logged at ``t`` in every window (a refund)."""
+        for w in self.logs:
+            w.remove(t)
+        self.refresh()
+
+    def next_free(self, now: float) -> tuple[float, str]:
+        """The earliest time >= ``now`` every window allows one more, and the window that
+        sets it ("" when it is ``now``)."""
+        best, why = now, ""
+        if now >= self.free:
+            return best, why
+        for w in self.logs:
+            t = w.free_at()
+            if t > best:
+                best, why = t, w.name
+        return best, why
+
+    def project(self, now: float, k: int) -> list[float]:
+        """The earliest times of the next ``k`` admissions, if each went as early as allowed.
+
+        The rule is applied to the logs extended by the projected admissions themselves,
+        without changing them.
+        """
+        out: list[float] = []
+        for j in range(k):
+            t = out[-1] if out else now
+            for w in self.logs:
+                log, n = w.times(), len(w.times())
+                idx = n + j - w.count
+                oldest = None if idx < 0 else (log[idx] if idx < n else out[idx - n])
+                last = out[-1] if j else (log[-1] if n else None)
+                b = w.bound(oldest, last)
+                if b > t:
+                    t = b
+            out.append(t)
+        return out
+
+    def __repr__(self) -> str:
+        return f"Windows({', '.join(map(repr, self.logs))})"

@@ -4,8 +4,12 @@ Both classes take the time as an argument and never sleep or touch a socket, so 
 arithmetic is testable by stepping a number. Facts followed (gateway.md):
 
 - windows are fixed and aligned to UTC (minute on :00, day at 00:00) in ``"fixed"`` mode;
-  ``"sliding"`` is the strict alternative: at most N admissions in any window of the period;
-  ``"off"`` counts (the headers stay truthful) but never refuses;
+  ``"skewed"`` is the same on a gateway clock that is off by ``skew`` seconds (windows
+  start at :00 of *its* clock, not ours); ``"sliding"`` is the strict alternative: at most
+  N admissions in any window of the period; ``"weighted"`` is the commercial plugin's
+  two-window estimate (``previous * (1 - elapsed / period) + current``), which punishes a
+  burst at the start of a window; ``"off"`` counts (the headers stay truthful) but never
+  refuses. ``RateLimit-Reset`` is always when the period next has room for one more;
 - ``X-RateLimit-Remaining-<Period>`` already includes the current request;
   ``RateLimit-*`` describe the most constrained period (lowest remaining, ties to the longer
   window); ``RateLimit-Reset`` is in seconds, at least 1; a 429 adds ``Retry-After`` = reset;
@@ -25,8 +29,10 @@ from typing import Literal
 
 __all__ = ["Decision", "Mode", "ObjectLimiter", "RateLimiter"]
 
-Mode = Literal["fixed", "sliding", "off"]
-MODES: tuple[str, ...] = ("fixed", "sliding", "off")
+Mode = Literal["fixed", "skewed", "sliding", "weighted", "off"]
+MODES: tuple[str, ...] = ("fixed", "skewed", "sliding", "weighted", "off")
+#: the gateway clock's offset in ``"skewed"`` mode when none is given (seconds, off-grid)
+DEFAULT_SKEW = 23.0
 
 MINUTE = 60.0
 DAY = 86_400.0
@@ -47,9 +53,12 @@ class Decision:
 
 
 class _Period:
-    """One configured period: its limit and its counting state (fixed or sliding)."""
+    """One configured period: its limit and its counting state (fixed, sliding or weighted).
 
-    __slots__ = ("count", "hits", "length", "limit", "name", "title", "window_start")
+    ``skew`` is added to the time before the fixed grid is applied (the gateway's clock).
+    """
+
+    __slots__ = ("count", "hits", "length", "limit", "name", "previous", "title", "window_start")
 
     def __init__(self, name: str, length: float, limit: int) -> None:
         self.name = name
@@ -58,33 +67,57 @@ class _Period:
         self.limit = limit
         self.window_start = -math.inf
         self.count = 0
+        self.previous = 0
         self.hits: deque[float] = deque()
 
-    def used(self, now: float, sliding: bool) -> int:
-        if sliding:
+    def _roll(self, now: float, skew: float) -> float:
+        """Move to the fixed window holding ``now``; returns the elapsed part of it."""
+        local = now + skew
+        start = (local // self.length) * self.length  # windows aligned on the gateway's clock
+        if start != self.window_start:
+            self.previous = self.count if start - self.window_start == self.length else 0
+            self.window_start = start
+            self.count = 0
+        return local - start
+
+    def used(self, now: float, mode: str, skew: float) -> float:
+        """What counts against the limit at ``now`` (a float in weighted mode)."""
+        if mode == "sliding":
             horizon = now - self.length
             hits = self.hits
             while hits and hits[0] <= horizon:
                 hits.popleft()
             return len(hits)
-        start = (now // self.length) * self.length  # spec: windows aligned to UTC
-        if start != self.window_start:
-            self.window_start = start
-            self.count = 0
+        elapsed = self._roll(now, skew)
+        if mode == "weighted":
+            return self.previous * (1.0 - elapsed / self.length) + self.count
         return self.count
 
-    def reset_in(self, now: float, used: int, sliding: bool) -> float:
-        """Clock seconds until this period gives back room for one more request."""
-        if not sliding:
-            return self.window_start + self.length - now
-        if not self.hits:
-            return self.length
-        # the (used - limit + 1)-th oldest hit must leave the window for one more to fit
-        k = min(max(used - self.limit, 0), len(self.hits) - 1)
-        return self.hits[k] + self.length - now
+    def reset_in(self, now: float, left: int, mode: str, skew: float) -> float:
+        """Clock seconds until this period has room for one more, once the ``left`` requests
+        it still allows are spent (``RateLimit-Reset``)."""
+        if mode == "sliding":
+            if not self.hits:
+                return self.length
+            # enough of the oldest hits must leave that one more than ``left`` fits
+            k = min(max(len(self.hits) - self.limit + left, 0), len(self.hits) - 1)
+            return self.hits[k] + self.length - now
+        end = self.window_start + self.length - skew - now
+        if mode != "weighted":
+            return end
+        # once the ``left`` requests still allowed are spent too, the estimate must fall to
+        # limit - 1: previous * (1 - (elapsed + x) / length) + count + left <= limit - 1 in
+        # this window, or (count + left) * (1 - x' / length) <= limit - 1 in the next
+        full, length = self.count + left, self.length
+        if full <= self.limit - 1 and self.previous > 0:
+            room = (self.limit - 1 - full) / self.previous
+            return max(0.0, length * (1.0 - room) - (length - end))
+        if full <= self.limit - 1:
+            return end
+        return end + length * (1.0 - (self.limit - 1) / full)
 
-    def record(self, now: float, sliding: bool) -> None:
-        if sliding:
+    def record(self, now: float, mode: str) -> None:
+        if mode == "sliding":
             self.hits.append(now)
         else:
             self.count += 1
@@ -93,7 +126,7 @@ class _Period:
 class RateLimiter:
     """Request limits per minute and per day, counted like Kong's ``rate-limiting`` plugin."""
 
-    __slots__ = ("_periods", "count_refused", "fractional_reset", "mode")
+    __slots__ = ("_periods", "count_refused", "fractional_reset", "mode", "skew")
 
     def __init__(
         self,
@@ -103,6 +136,7 @@ class RateLimiter:
         mode: Mode = "fixed",
         count_refused: bool = False,
         fractional_reset: bool = False,
+        skew: float | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"rate_limit_mode must be one of {MODES}, not {mode!r}")
@@ -111,6 +145,10 @@ class RateLimiter:
         self._periods = (_Period("minute", MINUTE, minute), _Period("day", DAY, day))
         #: ``"fixed"``, ``"sliding"`` or ``"off"``
         self.mode: Mode = mode
+        #: seconds the gateway's clock is ahead of ours (windows aligned on its clock)
+        self.skew = float(skew) if skew is not None else (DEFAULT_SKEW if mode == "skewed" else 0.0)
+        if not math.isfinite(self.skew):
+            raise ValueError(f"gateway skew must be a finite number of seconds, not {skew!r}")
         #: whether refused requests count too (Kong's Redis policy)
         self.count_refused = count_refused
         #: send reset values as fractional seconds instead of Kong's integers
@@ -123,8 +161,10 @@ class RateLimiter:
 
     def remaining(self, now: float) -> dict[str, int]:
         """What each period has left at ``now`` (no request is recorded)."""
-        sliding = self.mode == "sliding"
-        return {p.name: max(0, p.limit - p.used(now, sliding)) for p in self._periods}
+        return {
+            p.name: max(0, math.floor(p.limit - p.used(now, self.mode, self.skew)))
+            for p in self._periods
+        }
 
     def format_reset(self, seconds: float) -> str:
         """A reset value as the gateway sends it: whole seconds, at least 1 (or fractional)."""
@@ -138,20 +178,25 @@ class RateLimiter:
         ``noise`` is added to the displayed remaining counts (approximate node counters, a
         fault): enforcement stays exact.
         """
-        sliding = self.mode == "sliding"
-        used = [p.used(now, sliding) for p in self._periods]
+        mode, skew = self.mode, self.skew
+        used = [p.used(now, mode, skew) for p in self._periods]
         stop: int | None = None
-        if self.mode != "off":
+        if mode != "off":
             for i, p in enumerate(self._periods):
-                if p.limit - used[i] <= 0:
+                if p.limit - used[i] < 1:
                     stop = i  # the last (longest) exhausted period wins, as in Kong
+        allowed = stop is None
+        if allowed or self.count_refused:
+            for p in self._periods:
+                p.record(now, mode)
+            used = [p.used(now, mode, skew) for p in self._periods]
         headers: list[tuple[str, str]] = []
         best: tuple[int, float, int] | None = None  # (remaining, -length, index)
+        lefts: list[int] = []
         for i, p in enumerate(self._periods):
-            left = p.limit - used[i]
-            if stop is None or stop == i:
-                left -= 1  # the remaining count already includes this request
-            left = max(0, left)
+            # the remaining count already includes this request (when it counted)
+            left = max(0, math.floor(p.limit - used[i] + 1e-9))
+            lefts.append(left)
             shown = min(p.limit, max(0, left + noise)) if noise else left
             headers.append((f"X-RateLimit-Limit-{p.title}", str(p.limit)))
             headers.append((f"X-RateLimit-Remaining-{p.title}", str(shown)))
@@ -160,18 +205,15 @@ class RateLimiter:
                 best = key
         assert best is not None
         chosen = self._periods[best[2]]
-        reset = chosen.reset_in(now, used[best[2]], sliding)
+        counting = "fixed" if mode in ("off", "skewed") else mode
+        reset = chosen.reset_in(now, lefts[best[2]], counting, skew)
         shown_left = headers[2 * best[2] + 1][1]
         reset_text = self.format_reset(reset)
         headers.append(("RateLimit-Limit", str(chosen.limit)))
         headers.append(("RateLimit-Remaining", shown_left))
         headers.append(("RateLimit-Reset", reset_text))
-        allowed = stop is None
         if not allowed:
             headers.append(("Retry-After", reset_text))
-        if allowed or self.count_refused:
-            for p in self._periods:
-                p.record(now, sliding)
         return Decision(allowed, headers, reset, chosen.name)
 
 

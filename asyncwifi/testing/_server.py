@@ -78,8 +78,13 @@ class Simulator:
     Gateway:
         minute_limit, day_limit: requests per minute (60) and per day (15,000) (spec §8).
         rate_limit_mode: ``"fixed"`` (default: windows aligned to UTC on the clock's time
-            line, minute on :00, day at 00:00), ``"sliding"`` (strict: at most N in any
-            window of the period) or ``"off"`` (never refuses; headers still sent).
+            line, minute on :00, day at 00:00), ``"skewed"`` (fixed windows on a gateway
+            clock off by ``gateway_skew`` seconds, 23 by default), ``"sliding"`` (strict: at
+            most N in any window of the period), ``"weighted"`` (the two-window estimate
+            ``previous * (1 - elapsed / period) + current``) or ``"off"`` (never refuses;
+            headers still sent).
+        gateway_skew: seconds the gateway's clock is ahead of the simulator's (any mode
+            with fixed windows: ``"fixed"``, ``"skewed"``, ``"weighted"``).
         count_refused: refused requests count too (Kong's Redis-backed counting).
         object_limits: per-object daily limits, e.g. ``{"hotspots": 10}``: headers
             ``X-RateLimit-Limit-Hotspots-Day``; once spent, a request that touches the
@@ -119,6 +124,7 @@ class Simulator:
         minute_limit: int = 60,
         day_limit: int = 15_000,
         rate_limit_mode: Mode = "fixed",
+        gateway_skew: float | None = None,
         count_refused: bool = False,
         object_limits: Mapping[str, int] | None = None,
         fractional_reset: bool = False,
@@ -159,6 +165,7 @@ class Simulator:
             mode=rate_limit_mode,
             count_refused=count_refused,
             fractional_reset=fractional_reset,
+            skew=gateway_skew,
         )
         #: the per-object daily limits
         self.object_limiter = ObjectLimiter(object_limits)

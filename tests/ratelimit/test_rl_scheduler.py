@@ -630,3 +630,23 @@ def test_public_names_are_pinned() -> None:
         "WindowSnapshot",
     } <= set(rl.__all__)
     assert [n for n in rl.__all__ if not hasattr(rl, n)] == []
+
+
+def test_a_synchronous_store_that_suspends_is_a_configuration_error() -> None:
+    from asyncwifi.errors import ConfigurationError
+
+    class Suspends(MemoryStore):
+        async def acquire(self, now: float) -> tuple[object | None, float]:
+            await asyncio.sleep(0)
+            return await super().acquire(now)
+
+    clock = VirtualClock(START)
+
+    async def main() -> None:
+        s = Scheduler(limits(1, 60.0), clock=clock, store=Suspends(), max_in_flight=None)
+        await s.acquire()  # the fast path: no loop involved
+        with pytest.raises(ConfigurationError, match="synchronous"):
+            await s.acquire()  # queued: the loop runs the store and finds it suspending
+        await s.aclose()
+
+    run(clock, main)

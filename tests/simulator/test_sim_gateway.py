@@ -130,6 +130,52 @@ async def test_sliding_mode_counts_any_window_of_a_minute(make_caller: CallerFac
     assert caller.sim.counters.max_in_any_window == 4
 
 
+async def test_skewed_mode_aligns_windows_on_the_gateway_clock(
+    make_caller: CallerFactory,
+) -> None:
+    # the gateway's clock is 20 s ahead: its minute starts at our :40
+    clock = ManualClock(BOUNDARY - 20.5)
+    caller = await make_caller(
+        clock=clock,
+        minute_limit=2,
+        rate_limit_mode="skewed",
+        gateway_skew=20.0,
+        fractional_reset=True,
+        login=False,
+    )
+    assert (await segments(caller)).headers["RateLimit-Reset"] == "0.500"
+    await segments(caller)
+    refused = await segments(caller)
+    assert (refused.status, refused.headers["Retry-After"]) == (429, "0.500")
+    clock.set(BOUNDARY - 20)  # the gateway's new minute
+    assert [(await segments(caller)).status == 429 for _ in range(3)] == [False, False, True]
+    clock.set(BOUNDARY)  # our minute boundary means nothing to this gateway
+    assert (await segments(caller)).status == 429
+
+
+async def test_weighted_mode_punishes_a_burst_at_the_start_of_a_window(
+    make_caller: CallerFactory,
+) -> None:
+    clock = ManualClock(BOUNDARY)
+    caller = await make_caller(
+        clock=clock,
+        minute_limit=4,
+        rate_limit_mode="weighted",
+        fractional_reset=True,
+        login=False,
+    )
+    answers = [await segments(caller) for _ in range(4)]
+    assert [a.status == 429 for a in answers] == [False] * 4  # counted before the token check
+    # spent; room comes back once 4 * (1 - e / 60) <= 3 in the next window: at e = 15 s
+    assert answers[-1].headers["RateLimit-Reset"] == "75.000"
+    clock.set(BOUNDARY + 60)  # a fixed window would start afresh here
+    refused = await segments(caller)
+    assert (refused.status, refused.headers["Retry-After"]) == (429, "15.000")
+    clock.set(BOUNDARY + 75)
+    assert (await segments(caller)).status != 429
+    assert (await segments(caller)).status == 429
+
+
 async def test_refused_requests_count_when_asked(make_caller: CallerFactory) -> None:
     for count_refused, day_left in ((False, 100 - 3), (True, 100 - 6)):
         clock = ManualClock(BOUNDARY + 1)

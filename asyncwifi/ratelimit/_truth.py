@@ -1,8 +1,16 @@
 """What the server said, as sans-I/O state: pauses, remaining counts, object quotas, pacing.
 
-``RateCore`` takes the time as an argument and returns *effects* (pause everyone, switch a
-window to paced mode, lower a limit) for the asyncio scheduler to carry out; it never
+``ServerTruth`` takes the time as an argument and returns *effects* (pause everyone, switch
+a window to paced mode, lower a limit) for the asyncio scheduler to carry out; it never
 sleeps or logs. The sliding-window logs themselves live in the store.
+
+A remaining count becomes a *cap*: "at most ``r`` more admissions until ``end``". The end
+is placed by what the server said (``RateLimit-Reset``: when the period next has room),
+not by the clock grid, so the cap is right whether the gateway counts in fixed windows on
+our clock, fixed windows on a skewed clock, or a sliding (or weighted) window. Inside a
+cap a newer report may only lower it. When a cap ends, the server has promised room for
+one more only: one *probe* goes, and its response (the first sent after the end) sets the
+next cap; should no response come, the probe state lapses after the shortest span.
 """
 
 from __future__ import annotations
@@ -11,17 +19,72 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Literal
 
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._limits import DAY, WindowSpec
 
-__all__ = ["Effect", "ObjectState", "RateCore", "grid_end"]
+__all__ = ["NOW", "Effect", "ObjectState", "Reason", "ServerTruth", "Wait", "grid_end"]
 
 #: a sequence number no admission reaches
 _NEVER = 1 << 62
 
 EffectKind = Literal["pause", "paced", "exact", "limit", "exhausted", "object"]
+
+
+class Wait(Enum):
+    """What holds an admission back."""
+
+    NONE = "none"
+    #: a 429 named a reset: every request waits
+    PAUSE = "pause"
+    #: the local sliding-window log of a limit (``name``)
+    WINDOW = "window"
+    #: a server-reported remaining count of a limit (``name``)
+    CAP = "cap"
+    #: a cap ended; one request went to learn the next one (``name``)
+    PROBE = "probe"
+    #: a per-object daily quota (``name``)
+    OBJECT = "object"
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """Why an admission waits: the kind of obstacle and the limit or object it belongs to."""
+
+    kind: Wait
+    name: str = ""
+
+    @property
+    def quota(self) -> str | None:
+        """The spent quota this names ("day" or an object), or None when it is pacing."""
+        if self.kind is Wait.OBJECT:
+            return self.name
+        if self.kind in (Wait.WINDOW, Wait.CAP) and self.name == "day":
+            return "day"
+        return None
+
+
+#: nothing holds the admission back
+NOW = Reason(Wait.NONE)
+_PAUSE = Reason(Wait.PAUSE)
+
+
+@dataclass(slots=True)
+class _Cap:
+    """At most ``max_seq`` admissions (by sequence number) before ``end``.
+
+    A probe cap (``probe``) is the state after a cap's end: one more may go, and the first
+    report on a request sent at or after ``since`` replaces it. Only a cap the server placed
+    (``RateLimit-Reset``) leads to a probe; one placed on the clock grid simply ends.
+    """
+
+    end: float
+    max_seq: int
+    probe: bool = False
+    since: float = -math.inf
+    then_probe: bool = True
 
 
 def grid_end(t: float, period: float) -> float:
@@ -54,7 +117,7 @@ class ObjectState:
     blocked_until: float = -math.inf
 
 
-class RateCore:
+class ServerTruth:
     """Server truth layered over the local logs; every method takes ``now``."""
 
     __slots__ = (
@@ -68,6 +131,7 @@ class RateCore:
         "paced_until",
         "pause_reason",
         "pause_until",
+        "probe_span",
         "recent",
         "seq",
         "server_limits",
@@ -94,8 +158,10 @@ class RateCore:
         #: no admission before this time (a 429 named a reset)
         self.pause_until = -math.inf
         self.pause_reason = ""
-        #: window name -> (window end, admissions allowed while seq < this)
-        self._caps: dict[str, tuple[float, int]] = {}
+        #: window name -> its cap (see ``_Cap``)
+        self._caps: dict[str, _Cap] = {}
+        #: how long a probe waits for its answer before the cap lapses
+        self.probe_span = self.shortest.span if self.shortest is not None else 60.0
         #: no cap can block while seq < cap_floor (a cheap test for the hot path)
         self.cap_floor = _NEVER
         #: limits the server reported lower than configured
@@ -108,31 +174,41 @@ class RateCore:
 
     # -- admission -------------------------------------------------------------------------
 
-    def gate(self, now: float, objects: str | None = None) -> tuple[float, str]:
-        """Earliest time the server's state allows an admission, and why (``""`` if now)."""
-        t, why = now, ""
+    def gate(self, now: float, objects: str | None = None) -> tuple[float, Reason]:
+        """Earliest time the server's state allows an admission, and why (``NOW`` if now)."""
+        t, why = now, NOW
         if self.pause_until > t:
-            t, why = self.pause_until, "pause"
+            t, why = self.pause_until, _PAUSE
         caps = self._caps
         if caps and self.seq >= self.cap_floor:
-            expired: list[str] = []
             seq = self.seq
-            for name, (end, max_seq) in caps.items():
-                if now >= end:
-                    expired.append(name)
-                elif seq >= max_seq and end >= t:
-                    t, why = end, name  # on a tie the spent window is the better reason
-            if expired:
-                for name in expired:
-                    del caps[name]
-                self._refloor()
+            for name in list(caps):
+                c = self._current(name, now)
+                if c is not None and seq >= c.max_seq and c.end >= t:
+                    # on a tie the spent window is the better reason
+                    t, why = c.end, Reason(Wait.PROBE if c.probe else Wait.CAP, name)
         if objects is not None and self.objects:
             o = self.objects.get(objects)
             if o is not None and o.blocked_until > now:
                 b = o.blocked_until
                 if b > t:
-                    t, why = b, f"object:{objects}"
+                    t, why = b, Reason(Wait.OBJECT, objects)
         return t, why
+
+    def _current(self, name: str, now: float) -> _Cap | None:
+        """The cap of ``name`` at ``now``: an ended cap becomes a probe, a lapsed probe goes."""
+        c = self._caps.get(name)
+        if c is None or now < c.end:
+            return c
+        if c.probe or not c.then_probe:
+            del self._caps[name]
+            self._refloor()
+            return None
+        # one more than admitted so far (a cap lowered by a late report may be below that)
+        probe = _Cap(c.end + self.probe_span, max(c.max_seq, self.seq) + 1, True, c.end)
+        c = self._caps[name] = probe
+        self._refloor()
+        return c if now < c.end else self._current(name, now)
 
     def admitted(self, now: float) -> int:
         """Count an admission made at ``now``; returns its sequence number."""
@@ -154,15 +230,20 @@ class RateCore:
         return min(spec.count, self.server_limits.get(name, spec.count))
 
     def server_view(self, name: str, now: float) -> tuple[int, float] | None:
-        """(remaining, window end) if the server's figure for ``name`` is in force."""
-        cap = self._caps.get(name)
-        if cap is None or now >= cap[0]:
+        """(remaining, cap end) if a server-reported figure for ``name`` is in force."""
+        c = self._current(name, now)
+        if c is None or c.probe:
             return None
-        return max(0, cap[1] - self.seq), cap[0]
+        return max(0, c.max_seq - self.seq), c.end
 
     def caps(self, now: float) -> list[tuple[int, float]]:
-        """(admissions still allowed, window end) for every server cap in force."""
-        return [(ms - self.seq, end) for end, ms in self._caps.values() if now < end]
+        """(admissions still allowed, cap end) for every server cap in force (not probes)."""
+        out = []
+        for name in list(self._caps):
+            c = self._current(name, now)
+            if c is not None and not c.probe:
+                out.append((c.max_seq - self.seq, c.end))
+        return out
 
     # -- observation -----------------------------------------------------------------------
 
@@ -193,7 +274,9 @@ class RateCore:
             seq = self.seq_at(sent_at)
         out: list[Effect] = []
         spent_before = {
-            name for name, (end, ms) in self._caps.items() if now < end and self.seq >= ms
+            name
+            for name, c in self._caps.items()
+            if now < c.end and self.seq >= c.max_seq and not c.probe
         }
         # gateway.md: a limit lower than configured is a different subscription: adopt it
         for name, spec in self.specs.items():
@@ -214,12 +297,14 @@ class RateCore:
             rem = h.remaining.get(name)
             if rem is None:
                 continue
-            end = self._window_end(name, sent_at, now, h)
-            if end is None:
+            placed = self._window_end(name, sent_at, now, h)
+            if placed is None:
                 continue
-            self._cap(name, end, seq + rem)
+            self._cap(name, _Cap(placed[0], seq + rem, then_probe=placed[1]), sent_at, now)
             if rem <= 0 and name == "day" and "day" not in spent_before:
-                out.append(Effect("exhausted", "day", end, "server reports no day quota left"))
+                out.append(
+                    Effect("exhausted", "day", placed[0], "server reports no day quota left")
+                )
         for oname, counts in h.objects.items():
             self._object(oname, counts.limit, counts.remaining, sent_at, now)
         if status == 429:
@@ -228,26 +313,39 @@ class RateCore:
 
     def _window_end(
         self, name: str, sent_at: float, now: float, h: RateLimitHeaders
-    ) -> float | None:
+    ) -> tuple[float, bool] | None:
+        """Until when a remaining count of ``name`` holds at most, and whether the server said.
+
+        ``RateLimit-Reset``, when it describes this period, is when the period next has room
+        (a fixed window's end on the gateway's clock, or the oldest counted request leaving
+        a sliding window); it is counted from ``now``, after the server counted, which errs
+        on the safe side. Without it, the clock-aligned window is the only guess (gateway.md:
+        Kong's windows are aligned to UTC), and a response that crossed a boundary says
+        nothing of the window it counted in.
+        """
+        reset = h.reset_for(name)
+        if reset is not None and reset > 0:
+            return now + min(reset, self.max_reset), True
         period = self.specs[name].period
-        if period >= self.day_period:
-            reset = h.reset_for(name)
-            if reset is not None and reset > 0:
-                return now + min(reset, self.max_reset)
         end = grid_end(sent_at, period)
         if grid_end(now, period) != end:
-            return None  # the response crossed a window boundary: which window it counts is unknown
-        return end
+            return None
+        return end, False
 
-    def _cap(self, name: str, end: float, max_seq: int) -> None:
-        old = self._caps.get(name)
-        # an earlier end names an older window: the newer window's cap stays
-        if old is None or end > old[0] or (end == old[0] and max_seq < old[1]):
-            self._caps[name] = (end, max_seq)
-            self._refloor()
+    def _cap(self, name: str, new: _Cap, sent_at: float, now: float) -> None:
+        """Apply a report ("at most ``max_seq`` before ``end``"): inside a cap, only lower it."""
+        old = self._current(name, now)
+        if old is None or (old.probe and sent_at >= old.since):
+            self._caps[name] = new  # first report, or the probe's answer
+        elif old.probe or new.max_seq >= old.max_seq:
+            return  # a report from before the cap's end, or no lower than the cap
+        else:
+            old.max_seq, old.end = new.max_seq, max(old.end, new.end)
+            old.then_probe = old.then_probe or new.then_probe
+        self._refloor()
 
     def _refloor(self) -> None:
-        self.cap_floor = min((ms for _, ms in self._caps.values()), default=_NEVER)
+        self.cap_floor = min((c.max_seq for c in self._caps.values()), default=_NEVER)
 
     def _object(
         self, name: str, limit: int | None, remaining: int | None, sent_at: float, now: float
@@ -293,7 +391,12 @@ class RateCore:
             self.pause_reason = f"429 ({blamed or 'rate'} limit): paused until {source}"
             out.append(Effect("pause", blamed, until, self.pause_reason))
         if blamed in self.specs and self.specs[blamed].period >= self.day_period:
-            self._cap(blamed, until, seq)
+            # a spent day holds until the server's reset, whatever an earlier report said
+            cur = self._current(blamed, now)
+            if cur is not None and not cur.probe:
+                until, seq = max(until, cur.end), min(seq, cur.max_seq)
+            self._caps[blamed] = _Cap(until, seq)
+            self._refloor()
             if blamed not in spent_before:
                 out.append(Effect("exhausted", blamed, until, "429: the day quota is spent"))
             return out
