@@ -47,7 +47,9 @@ _SETTINGS = (
 
 class _Session:
     """One client for the whole source: opened when the first selected resource starts,
-    closed when the last one ends (or at once when one fails, since dlt then stops)."""
+    closed when the last one ends. When one fails, dlt closes the others' generators, so
+    the last release still comes; closing at the first failure made the others fail with
+    "the client is closed", which dlt could report instead of the real cause."""
 
     def __init__(self, client: Client) -> None:
         self._client = client
@@ -64,9 +66,9 @@ class _Session:
             self._client.open()
         return self._client
 
-    async def release(self, *, failed: bool) -> None:
+    async def release(self) -> None:
         self._running -= 1
-        if self._owned and (failed or self._running <= 0):
+        if self._owned and self._running <= 0:
             self._owned = False
             await self._client.aclose()
 
@@ -130,7 +132,6 @@ def _events(
         # (the only progress marker for records that carry no UTC time)
         marks = [date_start, cursor.last_value, utc_time(state.get("range_end"))]
         start = max((m for m in marks if m is not None), default=None)
-        failed = True
         api = await session.acquire()
         try:
             # "now" on the client's time line (the same clock as its scheduler)
@@ -143,9 +144,8 @@ def _events(
                     async for record in stream.records():
                         yield _event_row(record.item, record.raw)
             state["range_end"] = format_datetime(end, "date_end")
-            failed = False
         finally:
-            await session.release(failed=failed)
+            await session.release()
 
     # dlt's incremental state on ``event_time``; records without one are always kept
     by_time = dlt.sources.incremental[datetime](
@@ -162,7 +162,6 @@ def _events(
 def _contacts(session: _Session, *, size: int) -> DltResource:
     async def rows(cursor: dlt.sources.incremental[str]) -> AsyncIterator[Row]:
         since = utc_time(cursor.last_value)
-        failed = True
         api = await session.acquire()
         try:
             # newest modification first: once a page reaches what was loaded, stop paying
@@ -177,9 +176,8 @@ def _contacts(session: _Session, *, size: int) -> DltResource:
                         break
                     assert record.raw is not None
                     yield msgspec.json.decode(record.raw)
-            failed = False
         finally:
-            await session.release(failed=failed)
+            await session.release()
 
     by_modified = dlt.sources.incremental[str]("modified", on_cursor_value_missing="include")
 
@@ -194,7 +192,6 @@ def _listing(session: _Session, name: str) -> DltResource:
     """Hotspots or segments: a whole list per run, merged on ``id``."""
 
     async def rows() -> AsyncIterator[list[Row]]:
-        failed = True
         api = await session.acquire()
         try:
             items: list[Any] = (
@@ -202,9 +199,8 @@ def _listing(session: _Session, name: str) -> DltResource:
             )
             # these lists have no keep_raw: the typed records back in the server's names
             yield [msgspec.to_builtins(item) for item in items]
-            failed = False
         finally:
-            await session.release(failed=failed)
+            await session.release()
 
     def listing() -> AsyncIterator[list[Row]]:
         session.register()
