@@ -10,12 +10,9 @@ import asyncio
 from collections.abc import Mapping
 from enum import IntEnum
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from asyncwifi.ratelimit._headers import RateLimitHeaders
-
-if TYPE_CHECKING:
-    from asyncwifi.ratelimit._admission import AdmissionLoop
 
 __all__ = ["HeadersLike", "Lane", "Permit", "Slot", "Waiter"]
 
@@ -31,13 +28,33 @@ class Lane(IntEnum):
     BULK = 3
 
 
+class Admitter(Protocol):
+    """What a permit and a slot call back into (``_admission.AdmissionLoop``); structural,
+    so that this module needs nothing of the loop that imports it."""
+
+    def observe(self, status: int, headers: HeadersLike, *, sent_at: float, seq: int) -> None:
+        """Feed a response back."""
+
+    def _try_now(self, lane: Lane, deadline: float | None, objects: str | None) -> Permit | None:
+        """An admission now, or None."""
+
+    async def _wait(self, lane: Lane, deadline: float | None, objects: str | None) -> Permit:
+        """An admission, waited for."""
+
+    def _release(self, p: Permit) -> None:
+        """End a request."""
+
+    def _refund(self, p: Permit) -> None:
+        """Give an admission back."""
+
+
 class Permit:
     """An admission: the request may be sent now. ``sent_at`` is the admission time."""
 
     __slots__ = ("_released", "_sched", "lane", "sent_at", "seq", "ticket")
 
     def __init__(
-        self, sched: AdmissionLoop, sent_at: float, seq: int, ticket: object, lane: Lane
+        self, sched: Admitter, sent_at: float, seq: int, ticket: object, lane: Lane
     ) -> None:
         self._sched = sched
         self._released = False
@@ -95,7 +112,7 @@ class Slot:
     __slots__ = ("_deadline", "_lane", "_objects", "_permit", "_sched")
 
     def __init__(
-        self, sched: AdmissionLoop, lane: Lane, deadline: float | None, objects: str | None
+        self, sched: Admitter, lane: Lane, deadline: float | None, objects: str | None
     ) -> None:
         self._sched = sched
         self._lane = lane
