@@ -23,8 +23,10 @@ from urllib.request import pathname2url
 
 import msgspec
 
+from asyncwifi._sqlite import migrate, statements
 from asyncwifi.backfill._errors import StateMismatchError
 from asyncwifi.backfill._plan import Slice
+from asyncwifi.errors import SchemaVersionError
 
 __all__ = ["JobParams", "PageCommit", "SliceState", "StateInfo", "StateStore"]
 
@@ -46,6 +48,11 @@ CREATE TABLE IF NOT EXISTS delivered (slice INTEGER NOT NULL, ids BLOB NOT NULL)
 CREATE INDEX IF NOT EXISTS delivered_slice ON delivered (slice);
 CREATE TABLE IF NOT EXISTS boundary (id TEXT PRIMARY KEY);
 """
+
+#: the file's schema by ``PRAGMA user_version`` (see ``_sqlite.migrate``): step ``i`` takes
+#: a file from version ``i`` to ``i + 1``. Version 0 is a new file or one written before the
+#: file carried a version (its tables already exist: the step's IF NOT EXISTS keeps them)
+_MIGRATIONS = (statements(_SCHEMA),)
 
 
 class JobParams(msgspec.Struct, frozen=True, kw_only=True):
@@ -150,6 +157,11 @@ class StateStore:
         """Read what a state file says without changing it (for checks and dry runs)."""
         conn = sqlite3.connect(_read_only_uri(path), uri=True)
         try:
+            found = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            if found > len(_MIGRATIONS):
+                raise SchemaVersionError(
+                    f"state file {path}", found=found, supported=len(_MIGRATIONS)
+                )
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             total, done = conn.execute(
                 "SELECT COUNT(*), COALESCE(SUM(done), 0) FROM slices"
@@ -184,7 +196,7 @@ class StateStore:
             # never claims bytes the disk does not have): exactly once either way, without
             # an fsync of the WAL per page
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.executescript(_SCHEMA)
+            migrate(conn, _MIGRATIONS, what=f"state file {path}")
             store = cls(path, conn)
             existing = store._meta("params")
             if existing is None:
