@@ -18,7 +18,7 @@ import msgspec
 from asyncwifi._core import Api
 from asyncwifi._scroll_pages import END, Failure, ScrollPage, ScrollSpec, Sliced
 from asyncwifi._scroll_spill import Spill, Spilled
-from asyncwifi._scroll_state import Cursor, Decision, Outcome, ScrollMachine
+from asyncwifi._scroll_state import Cursor, Decision, PageOutcome, ScrollMachine
 from asyncwifi._transport import BodyBuffer
 from asyncwifi.errors import ScrollExpiredError
 from asyncwifi.models import ItemError, decode_page
@@ -225,7 +225,7 @@ class Producer:
                 scroll_id = self._deliver_sliced(decoded)
                 envelope = decoded.sliced.envelope
                 records = getattr(envelope, "count", None)
-                outcome = Outcome(
+                outcome = PageOutcome(
                     records if isinstance(records, int) else (spec.size or 1),
                     1,
                     continuation,
@@ -240,7 +240,7 @@ class Producer:
                 scroll_id = spec.scroll_id(envelope)
                 records = len(decoded.items) + len(decoded.errors)
                 fresh = self._deliver(decoded, scroll_id) if records else 0
-                outcome = Outcome(records, fresh, continuation, bool(scroll_id), gap, total)
+                outcome = PageOutcome(records, fresh, continuation, bool(scroll_id), gap, total)
             if not outcome.fresh and (continuation or machine.resumes):
                 # a request that delivered nothing new: a dead or ending continuation, a
                 # page read again by a re-scan, the proof of an end: what lapses cost

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Cursor", "Decision", "Outcome", "ScrollMachine"]
+__all__ = ["Cursor", "Decision", "PageOutcome", "ScrollMachine"]
 
 
 class Decision(enum.Enum):
@@ -53,7 +53,7 @@ class Decision(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class PageOutcome:
     """One page, as far as the decision needs it."""
 
     #: records the page carried (undecodable ones included), before de-duplication
@@ -228,7 +228,7 @@ class ScrollMachine:
         before its answer arrived, so past a window from that answer the id is dead."""
         return self._resume() if since_answer > self.window else Decision.CONTINUE
 
-    def after_page(self, page: Outcome) -> Decision:
+    def after_page(self, page: PageOutcome) -> Decision:
         """The decision once a page is in (its fresh records already delivered)."""
         if page.fresh:
             self.progressed = True

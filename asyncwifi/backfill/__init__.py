@@ -6,9 +6,10 @@ Lines, optionally gzip) and commits progress to a SQLite state file after every 
 job killed at any moment resumes without losing or repeating a record.
 """
 
+from asyncwifi._deprecated import renamed
 from asyncwifi.backfill._commit import default_id, event_date
 from asyncwifi.backfill._contract import (
-    Outcome,
+    JobOutcome,
     PageLike,
     Progress,
     Reporter,
@@ -42,15 +43,15 @@ from asyncwifi.backfill._plan import (
     requests_time,
 )
 from asyncwifi.backfill._preflight import preflight
-from asyncwifi.backfill._sink import JsonlSink, encode_lines
+from asyncwifi.backfill._sink import JsonlOutput, encode_lines
 from asyncwifi.backfill._state import JobParams, SliceState, StateInfo, StateStore
 
 __all__ = [
     "BackfillError",
     "ExportJob",
+    "JobOutcome",
     "JobParams",
-    "JsonlSink",
-    "Outcome",
+    "JsonlOutput",
     "OutputConflictError",
     "OutputNotWritableError",
     "PageLike",
@@ -82,3 +83,6 @@ __all__ = [
     "requests_time",
     "utc_text",
 ]
+
+# names before the rename that gave every word one meaning across the package
+__getattr__ = renamed(__name__, {"JsonlSink": "JsonlOutput", "Outcome": "JobOutcome"}, globals())

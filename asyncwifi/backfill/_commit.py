@@ -14,7 +14,7 @@ import msgspec
 
 from asyncwifi.backfill._contract import Progress
 from asyncwifi.backfill._records import Boundaries, PageSelection, drop, select_page
-from asyncwifi.backfill._sink import JsonlSink, RawRecord
+from asyncwifi.backfill._sink import JsonlOutput, RawRecord
 from asyncwifi.backfill._state import PageCommit, SliceState, StateStore
 
 __all__ = ["Pending", "attributes", "commit_batch", "default_id", "event_date", "with_undecoded"]
@@ -99,7 +99,7 @@ def event_date(item: Any) -> object:
 
 
 def commit_batch(
-    store: StateStore, sink: JsonlSink, batch: Sequence[Pending], progress: Progress
+    store: StateStore, sink: JsonlOutput, batch: Sequence[Pending], progress: Progress
 ) -> list[int]:
     """Write the pages, fsync once, commit them in one transaction (worker thread).
 

@@ -13,8 +13,8 @@ from asyncwifi.backfill._sink import RawRecord
 from asyncwifi.backfill._state import SliceState
 
 __all__ = [
+    "JobOutcome",
     "OpenStream",
-    "Outcome",
     "PageLike",
     "Progress",
     "Reporter",
@@ -117,7 +117,7 @@ class Reporter:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class JobOutcome:
     """How a run ended: ``done``, or ``paused`` until ``reset_at`` (epoch seconds, UTC)."""
 
     status: Literal["done", "paused"]

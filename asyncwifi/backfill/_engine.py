@@ -38,8 +38,8 @@ from asyncwifi.backfill._commit import (
     with_undecoded,
 )
 from asyncwifi.backfill._contract import (
+    JobOutcome,
     OpenStream,
-    Outcome,
     Progress,
     Reporter,
     StreamRequest,
@@ -48,7 +48,7 @@ from asyncwifi.backfill._contract import (
 from asyncwifi.backfill._errors import SliceIncompleteError
 from asyncwifi.backfill._plan import MS, Slice, format_ms
 from asyncwifi.backfill._records import Boundaries, parse_key
-from asyncwifi.backfill._sink import JsonlSink, RawRecord
+from asyncwifi.backfill._sink import JsonlOutput, RawRecord
 from asyncwifi.backfill._state import JobParams, SliceState, StateStore
 from asyncwifi.errors import QuotaExhaustedError, ScrollExpiredError
 
@@ -120,7 +120,7 @@ class ExportJob:
         #: pages waiting for the committer, and the committer task (group commit)
         self._queue: list[Pending] = []
         self._committer: asyncio.Future[None] | None = None
-        self._sink: JsonlSink | None = None
+        self._sink: JsonlOutput | None = None
         self.progress = Progress()
         self._boundary_moments = [s.start for s in self.plan[1:]] if date_of else []
 
@@ -141,7 +141,7 @@ class ExportJob:
             self._store = store
             if not self.out_path.exists():
                 created.append(self.out_path)
-            sink = JsonlSink(
+            sink = JsonlOutput(
                 self.out_path,
                 gzip=self.params.gzip,
                 compresslevel=self._compresslevel,
@@ -166,7 +166,7 @@ class ExportJob:
             self._store.close()
             self._store = None
 
-    async def run(self) -> Outcome:
+    async def run(self) -> JobOutcome:
         """Run until every slice is done, or until the quota pauses the job (see ``wait``)."""
         resumed = self._open()
         try:
@@ -182,17 +182,17 @@ class ExportJob:
             while True:
                 if store.done:
                     self.reporter.finished(self.progress)
-                    return Outcome("done", self.progress)
+                    return JobOutcome("done", self.progress)
                 reset_at = await self._round()
                 if reset_at is None:
                     await self._locked(store.mark_done)
                     self.reporter.finished(self.progress)
-                    return Outcome("done", self.progress)
+                    return JobOutcome("done", self.progress)
                 delay = reset_at - self.clock.now()
                 waiting = self.wait and (self.max_wait is None or delay <= self.max_wait)
                 self.reporter.paused(self.progress, reset_at=reset_at, waiting=waiting)
                 if not waiting:
-                    return Outcome("paused", self.progress, reset_at)
+                    return JobOutcome("paused", self.progress, reset_at)
                 await self.clock.sleep(max(0.0, delay) + RESET_MARGIN)
                 self.reporter.resumed(self.progress)
         finally:

@@ -18,7 +18,7 @@ import msgspec
 
 from asyncwifi.backfill._errors import OutputConflictError
 
-__all__ = ["JsonlSink", "RawRecord", "encode_lines"]
+__all__ = ["JsonlOutput", "RawRecord", "encode_lines"]
 
 #: a record's exact bytes: ``bytes``, or the ``msgspec.Raw`` slice a stream hands out
 RawRecord = bytes | msgspec.Raw
@@ -39,7 +39,7 @@ def encode_lines(records: Sequence[RawRecord]) -> bytes:
     return chunk
 
 
-class JsonlSink:
+class JsonlOutput:
     """Append-only writer of committed chunks; ``append`` returns the new committed length."""
 
     def __init__(

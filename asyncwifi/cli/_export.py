@@ -17,8 +17,8 @@ import click
 from asyncwifi._protocol import EVENT_TYPES
 from asyncwifi.backfill import (
     ExportJob,
+    JobOutcome,
     JobParams,
-    Outcome,
     StateStore,
     even_slice_size,
     format_ms,
@@ -120,12 +120,12 @@ def _check_files(app: App, params: JobParams, *, state: Path, out: Path) -> str:
 
 def _run_export(
     app: App,
-    job: Callable[[], Coroutine[Any, Any, Outcome]],
+    job: Callable[[], Coroutine[Any, Any, JobOutcome]],
     *,
     out: Path,
     state: Path,
     status: str,
-) -> Outcome:
+) -> JobOutcome:
     """Run the job; a new job that fails before its first commit leaves no file behind."""
     out_existed, state_existed = out.exists(), state.exists()
     try:
@@ -137,7 +137,7 @@ def _run_export(
         raise
 
 
-def _finish(app: App, outcome: Outcome, noun: str, out: Path) -> None:
+def _finish(app: App, outcome: JobOutcome, noun: str, out: Path) -> None:
     progress = outcome.progress
     if outcome.status == "paused":
         # the reporter said when to come back; the status tells scripts to retry later
@@ -158,7 +158,7 @@ def _finish(app: App, outcome: Outcome, noun: str, out: Path) -> None:
     )
 
 
-async def _run_job(app: App, job: ExportJob) -> Outcome:
+async def _run_job(app: App, job: ExportJob) -> JobOutcome:
     try:
         return await job.run()
     finally:
@@ -286,7 +286,7 @@ def backfill(
         )
         return
 
-    async def go() -> Outcome:
+    async def go() -> JobOutcome:
         async with app.client(since=since, until=until, on_quota_exhausted="raise") as api:
             reporter = app.display.reporter(noun="events", quota=lambda: api.quota, clock=api.clock)
             job = events_backfill(
@@ -372,7 +372,7 @@ def export(
         )
         return
 
-    async def go() -> Outcome:
+    async def go() -> JobOutcome:
         async with app.client(on_quota_exhausted="raise") as api:
             reporter = app.display.reporter(
                 noun="contacts", quota=lambda: api.quota, clock=api.clock

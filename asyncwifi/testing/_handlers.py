@@ -1,7 +1,7 @@
 """The API behind the gateway: every endpoint of spec §4, in matching order.
 
 The handlers live by resource (``_api_contacts``, ``_api_hotspots``, ``_api_events``) on a
-shared base (``_api``); :class:`Api` puts them together and lists the routes.
+shared base (``_api``); :class:`SimulatedApi` puts them together and lists the routes.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from asyncwifi.testing._api_contacts import ContactsApi
 from asyncwifi.testing._api_events import EventsApi
 from asyncwifi.testing._api_hotspots import HotspotsApi
 
-__all__ = ["Api"]
+__all__ = ["SimulatedApi"]
 
 Handler = Callable[[web.Request], Coroutine[Any, Any, web.StreamResponse]]
 
 
-class Api(ContactsApi, HotspotsApi, EventsApi):
+class SimulatedApi(ContactsApi, HotspotsApi, EventsApi):
     """The endpoints of spec §4, bound to one simulator's state."""
 
     def routes(self) -> list[tuple[str, str, Handler]]:

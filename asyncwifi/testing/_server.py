@@ -32,7 +32,7 @@ from asyncwifi.testing._counters import Counters
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START, SimulatorData
 from asyncwifi.testing._event_records import EventShape
 from asyncwifi.testing._faults import Fate, FaultPlan, Faults
-from asyncwifi.testing._handlers import Api
+from asyncwifi.testing._handlers import SimulatedApi
 from asyncwifi.testing._kong import UPSTREAM_MESSAGES, negotiate, render_error
 from asyncwifi.testing._limits import Mode, ObjectLimiter, RateLimiter
 from asyncwifi.testing._scroll import ScrollRegistry
@@ -186,7 +186,7 @@ class Simulator:
         # request ids identify one request, in logs too: unique across runs, not seeded data
         self._request_ids = random.Random(secrets.randbits(64))
         self._runner: web.AppRunner | None = None
-        self._api = Api(self)
+        self._api = SimulatedApi(self)
         if faults is not None:
             self.faults = faults
 

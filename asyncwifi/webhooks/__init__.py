@@ -16,6 +16,7 @@ The checks and the router (:class:`Receiver`) do no I/O; :func:`create_app` is t
 shell; :class:`Spool` and :class:`Dispatcher` make durable mode.
 """
 
+from asyncwifi._deprecated import renamed
 from asyncwifi.webhooks._app import create_app, run_receiver, serve
 from asyncwifi.webhooks._dedup import Deduplicator, MemoryDeduplicator, RedisDeduplicator
 from asyncwifi.webhooks._dispatcher import Dispatcher, RetryPolicy
@@ -27,7 +28,7 @@ from asyncwifi.webhooks._receiver import (
     WebhookContext,
 )
 from asyncwifi.webhooks._sinks import SECRET_ENV_VAR, JsonlSink, load_handler, secrets_from_env
-from asyncwifi.webhooks._spool import DeadLetter, Outcome, Spool, SpooledEvent
+from asyncwifi.webhooks._spool import DeadLetter, EventOutcome, Spool, SpooledEvent
 
 __all__ = [
     "DEFAULT_HEADER_NAME",
@@ -35,10 +36,10 @@ __all__ = [
     "DeadLetter",
     "Deduplicator",
     "Dispatcher",
+    "EventOutcome",
     "Handler",
     "JsonlSink",
     "MemoryDeduplicator",
-    "Outcome",
     "Receiver",
     "RedisDeduplicator",
     "Rejection",
@@ -52,3 +53,6 @@ __all__ = [
     "secrets_from_env",
     "serve",
 ]
+
+# the name before the rename that gave every word one meaning across the package
+__getattr__ = renamed(__name__, {"Outcome": "EventOutcome"}, globals())

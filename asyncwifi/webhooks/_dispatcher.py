@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.webhooks._receiver import Receiver, Rejection, WebhookContext
-from asyncwifi.webhooks._spool import Outcome, Spool, SpooledEvent
+from asyncwifi.webhooks._spool import EventOutcome, Spool, SpooledEvent
 
 __all__ = ["Dispatcher", "RetryPolicy"]
 
@@ -122,7 +122,7 @@ class Dispatcher:
 
     async def _run(self) -> None:
         clock = self.receiver.clock
-        outcomes: list[Outcome] = []
+        outcomes: list[EventOutcome] = []
         last_prune = clock.now()
         while True:
             # Cleared before the claim, so a notify() during the claim is not lost.
@@ -152,25 +152,25 @@ class Dispatcher:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
 
-    async def _deliver_batch(self, claimed: list[SpooledEvent], now: float) -> list[Outcome]:
-        outcomes: list[Outcome] = []
+    async def _deliver_batch(self, claimed: list[SpooledEvent], now: float) -> list[EventOutcome]:
+        outcomes: list[EventOutcome] = []
         try:
             for index, event in enumerate(claimed):
                 if self._stopping:
                     # Never handed out: take the claim back, the next run's try is a first.
-                    outcomes.extend(Outcome(e.id, "unclaimed", now) for e in claimed[index:])
+                    outcomes.extend(EventOutcome(e.id, "unclaimed", now) for e in claimed[index:])
                     break
                 outcomes.append(await self._deliver(event))
         except asyncio.CancelledError:
             # Stopped mid-handler: keep what is known. The event in hand stays claimed (its
             # next delivery says attempt > 1); the ones never handed out are taken back.
-            rest = [Outcome(e.id, "unclaimed", now) for e in claimed[len(outcomes) + 1 :]]
+            rest = [EventOutcome(e.id, "unclaimed", now) for e in claimed[len(outcomes) + 1 :]]
             with contextlib.suppress(Exception):
                 await asyncio.shield(self.spool.settle_and_claim(outcomes + rest, now=now, limit=0))
             raise
         return outcomes
 
-    async def _deliver(self, event: SpooledEvent) -> Outcome:
+    async def _deliver(self, event: SpooledEvent) -> EventOutcome:
         receiver = self.receiver
         clock = receiver.clock
         context = WebhookContext(
@@ -184,7 +184,7 @@ class Dispatcher:
         if isinstance(payload, Rejection):
             # Accepted by an earlier version with other models: no retry can help.
             self.stats["dead"] += 1
-            return Outcome(event.id, "dead", clock.now(), f"undecodable: {payload.message}")
+            return EventOutcome(event.id, "dead", clock.now(), f"undecodable: {payload.message}")
         try:
             await receiver.dispatch(payload, context)
         except Exception as exc:
@@ -197,9 +197,9 @@ class Dispatcher:
             )
             if event.attempt >= self.retry.max_attempts:
                 self.stats["dead"] += 1
-                return Outcome(event.id, "dead", clock.now(), _describe(exc))
+                return EventOutcome(event.id, "dead", clock.now(), _describe(exc))
             self.stats["retried"] += 1
             at = clock.now() + self.retry.delay(event.attempt)
-            return Outcome(event.id, "retry", at, _describe(exc))
+            return EventOutcome(event.id, "retry", at, _describe(exc))
         self.stats["handled"] += 1
-        return Outcome(event.id, "handled", clock.now())
+        return EventOutcome(event.id, "handled", clock.now())

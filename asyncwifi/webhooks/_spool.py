@@ -34,7 +34,7 @@ import msgspec
 from asyncwifi._sqlite import SqliteThread, Step, migrate, statements
 from asyncwifi.errors import ClientStateError, ConfigurationError
 
-__all__ = ["SCHEMA_VERSION", "DeadLetter", "Outcome", "Spool", "SpooledEvent"]
+__all__ = ["SCHEMA_VERSION", "DeadLetter", "EventOutcome", "Spool", "SpooledEvent"]
 
 _log = logging.getLogger("asyncwifi.webhooks")
 _T = TypeVar("_T")
@@ -109,7 +109,7 @@ class DeadLetter:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class EventOutcome:
     """What became of one claimed event: ``handled``, ``retry`` at ``at``, ``dead``, or
     ``unclaimed`` (never handed to a handler: its attempt count is taken back)."""
 
@@ -245,7 +245,7 @@ class Spool:
 
     async def settle_and_claim(
         self,
-        outcomes: Sequence[Outcome],
+        outcomes: Sequence[EventOutcome],
         *,
         now: float,
         limit: int,
@@ -374,7 +374,7 @@ class Spool:
         return await self._submit(run)
 
 
-def _settle(conn: sqlite3.Connection, outcomes: Sequence[Outcome]) -> None:
+def _settle(conn: sqlite3.Connection, outcomes: Sequence[EventOutcome]) -> None:
     handled = [(o.at, o.id) for o in outcomes if o.kind == "handled"]
     if handled:
         conn.executemany(

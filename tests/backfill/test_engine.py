@@ -15,7 +15,7 @@ import pytest
 from asyncwifi.backfill import (
     ExportJob,
     JobParams,
-    JsonlSink,
+    JsonlOutput,
     OutputConflictError,
     OutputNotWritableError,
     Progress,
@@ -138,7 +138,7 @@ async def test_crash_at_random_moments_then_resume_writes_each_event_once(
     server = FakeServer(events, page_size=30)
     out = tmp_path / ("out.jsonl.gz" if compress else "out.jsonl")
     p = params(tmp_path, out=str(out), gzip=compress)
-    original_append = JsonlSink.append_many
+    original_append = JsonlOutput.append_many
     original_commit = StateStore.commit_pages
     crashes = 0
     for attempt in range(40):
@@ -148,7 +148,7 @@ async def test_crash_at_random_moments_then_resume_writes_each_event_once(
         # no rollback (as with kill -9, where no code runs at all)
         kill = Kill(rnd.randrange(1, 12))
 
-        def append(self: JsonlSink, chunks: list[bytes], _w: str = where, _k: Kill = kill) -> int:
+        def append(self: JsonlOutput, chunks: list[bytes], _w: str = where, _k: Kill = kill) -> int:
             if _k.dead:
                 raise Crash
             if _w == "mid-write" and _k.tick():
@@ -165,7 +165,7 @@ async def test_crash_at_random_moments_then_resume_writes_each_event_once(
                 raise Crash
             original_commit(self, **kw)
 
-        def rollback(self: JsonlSink, offset: int, _k: Kill = kill) -> None:
+        def rollback(self: JsonlOutput, offset: int, _k: Kill = kill) -> None:
             assert _k.dead
 
         def on_page(_w: str = where, _k: Kill = kill) -> None:
@@ -175,8 +175,8 @@ async def test_crash_at_random_moments_then_resume_writes_each_event_once(
         server.on_page = on_page
         try:
             with pytest.MonkeyPatch.context() as mp:
-                mp.setattr(JsonlSink, "append_many", append)
-                mp.setattr(JsonlSink, "rollback", rollback)
+                mp.setattr(JsonlOutput, "append_many", append)
+                mp.setattr(JsonlOutput, "rollback", rollback)
                 mp.setattr(StateStore, "commit_pages", commit)
                 outcome = await job(tmp_path, server, params=p, concurrency=2).run()
         except BaseException as exc:
@@ -375,10 +375,10 @@ def test_encode_lines_keeps_one_record_per_line() -> None:
 async def test_a_failed_write_is_cut_back_and_the_next_run_writes_each_event_once(
     tmp_path: Path, events: list[Any]
 ) -> None:
-    original = JsonlSink.append_many
+    original = JsonlOutput.append_many
     calls = 0
 
-    def flaky(self: JsonlSink, chunks: list[bytes]) -> int:
+    def flaky(self: JsonlOutput, chunks: list[bytes]) -> int:
         nonlocal calls
         calls += 1
         if calls == 5:
@@ -387,7 +387,7 @@ async def test_a_failed_write_is_cut_back_and_the_next_run_writes_each_event_onc
         return original(self, chunks)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(JsonlSink, "append_many", flaky)
+        mp.setattr(JsonlOutput, "append_many", flaky)
         with pytest.raises(ExceptionGroup) as caught:
             await job(tmp_path, FakeServer(events, page_size=30), concurrency=3).run()
     assert caught.group_contains(OSError)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from asyncwifi._scroll_state import Cursor, Decision, Outcome, ScrollMachine
+from asyncwifi._scroll_state import Cursor, Decision, PageOutcome, ScrollMachine
 
 C, E = Decision.CONTINUE, Decision.END
 RT, RS, F = Decision.RESUME_TIME, Decision.RESUME_RESCAN, Decision.FAIL
@@ -22,8 +22,8 @@ def machine(
 
 def page(
     records: int, fresh: int | None = None, *, cont: bool = True, sid: bool = True, total=None
-) -> Outcome:
-    return Outcome(records, records if fresh is None else fresh, cont, sid, 1.0, total)
+) -> PageOutcome:
+    return PageOutcome(records, records if fresh is None else fresh, cont, sid, 1.0, total)
 
 
 @pytest.mark.parametrize(
@@ -36,7 +36,7 @@ def page(
         (page(0), RT),  # empty after a full page: maybe an early expiry: settle it
     ],
 )
-def test_one_page_outcome_decides(outcome: Outcome, expected: Decision) -> None:
+def test_one_page_outcome_decides(outcome: PageOutcome, expected: Decision) -> None:
     assert machine().after_page(outcome) is expected
 
 
@@ -91,7 +91,7 @@ SEQUENCES = [
 
 
 @pytest.mark.parametrize(("pages", "decisions"), SEQUENCES)
-def test_sequences_never_loop(pages: list[Outcome], decisions: list[Decision]) -> None:
+def test_sequences_never_loop(pages: list[PageOutcome], decisions: list[Decision]) -> None:
     m = machine()
     assert [m.after_page(p) for p in pages] == decisions
 

@@ -17,7 +17,14 @@ import pytest
 from asyncwifi import ScaledClock, _sqlite
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.models.webhook import WebhookPayload
-from asyncwifi.webhooks import Outcome, Receiver, RetryPolicy, Spool, WebhookContext, create_app
+from asyncwifi.webhooks import (
+    EventOutcome,
+    Receiver,
+    RetryPolicy,
+    Spool,
+    WebhookContext,
+    create_app,
+)
 from tests.webhooks.helpers import HEADER, SECRET, ClientFactory, auth, body_of, eventually
 
 
@@ -277,7 +284,7 @@ async def test_settled_nonces_are_forgotten_after_the_retention(tmp_path: Path) 
         [claimed], _ = await spool.settle_and_claim([], now=100, limit=10)
         assert claimed.attempt == 1
         await spool.settle_and_claim(
-            [Outcome(event_id, "handled", 100)], now=105, limit=10, prune=True
+            [EventOutcome(event_id, "handled", 100)], now=105, limit=10, prune=True
         )
         assert await put(105) is None  # still remembered within the retention
         await spool.settle_and_claim([], now=111, limit=10, prune=True)
@@ -290,13 +297,13 @@ async def test_claims_number_the_attempts_and_retries_wait_until_due(tmp_path: P
         assert event_id is not None
         [first], _ = await spool.settle_and_claim([], now=0, limit=10)
         claimed, next_due = await spool.settle_and_claim(
-            [Outcome(event_id, "retry", 30, "boom")], now=1, limit=10
+            [EventOutcome(event_id, "retry", 30, "boom")], now=1, limit=10
         )
         assert (claimed, next_due) == ([], 30)
         [second], _ = await spool.settle_and_claim([], now=30, limit=10)
         assert (first.attempt, second.attempt) == (1, 2)
         claimed, _ = await spool.settle_and_claim(
-            [Outcome(event_id, "unclaimed", 30)], now=30, limit=10
+            [EventOutcome(event_id, "unclaimed", 30)], now=30, limit=10
         )
         assert [e.attempt for e in claimed] == [2]  # the unclaimed delivery was taken back
 
