@@ -27,11 +27,11 @@ from asyncwifi._core import Api
 from asyncwifi._scroll_pages import (
     END,
     SCROLL_WINDOW,
+    Chunked,
     Failure,
     Record,
     ScrollPage,
     ScrollSpec,
-    Sliced,
 )
 from asyncwifi._scroll_producer import Producer
 from asyncwifi._scroll_spill import SPILL_BUDGET, Spilled
@@ -54,12 +54,12 @@ async def _view(stream: ScrollStream[Any], kind: str) -> AsyncIterator[Any]:
     still in the cache (a 10,000-record page is megabytes; freed at the end, cold, it cost
     about a tenth of the stream's CPU), and the next page decodes into that memory."""
     next_page = stream._next_page
-    read_sliced = stream._producer.read_sliced
+    read_chunked = stream._producer.read_chunked
     try:
         while (page := await next_page()) is not None:
             if kind == "items":
-                # a sliced page (only record iteration gets them) comes a slice at a time
-                batches = read_sliced(page) if isinstance(page, Sliced) else (page.items,)
+                # a chunked page (only record iteration gets them) comes a chunk at a time
+                batches = read_chunked(page) if isinstance(page, Chunked) else (page.items,)
                 del page
                 for items in batches:
                     items.reverse()
@@ -71,7 +71,7 @@ async def _view(stream: ScrollStream[Any], kind: str) -> AsyncIterator[Any]:
                 yield page
                 del page  # not held while the next page is awaited
             else:
-                assert isinstance(page, ScrollPage)  # records() never gets a sliced page
+                assert isinstance(page, ScrollPage)  # records() never gets a chunked page
                 raws: list[msgspec.Raw | None] = (
                     list(page.raw_items) if page.raw_items is not None else [None] * len(page.items)
                 )
@@ -139,7 +139,7 @@ class ScrollStream(Generic[ItemT]):
         if kind == "records" and not self._producer.keep_raw:
             raise AsyncWifiError("records() needs keep_raw=True")
         self._iterating = True
-        self._producer.sliced = kind == "items"
+        self._producer.chunked = kind == "items"
         return _view(self, kind)
 
     def __aiter__(self) -> AsyncIterator[ItemT]:
@@ -153,7 +153,7 @@ class ScrollStream(Generic[ItemT]):
         """Iterate records as (typed item, exact server bytes)."""
         return self._view("records")
 
-    async def _next_page(self) -> ScrollPage[ItemT] | Sliced | None:
+    async def _next_page(self) -> ScrollPage[ItemT] | Chunked | None:
         if self._finished:
             return None
         self._start()
@@ -174,7 +174,7 @@ class ScrollStream(Generic[ItemT]):
         if isinstance(got, Failure):
             self._stop()
             raise got.error
-        page: ScrollPage[ItemT] | Sliced = got
+        page: ScrollPage[ItemT] | Chunked = got
         return page
 
     def _stop(self) -> None:

@@ -11,9 +11,9 @@ import msgspec
 
 from asyncwifi._transport import BodyBuffer
 from asyncwifi.models import ContactPage, EventPage, ItemError
-from asyncwifi.models._slices import SlicedPage
+from asyncwifi.models._chunks import ChunkedPage
 
-__all__ = ["END", "SCROLL_WINDOW", "Failure", "Record", "ScrollPage", "ScrollSpec", "Sliced"]
+__all__ = ["END", "SCROLL_WINDOW", "Chunked", "Failure", "Record", "ScrollPage", "ScrollSpec"]
 
 ItemT = TypeVar("ItemT")
 
@@ -86,10 +86,10 @@ class ScrollSpec:
 
 
 @dataclass(slots=True)
-class Sliced:
+class Chunked:
     """A page of records decoded as they are consumed, with the buffer its body is in."""
 
-    sliced: SlicedPage
+    chunked: ChunkedPage
     buffer: BodyBuffer
 
 

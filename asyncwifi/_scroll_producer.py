@@ -16,13 +16,13 @@ from typing import Any
 import msgspec
 
 from asyncwifi._core import Api
-from asyncwifi._scroll_pages import END, Failure, ScrollPage, ScrollSpec, Sliced
+from asyncwifi._scroll_pages import END, Chunked, Failure, ScrollPage, ScrollSpec
 from asyncwifi._scroll_spill import Spill, Spilled
 from asyncwifi._scroll_state import Cursor, Decision, PageOutcome, ScrollMachine
 from asyncwifi._transport import BodyBuffer
 from asyncwifi.errors import ScrollExpiredError
 from asyncwifi.models import ItemError, decode_page
-from asyncwifi.models._slices import slice_page
+from asyncwifi.models._chunks import chunk_page
 from asyncwifi.ratelimit import Lane
 
 __all__ = ["Producer"]
@@ -59,8 +59,8 @@ class Producer:
         # reused (see BodyBuffer): one per page not yet consumed; raw records are views of
         # their body, which must stay theirs
         self.spare: list[BodyBuffer] = []
-        #: decode pages a slice at a time as they are consumed (record iteration of events)
-        self.sliced = False
+        #: decode pages a chunk at a time as they are consumed (record iteration of events)
+        self.chunked = False
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.taken = asyncio.Event()
         self.cursor = Cursor.create(
@@ -124,7 +124,7 @@ class Producer:
                 decode=lambda body: self._decode(body, buffer),
             )
         finally:
-            if buffer is not None and not isinstance(page, Sliced):
+            if buffer is not None and not isinstance(page, Chunked):
                 self.spare.append(buffer)  # decoded already: the buffer is free again
         self.last_received = self.api.clock.now()
         gap = 0.0 if previous is None else self.last_received - previous
@@ -132,7 +132,7 @@ class Producer:
 
     def _decode(self, body: bytes | memoryview, buffer: BodyBuffer | None) -> Any:
         """The page, decoded whole (and its body spilled when memory is full), or cut into
-        slices that the consumer decodes as it reads them (see models/_slices.py): only
+        chunks that the consumer decodes as it reads them (see models/_chunks.py): only
         when the stream hands out records one by one, the body is in our own buffer, the
         records carry times in UTC order, and no record of the page needs a check."""
         spec = self.spec
@@ -140,7 +140,7 @@ class Producer:
         if self.in_memory >= self.max_buffered and self.spill.room_for(len(body)):
             self._spilled_at = self.spill.put(body)
         elif (
-            self.sliced
+            self.chunked
             and buffer is not None
             and isinstance(body, memoryview)
             and body.obj is buffer.data
@@ -150,13 +150,13 @@ class Producer:
             and not self.cursor.needs_check
             and not self.machine.resumes
         ):
-            sliced = slice_page(buffer.data, len(body), spec.page_type)
-            if sliced is not None:
-                tail, time_of = sliced.tail, spec.time_of
+            chunked = chunk_page(buffer.data, len(body), spec.page_type)
+            if chunked is not None:
+                tail, time_of = chunked.tail, spec.time_of
                 last = time_of(tail[-1])
                 # the time cursor needs every record at the last time: all in the tail
                 if last is not None and time_of(tail[0]) != last:
-                    return Sliced(sliced, buffer)
+                    return Chunked(chunked, buffer)
         return decode_page(
             body, spec.page_type, keep_raw=self.keep_raw, on_item_error=self._bad_item
         )
@@ -221,9 +221,9 @@ class Producer:
                     params, continuation = self._act(decision, clock.now() - self.last_received)
                     continue
             decoded, gap = await self._fetch(params, continuation=continuation)
-            if isinstance(decoded, Sliced):
-                scroll_id = self._deliver_sliced(decoded)
-                envelope = decoded.sliced.envelope
+            if isinstance(decoded, Chunked):
+                scroll_id = self._deliver_chunked(decoded)
+                envelope = decoded.chunked.envelope
                 records = getattr(envelope, "count", None)
                 outcome = PageOutcome(
                     records if isinstance(records, int) else (spec.size or 1),
@@ -296,23 +296,23 @@ class Producer:
         """``params`` with the page size of a re-scan, once one changed it."""
         return params if self.size is None else {**params, "size": str(self.size)}
 
-    def _deliver_sliced(self, page: Sliced) -> str | None:
-        """Queue a sliced page; its tail moves the time cursor. Returns its scroll id."""
+    def _deliver_chunked(self, page: Chunked) -> str | None:
+        """Queue a chunked page; its tail moves the time cursor. Returns its scroll id."""
         spec = self.spec
-        assert spec.time_of is not None  # sliced only when ordered by time
-        tail = page.sliced.tail
+        assert spec.time_of is not None  # chunked only when ordered by time
+        tail = page.chunked.tail
         self.cursor.choose_mode(spec.time_of(tail[0]))
         self.cursor.advance_time(tail, spec.key, spec.time_of)
         self.pages += 1
         self.in_memory += 1
         self.queue.put_nowait(page)
-        return spec.scroll_id(page.sliced.envelope)
+        return spec.scroll_id(page.chunked.envelope)
 
-    def read_sliced(self, page: Sliced) -> Iterator[list[Any]]:
-        """A sliced page's records, a slice at a time, counted as they are decoded; once
+    def read_chunked(self, page: Chunked) -> Iterator[list[Any]]:
+        """A chunked page's records, a chunk at a time, counted as they are decoded; once
         read to the end, its buffer is free for another page."""
         cursor = self.cursor
-        for items in page.sliced.batches(self._bad_item):
+        for items in page.chunked.batches(self._bad_item):
             cursor.delivered += len(items)
             yield items
         self.spare.append(page.buffer)

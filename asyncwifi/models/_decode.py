@@ -258,7 +258,7 @@ class _PageKind:
         self.raw_items: msgspec.json.Decoder[Any] = msgspec.json.Decoder(raw_only)
         #: the item list's name on the wire, for JSON paths
         self.wire: str = next(f.encode_name for f in fields if f.name == items_field)
-        #: a list of items alone (a slice of a page, see ``_slices``)
+        #: a list of items alone (a chunk of a page, see ``_chunks``)
         self.item_list: msgspec.json.Decoder[Any] = msgspec.json.Decoder(list[item])  # type: ignore[valid-type]
         #: the item list's member as compact JSON writes it: ``"events":[``
         self.key: bytes = b'"' + self.wire.encode() + b'":['
@@ -351,7 +351,7 @@ def _decode_page_slowly(
     """The fallback: raw envelope once, then item by item; bad items become ItemErrors.
 
     ``offset``: how many items of the page came before ``data``'s first (the rest of a
-    sliced page), so that an error's index and path are the whole page's."""
+    chunked page), so that an error's index and path are the whole page's."""
     try:
         raw_env = kind.raw_envelope.decode(data)
     except _DECODE_FAILURES as exc:

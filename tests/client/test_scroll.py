@@ -88,7 +88,7 @@ async def test_twenty_concurrent_streams_share_the_budget(make_sim: Any) -> None
         assert sim.counters.max_in_any_window <= 60
 
 
-@pytest.mark.parametrize("size", [100, 5_000], ids=["whole-pages", "sliced-pages"])
+@pytest.mark.parametrize("size", [100, 5_000], ids=["whole-pages", "chunked-pages"])
 @pytest.mark.parametrize("how", ["break", "cancel", "raise"])
 async def test_leaving_a_stream_stops_its_background_task(
     make_sim: Any, how: str, size: int
@@ -239,26 +239,26 @@ async def test_a_record_handed_out_is_not_kept_by_the_stream(make_sim: Any) -> N
         assert len(rest) == 299
 
 
-class _Sliced:
-    """Counts the pages that were cut into slices (the fast path of record iteration)."""
+class _Chunked:
+    """Counts the pages that were cut into chunks (the fast path of record iteration)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.pages = 0
-        real = scroll_module.slice_page
+        real = scroll_module.chunk_page
 
         def counting(*args: Any, **kwargs: Any) -> Any:
             page = real(*args, **kwargs)
             self.pages += page is not None
             return page
 
-        monkeypatch.setattr(scroll_module, "slice_page", counting)
+        monkeypatch.setattr(scroll_module, "chunk_page", counting)
 
 
 @pytest.mark.parametrize("shape", ["nested", "flat", "dated"])
-async def test_big_pages_decoded_slice_by_slice_give_every_event_once_in_order(
+async def test_big_pages_decoded_chunk_by_chunk_give_every_event_once_in_order(
     make_sim: Any, monkeypatch: pytest.MonkeyPatch, shape: str
 ) -> None:
-    sliced = _Sliced(monkeypatch)
+    chunked = _Chunked(monkeypatch)
     make = make_sim(events=25_000, event_shape=shape)
     async with make as sim, client_for(sim, limits=NO_LIMITS) as api:
         stream = api.events.list(size=10_000)
@@ -266,10 +266,10 @@ async def test_big_pages_decoded_slice_by_slice_give_every_event_once_in_order(
         assert ids == sim.data.event_ids()
         assert stream.delivered == 25_000
         assert stream.pages_fetched == 3
-        # every page cut into slices when the records carry a UTC time (the time cursor
+        # every page cut into chunks when the records carry a UTC time (the time cursor
         # needs the tail only); the flat shape has none: the first page's tail shows it,
         # and from then on pages are decoded whole without trying
-        assert sliced.pages == (1 if shape == "flat" else 3)
+        assert chunked.pages == (1 if shape == "flat" else 3)
         # a second stream reads its pages into the buffers the first one gave back
         assert [e.id async for e in api.events.list(size=10_000)] == ids
 
@@ -295,10 +295,10 @@ class _Corrupting:
         await self.inner.aclose()
 
 
-async def test_a_malformed_record_in_a_sliced_page_costs_only_itself(
+async def test_a_malformed_record_in_a_chunked_page_costs_only_itself(
     make_sim: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sliced = _Sliced(monkeypatch)
+    chunked = _Chunked(monkeypatch)
     async with make_sim(events=25_000) as sim:
         expected = sim.data.event_ids()
         victim = expected[4_321]
@@ -310,4 +310,4 @@ async def test_a_malformed_record_in_a_sliced_page_costs_only_itself(
         assert ids == [i for i in expected if i != victim]
         assert [(e.index, e.path) for e in bad] == [(4_321, "$.events[4321].event.id")]
         assert stream.errors == bad
-        assert sliced.pages == stream.pages_fetched == 3
+        assert chunked.pages == stream.pages_fetched == 3

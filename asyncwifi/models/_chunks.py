@@ -1,25 +1,25 @@
-"""A big list page decoded a slice at a time, as its records are consumed.
+"""A big list page decoded a chunk at a time, as its records are consumed.
 
 Decoding a 10,000-event page at once makes megabytes of objects: more than the CPU's cache,
 so each record is created, read and freed from main memory, and the allocator's free lists
 miss on every object. Decoding ~128 KiB of the body at a time, just before its records are
-handed out, keeps a slice's bytes and objects in the cache from creation to release: about a
+handed out, keeps a chunk's bytes and objects in the cache from creation to release: about a
 quarter less CPU per record for a typed scroll stream.
 
 How a page is cut, and why a cut can be trusted:
 
 * The first ``"events":[`` (whitespace allowed) must be the items member: the body before
   it plus ``"events":[]}`` must decode as the page (so the member is one of the top-level
-  object's, not text inside a string or a nested object). Its ``[`` starts the first slice.
-* Cuts are made at ``},{`` (whitespace allowed) roughly every ``slice_bytes``. A slice is
+  object's, not text inside a string or a nested object). Its ``[`` starts the first chunk.
+* Cuts are made at ``},{`` (whitespace allowed) roughly every ``chunk_bytes``. A chunk is
   decoded in place: the byte before it becomes ``[`` and the ``,`` after it ``]``. JSON is
-  parsed the same way from the same state, so a slice that starts where a record starts
+  parsed the same way from the same state, so a chunk that starts where a record starts
   and decodes as a list ends where a record ends: a cut inside a string or a nested object
-  cannot decode (it leaves a string or an object open). Slices are decoded in order, so
+  cannot decode (it leaves a string or an object open). Chunks are decoded in order, so
   each starts where the previous one was proved to end.
 * The tail (the records after the last cut, and the members after the list, where a scroll
   id may be) is decoded when the page arrives, because the stream needs the scroll id and
-  the last record's time at once. It is only proved right once every slice before it has
+  the last record's time at once. It is only proved right once every chunk before it has
   decoded; if one does not (a malformed record, or a cut that was not a boundary), the rest
   of the page is decoded the careful way, record by record, and must agree with the tail.
 
@@ -38,9 +38,9 @@ import msgspec
 from asyncwifi.errors import DecodeError
 from asyncwifi.models._decode import _DECODE_FAILURES, _KINDS, ItemError, _decode_page_slowly
 
-__all__ = ["SLICE_BYTES", "SlicedPage", "slice_page"]
+__all__ = ["SLICE_BYTES", "ChunkedPage", "chunk_page"]
 
-#: bytes of body per slice: its records and their objects stay in a core's L2 cache
+#: bytes of body per chunk: its records and their objects stay in a core's L2 cache
 SLICE_BYTES = 128 * 1024
 
 _OPEN, _CLOSE = ord("["), ord("]")
@@ -52,36 +52,36 @@ _MEMBER = {
 }
 
 
-class SlicedPage:
-    """A page whose records are decoded slice by slice (see the module docstring).
+class ChunkedPage:
+    """A page whose records are decoded chunk by chunk (see the module docstring).
 
     ``envelope``: the page's members (its item list holds the tail's records); ``tail``:
     the records after the last cut, already decoded. :meth:`batches` yields the records.
     """
 
-    __slots__ = ("_data", "_kind", "_size", "_slices", "_tail_envelope", "envelope", "tail")
+    __slots__ = ("_chunks", "_data", "_kind", "_size", "_tail_envelope", "envelope", "tail")
 
     def __init__(
         self,
         data: bytearray,
         size: int,
         kind: Any,
-        slices: list[tuple[int, int]],
+        chunks: list[tuple[int, int]],
         envelope: Any,
         tail_envelope: Any,
     ) -> None:
         self._data = data
         self._size = size
         self._kind = kind
-        self._slices = slices
+        self._chunks = chunks
         self._tail_envelope = tail_envelope
         self.envelope = envelope
         self.tail: list[Any] = getattr(tail_envelope, kind.field)
 
     def batches(self, on_item_error: Callable[[ItemError], None]) -> Iterator[list[Any]]:
-        """The page's records, a slice at a time, in order, then the tail's.
+        """The page's records, a chunk at a time, in order, then the tail's.
 
-        Writes into the body (the brackets around each slice): a page is read once. A record
+        Writes into the body (the brackets around each chunk): a page is read once. A record
         that does not decode is passed to ``on_item_error`` and left out, like
         :func:`decode_page` does; a page that cannot be read consistently raises
         :class:`DecodeError`.
@@ -91,7 +91,7 @@ class SlicedPage:
         decode = self._kind.item_list.decode
         delivered = 0
         try:
-            for start, end in self._slices:
+            for start, end in self._chunks:
                 before, after = data[start - 1], data[end]
                 data[start - 1], data[end] = _OPEN, _CLOSE
                 try:
@@ -127,30 +127,30 @@ class SlicedPage:
         return rest.items
 
 
-def slice_page(
-    data: bytearray, size: int, page_type: type[Any], *, slice_bytes: int = SLICE_BYTES
-) -> SlicedPage | None:
-    """Cut the page in ``data[:size]`` into slices, or ``None`` when it is not worth it or
+def chunk_page(
+    data: bytearray, size: int, page_type: type[Any], *, chunk_bytes: int = SLICE_BYTES
+) -> ChunkedPage | None:
+    """Cut the page in ``data[:size]`` into chunks, or ``None`` when it is not worth it or
     its layout does not allow it (the caller then decodes it whole with decode_page).
 
-    Reads ``data`` only; :meth:`SlicedPage.batches` writes into it later, so the caller
+    Reads ``data`` only; :meth:`ChunkedPage.batches` writes into it later, so the caller
     must not reuse the buffer before the page is consumed.
     """
     kind = _KINDS[page_type]
-    if size < 2 * slice_bytes:
+    if size < 2 * chunk_bytes:
         return None
     found = _MEMBER[kind.wire].search(data, 0, size)
     if found is None:
         return None
     at, start = found.start(), found.end()
     key = kind.key
-    slices: list[tuple[int, int]] = []
-    # the tail keeps half a slice at least: the time cursor wants more than a few records
-    last_cut = size - slice_bytes // 2
-    while (cut := _BETWEEN.search(data, start + slice_bytes, last_cut)) is not None:
-        slices.append((start, cut.start(1)))  # from a record's "{" to the "," after one
+    chunks: list[tuple[int, int]] = []
+    # the tail keeps half a chunk at least: the time cursor wants more than a few records
+    last_cut = size - chunk_bytes // 2
+    while (cut := _BETWEEN.search(data, start + chunk_bytes, last_cut)) is not None:
+        chunks.append((start, cut.start(1)))  # from a record's "{" to the "," after one
         start = cut.end() - 1
-    if not slices:
+    if not chunks:
         return None
     try:
         head = kind.typed.decode(bytes(data[:at]) + key + b"]}")
@@ -164,4 +164,4 @@ def slice_page(
         if f != kind.field and getattr(tail, f) is None and getattr(head, f) is not None
     }
     envelope = msgspec.structs.replace(tail, **earlier) if earlier else tail
-    return SlicedPage(data, size, kind, slices, envelope, tail)
+    return ChunkedPage(data, size, kind, chunks, envelope, tail)

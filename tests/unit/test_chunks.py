@@ -1,4 +1,4 @@
-"""Pages decoded a slice at a time: the same records as decoding the page whole, or none."""
+"""Pages decoded a chunk at a time: the same records as decoding the page whole, or none."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 
 from asyncwifi import errors
 from asyncwifi.models import EventPage, ItemError, decode_page
-from asyncwifi.models._slices import slice_page
+from asyncwifi.models._chunks import chunk_page
 
-#: small slices, so that small bodies are cut many times
+#: small chunks, so that small bodies are cut many times
 STEP = 512
 
 
@@ -36,24 +36,24 @@ def _body(events: list[Any], **members: Any) -> bytes:
 
 
 def _read(body: bytes, step: int = STEP) -> tuple[Any, list[Any], list[ItemError]]:
-    """Slice ``body`` and read every batch: (envelope, records, errors)."""
+    """Chunk ``body`` and read every batch: (envelope, records, errors)."""
     data = bytearray(body) + bytearray(64)  # a reused buffer is longer than its body
-    sliced = slice_page(data, len(body), EventPage, slice_bytes=step)
-    assert sliced is not None
+    chunked = chunk_page(data, len(body), EventPage, chunk_bytes=step)
+    assert chunked is not None
     found: list[ItemError] = []
-    records = [r for batch in sliced.batches(found.append) for r in batch]
-    return sliced.envelope, records, found
+    records = [r for batch in chunked.batches(found.append) for r in batch]
+    return chunked.envelope, records, found
 
 
-def test_slices_give_the_records_and_members_of_the_whole_page() -> None:
+def test_chunks_give_the_records_and_members_of_the_whole_page() -> None:
     events = [_event(i) for i in range(401)]  # cut every 512 bytes, one record would be left
     body = _body(events)
     whole = decode_page(body, EventPage)
     data = bytearray(body)
-    sliced = slice_page(data, len(body), EventPage, slice_bytes=STEP)
-    assert sliced is not None
-    # the tail keeps half a slice of bytes at least: enough records for the time cursor
-    tail_bytes = len(body) - (sliced._slices[-1][1] + 1)
+    chunked = chunk_page(data, len(body), EventPage, chunk_bytes=STEP)
+    assert chunked is not None
+    # the tail keeps half a chunk of bytes at least: enough records for the time cursor
+    tail_bytes = len(body) - (chunked._chunks[-1][1] + 1)
     assert tail_bytes >= STEP // 2
     envelope, records, found = _read(body)
     assert records == whole.items
@@ -64,7 +64,7 @@ def test_slices_give_the_records_and_members_of_the_whole_page() -> None:
 
 
 @pytest.mark.parametrize("layout", ["indented", "python-json"])
-def test_whitespace_between_records_is_sliced_too(layout: str) -> None:
+def test_whitespace_between_records_is_chunked_too(layout: str) -> None:
     events = [_event(i) for i in range(300)]
     compact = _body(events)
     if layout == "indented":
@@ -94,17 +94,17 @@ def test_a_cut_inside_a_string_is_never_taken_for_a_boundary() -> None:
     body = _body(events)
     assert body.count(b"},{") > 500  # 299 boundaries, 300 inside strings
     whole = decode_page(body, EventPage).items
-    sliced = 0
+    chunked = 0
     for step in range(30, 3000, 97):
         data = bytearray(body)
-        page = slice_page(data, len(body), EventPage, slice_bytes=step)
+        page = chunk_page(data, len(body), EventPage, chunk_bytes=step)
         if page is None:
             continue  # the last cut was inside a string: the tail did not decode
-        sliced += 1
+        chunked += 1
         found: list[ItemError] = []
         assert [r for batch in page.batches(found.append) for r in batch] == whole, step
         assert found == []
-    assert sliced >= 10
+    assert chunked >= 10
 
 
 def test_a_malformed_record_costs_only_itself_with_its_page_index() -> None:
@@ -121,20 +121,20 @@ def test_a_malformed_record_costs_only_itself_with_its_page_index() -> None:
 
 def test_the_stream_refuses_a_rest_that_disagrees_with_the_tail() -> None:
     events: list[Any] = [_event(i) for i in range(300)]
-    events[10] = {**_event(10), "id": 10}  # forces the careful path from slice one
+    events[10] = {**_event(10), "id": 10}  # forces the careful path from chunk one
     body = _body(events)
     data = bytearray(body)
-    sliced = slice_page(data, len(body), EventPage, slice_bytes=STEP)
-    assert sliced is not None
-    sliced.tail[-1] = msgspec.structs.replace(sliced.tail[-1], id="forged")
+    chunked = chunk_page(data, len(body), EventPage, chunk_bytes=STEP)
+    assert chunked is not None
+    chunked.tail[-1] = msgspec.structs.replace(chunked.tail[-1], id="forged")
     with pytest.raises(errors.DecodeError, match="consistently"):
-        [r for batch in sliced.batches(lambda e: None) for r in batch]
+        [r for batch in chunked.batches(lambda e: None) for r in batch]
 
 
 @pytest.mark.parametrize(
     "body",
     [
-        _body([_event(i) for i in range(3)]),  # small: not worth slicing
+        _body([_event(i) for i in range(3)]),  # small: not worth chunking
         msgspec.json.encode({"status": "x" * 2_000, "count": 0}),  # no list at all
         _body([_event(0, survey={"questions": {"q": "x" * 5_000}})]),  # one record: no cut
         _body([_event(i) for i in range(300)], meta={"events": [1]}),  # the key, nested first
@@ -143,7 +143,7 @@ def test_the_stream_refuses_a_rest_that_disagrees_with_the_tail() -> None:
     ],
     ids=["small", "no-list", "one-record", "nested-key", "bad-tail", "truncated"],
 )
-def test_a_page_that_cannot_be_sliced_safely_is_left_whole(body: bytes) -> None:
+def test_a_page_that_cannot_be_chunked_safely_is_left_whole(body: bytes) -> None:
     data = bytearray(body)
-    assert slice_page(data, len(body), EventPage, slice_bytes=STEP) is None
+    assert chunk_page(data, len(body), EventPage, chunk_bytes=STEP) is None
     assert data == body  # only read
