@@ -5,7 +5,8 @@ goes through a rate-aware scheduler that never sends what the gateway would refu
 
 Comments citing "spec §N" refer to section N of the platform's API reference, kept in the
 repository as ``docs/reference/api.md`` (its section numbers unchanged); "gateway.md" is
-``docs/reference/gateway.md`` and the vendor's other pages are ``docs/reference/observed.md``.
+``docs/reference/gateway.md``, "observed.md" (the vendor's other pages) is
+``docs/reference/observed.md``, and the design notes are ``docs/design.md``.
 """
 
 import logging

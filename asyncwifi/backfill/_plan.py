@@ -118,7 +118,7 @@ MAX_SLICES = 100_000
 def even_slice_size(since: datetime, until: datetime, count: int) -> timedelta:
     """The slice size that cuts ``[since, until)`` into at most ``count`` slices: a few long
     time cursors (one per concurrent scroll) cost the fewest requests, since every slice
-    ends with a page that is not full (the request floor: DESIGN.md)."""
+    ends with a page that is not full (the request floor: docs/design.md)."""
     if count < 1:
         raise ValueError("count must be at least 1")
     span = until - since

@@ -1,7 +1,7 @@
 """How one simulated event is written on the wire, in each of the three record shapes.
 
 ``observed.md`` shows the vendor's reference serving events in two shapes, and the
-simulator has served a third of its own; a client must work on each (DESIGN.md, "The
+simulator has served a third of its own; a client must work on each (docs/design.md, "The
 simulator is not the API"):
 
 * ``"nested"`` (the default: the vendor's data example, pasted from real responses):
