@@ -215,12 +215,11 @@ def test_a_spent_quota_exits_75_with_the_reset_time_and_the_next_runs_resume(
     assert "already complete" in again.err
 
 
-def test_daemon_mode_exits_75_when_the_reset_is_further_than_max_wait(
-    clean_env: Path, run: Callable[..., Result]
-) -> None:
-    # (waiting through a reset is covered by the engine's tests, on a stepped clock)
+def _day_of_four_requests(*global_options: str) -> tuple[str, ...]:
+    """A backfill of a day of 20,000 events in pages of 1,000, on a simulated day whose
+    quota is 4 requests (the login and 3 pages), 18 h before the day's reset."""
     start = datetime(2026, 3, 1, 6, 0, tzinfo=UTC).timestamp()
-    result = run(
+    return (
         "--simulate",
         "--sim-start",
         str(start),
@@ -228,8 +227,7 @@ def test_daemon_mode_exits_75_when_the_reset_is_further_than_max_wait(
         "4",
         "--sim-events-per-day",
         "20000",
-        "--log-format",
-        "json",
+        *global_options,
         "events",
         "backfill",
         "--since",
@@ -238,12 +236,16 @@ def test_daemon_mode_exits_75_when_the_reset_is_further_than_max_wait(
         "2026-01-02",
         "--page-size",
         "1000",
-        "--daemon",
-        "--max-wait",
-        "1h",
         "--out",
         "events.jsonl",
     )
+
+
+def test_daemon_mode_exits_75_when_the_reset_is_further_than_max_wait(
+    clean_env: Path, run: Callable[..., Result]
+) -> None:
+    # (waiting through a reset is covered by the engine's tests, on a stepped clock)
+    result = run(*_day_of_four_requests("--log-format", "json"), "--daemon", "--max-wait", "1h")
     assert result.code == ExitCode.TEMPFAIL, result.err
     records = [json.loads(line) for line in result.err.splitlines() if line.startswith("{")]
     paused = [r for r in records if r["event"] == "quota_exhausted"]
@@ -258,28 +260,7 @@ def test_a_spent_quota_loses_no_page_that_concurrent_slices_fetched(
 ) -> None:
     # a day of 4 requests: the login and 3 pages of 1,000, fetched by 4 concurrent slices.
     # One slice's refusal must not cancel the others before they commit what they paid for
-    start = datetime(2026, 3, 1, 6, 0, tzinfo=UTC).timestamp()
-    result = run(
-        "--simulate",
-        "--sim-start",
-        str(start),
-        "--sim-day-limit",
-        "4",
-        "--sim-events-per-day",
-        "20000",
-        "events",
-        "backfill",
-        "--since",
-        "2026-01-01",
-        "--until",
-        "2026-01-02",
-        "--page-size",
-        "1000",
-        "--concurrency",
-        "4",
-        "--out",
-        "events.jsonl",
-    )
+    result = run(*_day_of_four_requests(), "--concurrency", "4")
     assert result.code == ExitCode.TEMPFAIL, result.err
     written = ids_in(clean_env / "events.jsonl")
     assert sum(written.values()) == len(written) == 3_000
