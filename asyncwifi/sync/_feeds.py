@@ -355,7 +355,10 @@ class ContactFeed:
                 yield Batch("contacts", records, bad, requests=new)
         new = stream.requests - counted
         self._count(new)
-        yield Batch("contacts", [], [], complete=True, seen=frozenset(seen), requests=new)
+        if keep is None:  # a full scan: what it did not find was deleted upstream
+            yield Batch("contacts", [], [], complete=True, seen=frozenset(seen), requests=new)
+        elif new:
+            yield Batch("contacts", [], [], requests=new)
 
     def _count(self, requests: int) -> None:
         self.requests += requests

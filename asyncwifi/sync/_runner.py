@@ -23,7 +23,14 @@ from typing import Any
 from asyncwifi._client import Client
 from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.sync._budget import Budget
-from asyncwifi.sync._feeds import MODIFIED_FROM, MODIFIED_TO, Batch, ContactFeed, EventFeed, snapshot
+from asyncwifi.sync._feeds import (
+    MODIFIED_FROM,
+    MODIFIED_TO,
+    Batch,
+    ContactFeed,
+    EventFeed,
+    snapshot,
+)
 from asyncwifi.sync._store import Store, StoreUnavailableError, Write, rows_of
 
 __all__ = ["SyncOptions", "SyncStats", "Syncer"]

@@ -44,7 +44,11 @@ CONTACT_SORTS = ("created_absolute", "created", "modified_absolute", "modified",
 #: observed.md: modified-date filters (>= and <=) exist, their names are not shown: ours
 MODIFIED_FROM = "modifiedFrom"
 MODIFIED_TO = "modifiedTo"
-_SORT_KEYS = {"created_absolute": "_created", "created": "_created", "modified_absolute": "_modified"}
+_SORT_KEYS = {
+    "created_absolute": "_created",
+    "created": "_created",
+    "modified_absolute": "_modified",
+}
 
 
 def add_contact(data: SimulatorData, now: float, **fields: Any) -> str:
