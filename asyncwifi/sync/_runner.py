@@ -75,6 +75,8 @@ class SyncStats:
     last_success: float | None = None
     newest_event: datetime | None = None
     store_down_since: float | None = None
+    #: how many times the database became unreachable
+    store_outages: int = 0
     quota_sleeping_until: float | None = None
 
 
@@ -123,6 +125,7 @@ class Syncer:
     async def _store_down(self, exc: BaseException, delay: float) -> None:
         if self.stats.store_down_since is None:
             self.stats.store_down_since = self.api.clock.now()
+            self.stats.store_outages += 1
         log.warning("sync: the database is unreachable (%s); retrying in %.1f s", exc, delay)
         await asyncio.sleep(delay)
 
