@@ -27,7 +27,10 @@ def unavailable(exc: BaseException) -> bool:
     """Whether ``exc`` means the server cannot be reached now (retry later)."""
     import asyncpg
 
-    if isinstance(exc, OSError | asyncio.TimeoutError | asyncpg.InterfaceError):
+    if isinstance(
+        exc,
+        OSError | asyncio.TimeoutError | asyncpg.InterfaceError | asyncpg.InternalClientError,
+    ):
         return True
     if isinstance(exc, asyncpg.PostgresError):
         state = getattr(exc, "sqlstate", "") or ""
@@ -74,7 +77,7 @@ class PostgresStore(Store):
         try:
             return await fn(conn)
         except Exception as exc:
-            if unavailable(exc):
+            if unavailable(exc) or conn.is_closed():
                 await self._drop()
                 raise StoreUnavailableError(f"PostgreSQL at {self!r}: {exc}") from exc
             raise
