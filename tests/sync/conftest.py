@@ -99,16 +99,18 @@ async def sim_client(**options: Any) -> AsyncIterator[tuple[Simulator, Client]]:
     tests are about what is stored, the limiter has its own)."""
     clock = ScaledClock(SPEED)
     options.setdefault("rate_limit_mode", "off")
-    async with Simulator(clock=clock, **options) as sim:
-        async with Client(
+    async with (
+        Simulator(clock=clock, **options) as sim,
+        Client(
             sim.client_key,
             sim.client_secret,
             base_url=sim.base_url,
             organization=sim.organization,
             allow_http=True,
             clock=clock,
-        ) as api:
-            yield sim, api
+        ) as api,
+    ):
+        yield sim, api
 
 
 def shapes_supported() -> bool:
