@@ -135,12 +135,15 @@ async def main(events: int) -> None:
     await asyncio.to_thread(sim.data.events.warm)
     print(f"{events:,} events; process RSS after warming the simulator: {rss_mb():.0f} MB")
     created: list[str] = []
-    async with sim:
-        async with Client(sim.client_key, sim.client_secret, base_url=sim.base_url,
-                          organization=sim.organization, allow_http=True, clock=clock) as api:  # fmt: skip
-            results: dict[str, tuple[float, dict[str, float]]] = {}
-            for label, run in (("hand-written executemany", run_handwritten),
-                               ("asyncwifi sync (COPY + upsert)", run_sync)):  # fmt: skip
+    results: dict[str, tuple[float, dict[str, float]]] = {}
+    await sim.start()
+    client = Client(sim.client_key, sim.client_secret, base_url=sim.base_url,
+                    organization=sim.organization, allow_http=True, clock=clock)  # fmt: skip
+    runs = (("hand-written executemany", run_handwritten),
+            ("asyncwifi sync (COPY + upsert)", run_sync))  # fmt: skip
+    try:
+        async with client as api:
+            for label, run in runs:
                 name, url = await fresh_db()
                 created.append(name)
                 marks: dict[str, float] = {"start": rss_mb()}
@@ -148,10 +151,13 @@ async def main(events: int) -> None:
                 results[label] = (rate, marks)
                 print(
                     f"{label:32} {rate:10,.0f} rows/s   RSS start {marks['start']:.0f} MB, "
-                    f"at 100k {marks.get('100k', 0):.0f} MB, at {events:,} {marks['end']:.0f} MB"
+                    f"at 100k {marks.get('100k', 0):.0f} MB, "
+                    f"at {events:,} {marks['end']:.0f} MB"
                 )
-    for name in created:
-        await admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    finally:
+        await sim.stop()
+        for name in created:
+            await admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
     base = results["hand-written executemany"][0]
     ours = results["asyncwifi sync (COPY + upsert)"][0]
     print(f"ratio: asyncwifi sync / hand-written = {ours / base:.2f}x (target >= 3x)")

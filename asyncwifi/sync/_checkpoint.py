@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from asyncwifi.errors import ValidationError
+from asyncwifi.models import Event
+from asyncwifi.models.events import utc_time
 
-__all__ = ["TimeCursor", "ms_floor", "parse_checkpoint"]
+__all__ = ["TimeCursor", "event_time", "ms_floor", "parse_checkpoint"]
 
 _VERSION = 1
 
@@ -30,8 +32,25 @@ _VERSION = 1
 def ms_floor(when: datetime) -> datetime:
     """``when`` in UTC, cut to the millisecond: the precision of every ``dateStart`` sent
     (so ids are compared at the precision the server is asked with)."""
-    utc = when.astimezone(UTC)
-    return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
+    if when.tzinfo is not UTC:
+        when = when.astimezone(UTC)
+    micro = when.microsecond
+    return when if not micro % 1000 else when.replace(microsecond=micro - micro % 1000)
+
+
+def event_time(event: Event) -> datetime | None:
+    """``event.time`` (aware UTC, or None), read the fast way for the usual ``...Z`` text:
+    one C call per record instead of the general parser (which remains the fallback)."""
+    text = event.time_text
+    if text is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return utc_time(text)
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    return parsed if parsed.tzinfo is UTC else parsed.astimezone(UTC)
 
 
 def _text(when: datetime) -> str:

@@ -28,7 +28,7 @@ from asyncwifi.errors import ValidationError
 from asyncwifi.models import Contact, Event, ItemError
 from asyncwifi.models.events import utc_time
 from asyncwifi.sync._budget import Budget
-from asyncwifi.sync._checkpoint import TimeCursor, ms_floor
+from asyncwifi.sync._checkpoint import TimeCursor, event_time, ms_floor
 
 __all__ = [
     "BadRecord",
@@ -78,6 +78,8 @@ class Batch(Generic[T]):
     seen: frozenset[str] | None = None
     #: requests this batch cost (for metrics and budgets)
     requests: int = 0
+    #: events: each record's UTC time (or None), index for index, read once
+    times: list[datetime | None] | None = None
 
 
 def _raw_id(raw: bytes, id_field: str) -> str | None:
@@ -184,10 +186,10 @@ class EventFeed:
                 window = max(timedelta(seconds=1), min(self.window * 30, span * scale))
 
     async def _window(self, stop: datetime) -> AsyncIterator[Batch[Event]]:
-        """Every event of ``[cursor.at, stop]``, in batches; then the window's checkpoint."""
+        """Every event of ``[cursor.at, stop]``, a batch per page; then the window's
+        checkpoint (with the window's last records)."""
         cursor = self.cursor
         cursor.begin_window()
-        errors: list[ItemError] = []
         stream: ScrollStream[Event] = self.api.events.list(
             date_start=cursor.at,
             date_end=stop,
@@ -195,52 +197,57 @@ class EventFeed:
             size=self.size,
             keep_raw=True,
             skip_ids=cursor.skip,
-            on_item_error=errors.append,
         )
-        spent = 0
-        records: list[Record[Event]] = []
-        bad: list[BadRecord] = []
+        held: Batch[Event] | None = None
         timed, any_record = True, False
+        seen, add, newest = cursor.seen, cursor.add, self.newest
         async with stream:
-            async for record in stream.records():
-                event = record.item
-                ident = event.id
-                if ident is None or record.raw is None:
-                    bad.append(BadRecord(bytes(record.raw or b""), "an event with no id", None))
-                    continue
-                if cursor.seen(ident):
-                    continue
-                when = event.time
-                if when is None:
-                    timed = False
-                elif self.newest is None or when > self.newest:
-                    self.newest = when
-                cursor.add(ident, when)
-                any_record = True
-                records.append(record)
-                if len(records) >= self.size:
-                    bad += [BadRecord.of(e, "id") for e in errors]
-                    errors.clear()
-                    spent = self._spent(stream, spent)
-                    yield Batch("events", records, bad, cursor.encode(), requests=spent)
-                    records, bad, spent = [], [], 0
-        bad += [BadRecord.of(e, "id") for e in errors]
-        spent = self._spent(stream, spent)
+            async for page in stream.pages():
+                records: list[Record[Event]] = []
+                times: list[datetime | None] = []
+                bad = [BadRecord.of(e, "id") for e in page.errors]
+                for event, raw in zip(page.items, page.raw_items or (), strict=True):
+                    ident = event.id
+                    if ident is None:
+                        bad.append(BadRecord(bytes(raw), "an event with no id", None))
+                        continue
+                    if seen(ident):
+                        continue
+                    when = event_time(event)
+                    if when is None:
+                        timed = False
+                    elif newest is None or when > newest:
+                        newest = when
+                    add(ident, when)
+                    records.append(Record(event, raw))
+                    times.append(when)
+                any_record = any_record or bool(records)
+                self.newest = newest
+                if held is not None:
+                    yield held
+                # held back one page: the window's last batch carries its completion
+                held = Batch("events", records, bad, cursor.encode(), times=times)
+                held.requests = self._spent(stream)
+        requests = self._spent(stream)
         if not timed:
             self.timed_shape = False
         elif any_record and self.timed_shape is None:
             self.timed_shape = True
         cursor.complete(stop)
-        yield Batch("events", records, bad, cursor.encode(), requests=spent)
+        if held is None:
+            held = Batch("events", [], [], times=[])
+        held.checkpoint = cursor.encode()
+        held.requests += requests
+        yield held
 
-    def _spent(self, stream: ScrollStream[Any], before: int) -> int:
+    def _spent(self, stream: ScrollStream[Any]) -> int:
         """Requests of ``stream`` not yet counted, counted now (budget, ``requests``)."""
         new = stream.requests - self._counted.get(id(stream), 0)
         self._counted = {id(stream): stream.requests}
         self.requests += new
         if self.budget is not None:
             self.budget.spend(self.resource, new)
-        return before + new
+        return new
 
 
 class ContactFeed:

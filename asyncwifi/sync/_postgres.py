@@ -4,7 +4,10 @@ moved with one upsert, in the transaction that also saves the checkpoint.
 COPY (binary) is the fastest way rows enter PostgreSQL; the upsert from staging
 (``INSERT .. SELECT .. ON CONFLICT (id) DO UPDATE .. WHERE raw IS DISTINCT FROM``) then
 writes only what changed. Staging tables are temporary (``ON COMMIT DELETE ROWS``), one
-per resource table per connection.
+per resource table per connection. Events never change, and the feed hands each out once:
+their rows are COPYed straight into ``events`` (half the server's work); only when that
+meets a row already there (a batch replayed after a crash) does the batch take the
+staging route, inside the same transaction (a savepoint undoes the failed COPY).
 """
 
 from __future__ import annotations
@@ -145,18 +148,33 @@ class PostgresStore(Store):
             changed += f" OR {table.name}.deleted_at IS NOT NULL"
         now = datetime.now(UTC)
 
+        async def upsert(conn: Any) -> int:
+            stage = await self._stage(conn, table.name)
+            await conn.copy_records_to_table(stage, records=write.rows, columns=names)
+            status = await conn.execute(
+                f"INSERT INTO {table.name} ({cols}) "
+                f"SELECT DISTINCT ON (id) {cols} FROM {stage} "
+                f"ON CONFLICT (id) DO UPDATE SET {sets} WHERE {changed}"
+            )
+            return int(status.rsplit(" ", 1)[-1])
+
+        async def insert_new(conn: Any) -> int:
+            import asyncpg
+
+            try:
+                async with conn.transaction():  # a savepoint
+                    await conn.copy_records_to_table(table.name, records=write.rows, columns=names)
+            except asyncpg.UniqueViolationError:
+                return await upsert(conn)  # a replay: some rows are there already
+            return len(write.rows)
+
         async def apply(conn: Any) -> int:
             written = 0
-            stage = await self._stage(conn, table.name) if write.rows else ""
+            if write.rows and table.deletes:
+                await self._stage(conn, table.name)  # not inside the transaction below
             async with conn.transaction():
                 if write.rows:
-                    await conn.copy_records_to_table(stage, records=write.rows, columns=names)
-                    status = await conn.execute(
-                        f"INSERT INTO {table.name} ({cols}) "
-                        f"SELECT DISTINCT ON (id) {cols} FROM {stage} "
-                        f"ON CONFLICT (id) DO UPDATE SET {sets} WHERE {changed}"
-                    )
-                    written += int(status.rsplit(" ", 1)[-1])
+                    written += await (upsert(conn) if table.deletes else insert_new(conn))
                 if write.seen is not None and table.deletes:
                     status = await conn.execute(
                         f"UPDATE {table.name} SET deleted_at = $1 WHERE deleted_at IS NULL "

@@ -1,7 +1,9 @@
 """The sync itself: feeds into a store, one pass or a daemon, surviving what goes wrong.
 
 - Every batch is written with its checkpoint in one transaction; a kill at any moment
-  loses nothing and doubles nothing (a replayed batch changes no row).
+  loses nothing and doubles nothing (a replayed batch changes no row). Writes are
+  pipelined one deep: the next batch is fetched and prepared while the database commits
+  the previous one (in order: a checkpoint never passes rows not yet committed).
 - The database unreachable: the batch in hand is kept and its write retried with backoff;
   nothing more is asked of the API meanwhile (the quota is not spent on data that cannot
   be stored). A pass starts only once the database answers.
@@ -100,6 +102,8 @@ class Syncer:
         self.on_write = on_write
         self._stopping = asyncio.Event()
         self._writing: asyncio.Future[int] | None = None
+        #: the write committing while the next batch is prepared
+        self._pending: asyncio.Task[int] | None = None
 
     # -- writing -----------------------------------------------------------------------
     async def _write(self, write: Write) -> int:
@@ -147,7 +151,17 @@ class Syncer:
                 continue
             return
 
-    async def _apply(self, batch: Batch[Any], name: str | None) -> int:
+    def _total(self) -> int:
+        return sum(self.stats.rows.values())
+
+    async def _flush(self) -> None:
+        """Wait for the write in progress (its error, if any, is raised here)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            await pending
+
+    async def _apply(self, batch: Batch[Any], name: str | None) -> None:
+        """Prepare the batch's write, then hand it over once the previous one committed."""
         checkpoints = {name: batch.checkpoint} if name and batch.checkpoint else {}
         self.stats.requests[batch.resource] = (
             self.stats.requests.get(batch.resource, 0) + batch.requests
@@ -158,7 +172,8 @@ class Syncer:
         write = Write(batch.resource, rows_of(batch), list(batch.bad), None, checkpoints)
         if batch.complete:
             write.seen = batch.seen
-        return await self._write(write)
+        await self._flush()
+        self._pending = asyncio.ensure_future(self._write(write))
 
     # -- the resources -------------------------------------------------------------------
     async def sync_events(self, *, follow: bool = False) -> int:
@@ -176,12 +191,15 @@ class Syncer:
             size=opts.size,
             budget=self.budget,
         )
-        written = 0
-        async for batch in self._until_stopped(feed.__aiter__()):
-            written += await self._apply(batch, EVENTS)
-            if feed.newest is not None:
-                self.stats.newest_event = feed.newest
-        return written
+        before = self._total()
+        try:
+            async for batch in self._until_stopped(feed.__aiter__()):
+                await self._apply(batch, EVENTS)
+                if feed.newest is not None:
+                    self.stats.newest_event = feed.newest
+        finally:
+            await self._flush()
+        return self._total() - before
 
     async def sync_contacts(self, *, reconcile: bool | None = None) -> int:
         """Contacts changed since the checkpoint; a full scan (and deletes) when due, or
@@ -195,9 +213,10 @@ class Syncer:
             modified_to=opts.modified_to,
             budget=self.budget,
         )
-        written = 0
+        before = self._total()
         async for batch in self._until_stopped(feed.changes()):
-            written += await self._apply(batch, CONTACTS if batch.checkpoint else None)
+            await self._apply(batch, CONTACTS if batch.checkpoint else None)
+        await self._flush()
         if reconcile is None:
             last = await self.store.checkpoint(RECONCILED)
             now = self.api.clock.now()
@@ -206,13 +225,17 @@ class Syncer:
             async for batch in self._until_stopped(feed.scan()):
                 if batch.complete:
                     batch.checkpoint = repr(self.api.clock.now())
-                written += await self._apply(batch, RECONCILED if batch.complete else None)
-        return written
+                await self._apply(batch, RECONCILED if batch.complete else None)
+        await self._flush()
+        return self._total() - before
 
     async def sync_snapshot(self, resource: str) -> int:
         """Hotspots or segments: the whole list, deletes included."""
         batch = await snapshot(self.api, resource, budget=self.budget)  # type: ignore[arg-type]
-        return await self._apply(batch, None)
+        before = self._total()
+        await self._apply(batch, None)
+        await self._flush()
+        return self._total() - before
 
     # -- passes ----------------------------------------------------------------------------
     async def run_once(self) -> int:
@@ -306,6 +329,9 @@ class Syncer:
 
     async def drain(self) -> None:
         """Wait for a write in progress to commit (after a cancellation)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            await asyncio.gather(pending, return_exceptions=True)
         writing = self._writing
         if writing is not None and not writing.done():
             await asyncio.gather(writing, return_exceptions=True)

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from asyncwifi.models import Contact, Event, Hotspot, Segment
 from asyncwifi.models.events import utc_time
+from asyncwifi.sync._checkpoint import event_time
 
 __all__ = ["MIGRATIONS", "TABLES", "Column", "Dialect", "Table", "migrations_for"]
 
@@ -68,7 +69,7 @@ TABLES: dict[str, Table] = {
         "events",
         (
             Column("type", "text", lambda e: e.type),
-            Column("time", "time", lambda e: e.time),
+            Column("time", "time", event_time),
             Column("customer_id", "text", lambda e: e.customer_id),
             Column("location_id", "text", _where("location_id")),
             Column("hotspot_id", "text", _where("hotspot_id")),
