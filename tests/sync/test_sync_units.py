@@ -91,10 +91,13 @@ def test_time_cursor_windows_untimed_records_exactly() -> None:
     cursor.begin_window()
     for ident in ("a", "b"):
         cursor.add(ident, None)  # no time: ``at`` cannot move
-    assert cursor.at == T0 and cursor.skip == {"a", "b"}
+    assert cursor.at == T0
+    assert cursor.skip == {"a", "b"}
     end = T0 + timedelta(hours=1)
     cursor.complete(end)
-    assert cursor.at == end and cursor.carry == {"a", "b"} and not cursor.fresh
+    assert cursor.at == end
+    assert cursor.carry == {"a", "b"}
+    assert not cursor.fresh
     restored = TimeCursor.start("events", cursor.encode(), T0)
     assert (restored.at, restored.carry) == (end, {"a", "b"})
     restored.begin_window()
