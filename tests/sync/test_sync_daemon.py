@@ -13,6 +13,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from asyncwifi.cli import main
 
 
@@ -70,7 +72,9 @@ def test_daemon_serves_health_and_metrics_and_stops_on_sigterm(tmp_path: Path) -
         assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == 10_000
 
 
-def test_bad_arguments_are_refused_before_anything_is_sent(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_bad_arguments_are_refused_before_anything_is_sent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = main(["--simulate", "sync", "--to", "mysql://x/y", "--once"])
     assert code == 2
     assert "sqlite:///PATH or postgresql://" in capsys.readouterr().err
