@@ -24,7 +24,7 @@ import msgspec
 
 from asyncwifi._client import Client
 from asyncwifi._scroll import Record, ScrollStream
-from asyncwifi.errors import ValidationError
+from asyncwifi.errors import ScrollExpiredError, ValidationError
 from asyncwifi.models import Contact, Event, ItemError
 from asyncwifi.models.events import utc_time
 from asyncwifi.sync._budget import Budget
@@ -333,33 +333,34 @@ class ContactFeed:
     ) -> AsyncIterator[Batch[Contact]]:
         if self.budget is not None:
             await self.budget.wait(self.resource, 2)
-        errors: list[ItemError] = []
+        # resume=False: the stream compares what it delivered with totalCount, and does not
+        # count records that did not decode; a resume would re-scan for them forever. A
+        # shortfall that the bad records explain is the end; any other lapse is raised
         stream = self.api.contacts.list(
-            size=self.size,
-            sort_by=sort_by,
-            keep_raw=True,
-            resume=True,
-            on_item_error=errors.append,
-            extra_params=extra_params,
+            size=self.size, sort_by=sort_by, keep_raw=True, extra_params=extra_params
         )
         seen: set[str] = set()
-        counted = 0
-        async with stream:
-            async for page in stream.pages():
-                records: list[Record[Contact]] = []
-                bad = [BadRecord.of(e, "cid") for e in page.errors]
-                raws = page.raw_items or []
-                for item, raw in zip(page.items, raws, strict=True):
-                    if item.cid is None:
-                        bad.append(BadRecord(bytes(raw), "a contact with no cid"))
-                        continue
-                    seen.add(item.cid)
-                    if keep is None or keep(item):
-                        records.append(Record(item, raw))
-                seen.update(b.id for b in bad if b.id is not None)
-                new, counted = stream.requests - counted, stream.requests
-                self._count(new)
-                yield Batch("contacts", records, bad, requests=new)
+        counted = bad_total = 0
+        try:
+            async with stream:
+                async for page in stream.pages():
+                    records: list[Record[Contact]] = []
+                    bad = [BadRecord.of(e, "cid") for e in page.errors]
+                    for item, raw in zip(page.items, page.raw_items or (), strict=True):
+                        if item.cid is None:
+                            bad.append(BadRecord(bytes(raw), "a contact with no cid"))
+                            continue
+                        seen.add(item.cid)
+                        if keep is None or keep(item):
+                            records.append(Record(item, raw))
+                    seen.update(b.id for b in bad if b.id is not None)
+                    bad_total += len(page.errors)
+                    new, counted = stream.requests - counted, stream.requests
+                    self._count(new)
+                    yield Batch("contacts", records, bad, requests=new)
+        except ScrollExpiredError as exc:
+            if exc.total is None or exc.delivered + bad_total < exc.total:
+                raise
         new = stream.requests - counted
         self._count(new)
         if keep is None:  # a full scan: what it did not find was deleted upstream

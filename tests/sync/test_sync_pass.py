@@ -101,6 +101,8 @@ async def test_a_bad_record_goes_to_the_dead_letters_and_the_sync_goes_on(db_url
         hotspots = list(data.hotspots.values())
         bad = hotspots[2]["id"]
         hotspots[2]["latitude"] = "north"  # not a number: the Hotspot model refuses it
+        bad_contact = data.contacts[4]["cid"]
+        modify_contact(data, bad_contact, sim.clock.now(), logins="many")
         store = open_store(db_url)
         options = SyncOptions(since=SINCE, until=UNTIL, reconcile_every=0)
         syncer = Syncer(api, store, options=options)
@@ -108,15 +110,21 @@ async def test_a_bad_record_goes_to_the_dead_letters_and_the_sync_goes_on(db_url
             await syncer.run_once()
             live = {h["id"] for h in hotspots if not h["deleted"]}
             assert await store.ids("hotspots") == live - {bad}
-            assert await store.ids("contacts") == {c["cid"] for c in data.contacts}
-            letters = await rows(db_url, "SELECT resource, record_id, raw FROM sync_dead_letters")
-            assert len(letters) == 1
-            resource, record_id, raw = letters[0]
-            assert (resource, record_id) == ("hotspots", bad)
-            assert json.loads(bytes(raw)) == hotspots[2]
+            good = {c["cid"] for c in data.contacts} - {bad_contact}
+            assert await store.ids("contacts") == good
+            letters = await rows(
+                db_url, "SELECT resource, record_id, raw FROM sync_dead_letters ORDER BY resource"
+            )
+            assert [(r[0], r[1]) for r in letters] == [
+                ("contacts", bad_contact),
+                ("hotspots", bad),
+            ]
+            assert json.loads(bytes(letters[1][2])) == hotspots[2]
+            assert json.loads(bytes(letters[0][2]))["logins"] == "many"
             # seen again on the next pass: kept once, and never taken for a delete
             await syncer.run_once()
-            assert len(await rows(db_url, "SELECT id FROM sync_dead_letters")) == 1
+            assert len(await rows(db_url, "SELECT id FROM sync_dead_letters")) == 2
             assert await store.ids("hotspots", deleted=True) == set()
+            assert await store.ids("contacts", deleted=True) == set()
         finally:
             await store.close()
