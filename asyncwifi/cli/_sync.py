@@ -107,7 +107,9 @@ def sync_command(
         sim_since = since
         if app.sim.enabled and sim_since is None and until is not None:
             sim_since = until - DEFAULT_LOOKBACK
-        async with app.client(since=sim_since, until=until) as api:
+        # "raise": the sync itself says the quota is spent, sleeps, and resumes from its
+        # checkpoints (instead of a silent wait inside one request)
+        async with app.client(since=sim_since, until=until, on_quota_exhausted="raise") as api:
             now = datetime.fromtimestamp(api.clock.now(), UTC)
             options = SyncOptions(
                 since=since or (until or now) - DEFAULT_LOOKBACK,

@@ -52,6 +52,8 @@ class SyncOptions:
     until: datetime | None = None
     #: between polls for new events (daemon)
     poll_interval: float = 60.0
+    #: events newer than this are left for the next poll (late writes upstream still land)
+    settle: float = 60.0
     #: between refreshes of contacts (changes), hotspots and segments (daemon)
     refresh_every: float = 900.0
     #: between full contact reconciles (deleted contacts), in both modes
@@ -80,6 +82,8 @@ class SyncStats:
     #: how many times the database became unreachable
     store_outages: int = 0
     quota_sleeping_until: float | None = None
+    #: how many times the day's quota ran out and the sync slept until the reset
+    quota_sleeps: int = 0
 
 
 class Syncer:
@@ -180,7 +184,8 @@ class Syncer:
         """Events from the checkpoint (else ``since``) to ``until`` (or now, or forever)."""
         opts = self.options
         checkpoint = await self.store.checkpoint(EVENTS)
-        since = opts.since or datetime.now(UTC) - timedelta(days=1)
+        now = datetime.fromtimestamp(self.api.clock.now(), UTC)
+        since = opts.since or now - timedelta(days=1)
         feed = EventFeed(
             self.api,
             checkpoint=checkpoint,
@@ -188,6 +193,7 @@ class Syncer:
             until=opts.until,
             follow=follow,
             poll_interval=opts.poll_interval,
+            settle=opts.settle,
             size=opts.size,
             budget=self.budget,
         )
@@ -285,8 +291,13 @@ class Syncer:
                 result: int = await step()
                 return result
             except QuotaExhaustedError as exc:
-                reset = exc.reset_at if exc.reset_at is not None else self.api.clock.now() + 60
+                # until the day's figure is fully back, not the first free slot: a step
+                # restarted on one request would spend it and stop again
+                day = self.api.quota.day
+                full = day.reset_at if day is not None and day.reset_at is not None else 0.0
+                reset = max(exc.reset_at, full)
                 self.stats.quota_sleeping_until = reset
+                self.stats.quota_sleeps += 1
                 log.warning(
                     "sync: the day's quota is spent; sleeping until %s, then resuming",
                     datetime.fromtimestamp(reset, UTC).isoformat(timespec="seconds"),
