@@ -175,15 +175,15 @@ class EventFeed:
             stop = end if self.timed_shape else min(end, cursor.at + window)
             if self.budget is not None:
                 await self.budget.wait(self.resource, 2)
-            delivered = 0
+            delivered, begin = 0, cursor.at
             async for batch in self._window(stop):
                 delivered += len(batch.records)
                 yield batch
             if self.timed_shape is False:
                 # about window_records per window: the checkpoint's ids stay bounded
-                span = (stop - cursor.at) if delivered else window
                 scale = self.window_records / max(delivered, 1)
-                window = max(timedelta(seconds=1), min(self.window * 30, span * scale))
+                span = (stop - begin) * scale
+                window = max(timedelta(seconds=1), min(self.window * 30, span))
 
     async def _window(self, stop: datetime) -> AsyncIterator[Batch[Event]]:
         """Every event of ``[cursor.at, stop]``, a batch per page; then the window's

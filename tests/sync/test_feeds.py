@@ -54,6 +54,20 @@ async def test_events_exactly_once_across_restarts(shape: str) -> None:
         assert len(state["carry"]) + len(state["fresh"]) <= 2 * 900 + 600
 
 
+@pytest.mark.parametrize("shape", ["nested", "flat", "dated"])
+async def test_windows_cost_few_requests_on_every_shape(shape: str) -> None:
+    async with sim_client(events=4_000, **shape_options(shape)) as (sim, api):
+        feed = EventFeed(
+            api, since=SINCE, until=UNTIL, size=1_000, window=timedelta(days=2),
+            window_records=2_000,
+        )  # fmt: skip
+        ids = [r.item.id async for batch in feed for r in batch.records]
+        assert sorted(ids) == sorted(sim.data.event_ids())
+        # at least 4 pages and a closing request; windows of ~2,000 untimed records add
+        # a few more: never a request per second of the range
+        assert 5 <= feed.requests <= 24
+
+
 async def test_a_feed_at_its_end_sends_nothing_more() -> None:
     async with sim_client(events=500) as (sim, api):
         feed = EventFeed(api, since=SINCE, until=UNTIL)
