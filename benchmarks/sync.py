@@ -12,6 +12,9 @@ Both read the same events from one in-process simulator (default "dated" shape, 
 
 Prints rows per second, the ratio, and the process RSS after 100,000 rows and at the end
 (both runs share the process and the simulator's cached pages: compare the growth).
+``--unlogged`` makes ``events`` an UNLOGGED table in both runs: on a small server (default
+``max_wal_size`` 1 GB) a million jsonb rows force checkpoints that stall any writer for a
+minute, whoever it is; unlogged, the figures compare the loading itself.
 Run: ``python benchmarks/sync.py`` (1,000,000 events, about 2 minutes);
 ``--events 200000`` for a quick one. Needs PostgreSQL on 127.0.0.1:5432 (trust auth).
 """
@@ -61,7 +64,24 @@ async def fresh_db() -> tuple[str, str]:
     return name, f"postgresql://postgres@127.0.0.1:5432/{name}"
 
 
+UNLOGGED = False
+
+
+async def prepare(url: str) -> None:
+    """The schema (the sync's migrations), events UNLOGGED with ``--unlogged``."""
+    store = open_store(url)
+    await store.open()
+    await store.close()
+    if UNLOGGED:
+        import asyncpg
+
+        conn = await asyncpg.connect(url)
+        await conn.execute("ALTER TABLE events SET UNLOGGED")
+        await conn.close()
+
+
 async def run_sync(api: Client, url: str, marks: dict[str, float]) -> float:
+    await prepare(url)
     store = open_store(url)
     rows = 0
 
@@ -85,9 +105,7 @@ async def run_sync(api: Client, url: str, marks: dict[str, float]) -> float:
 async def run_handwritten(api: Client, url: str, marks: dict[str, float]) -> float:
     import asyncpg
 
-    store = open_store(url)
-    await store.open()  # the same schema
-    await store.close()
+    await prepare(url)  # the same schema
     conn = await asyncpg.connect(url)
     names = TABLES["events"].names
     sql = (
@@ -172,4 +190,7 @@ async def main(events: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
-    asyncio.run(main(parser.parse_args().events))
+    parser.add_argument("--unlogged", action="store_true", help="events as an UNLOGGED table")
+    args = parser.parse_args()
+    UNLOGGED = args.unlogged
+    asyncio.run(main(args.events))
