@@ -19,6 +19,7 @@ from asyncwifi._protocol import build_query, organization_segment, path_segment,
 from asyncwifi._rules import ADDRESS_FIELDS, COUNTRY_CODES, HOTSPOT_UPDATE_FORBIDDEN, ROUTER_TYPES
 from asyncwifi.errors import NotFoundError, ValidationError
 from asyncwifi.models import (
+    DecodedPage,
     Hotspot,
     HotspotCreate,
     HotspotDeleteResult,
@@ -27,6 +28,7 @@ from asyncwifi.models import (
     HotspotUpdate,
     HotspotWriteResult,
     decode,
+    decode_page,
     encode,
 )
 from asyncwifi.ratelimit import Lane
@@ -190,6 +192,40 @@ class Hotspots:
         objects: str | None = OBJECTS,
     ) -> list[Hotspot]:
         """Hotspots of the organization matching every filter given (spec §4.3)."""
+        page = await self.page(
+            date_gt=date_gt,
+            date_lt=date_lt,
+            name=name,
+            mac_address=mac_address,
+            hotspot_identifier=hotspot_identifier,
+            venue_id=venue_id,
+            deleted=deleted,
+            organization=organization,
+            extra_params=extra_params,
+            objects=objects,
+        )
+        if page.errors:
+            raise page.errors[0].to_exception()
+        return page.items
+
+    async def page(
+        self,
+        *,
+        date_gt: date | str | None = None,
+        date_lt: date | str | None = None,
+        name: str | None = None,
+        mac_address: str | None = None,
+        hotspot_identifier: str | None = None,
+        venue_id: str | None = None,
+        deleted: bool | None = False,
+        organization: str | None = None,
+        extra_params: Mapping[str, object] | None = None,
+        objects: str | None = OBJECTS,
+        keep_raw: bool = False,
+    ) -> DecodedPage[HotspotPage, Hotspot]:
+        """Like :meth:`list`, as the decoded page: a hotspot that does not decode is on
+        ``errors`` (with its bytes) instead of failing the rest; ``keep_raw`` also gives
+        each hotspot's exact bytes (``raw_items``), for a sync that stores them."""
         params = build_query(
             {
                 "dateGt": None if date_gt is None else _day(date_gt, "date_gt"),
@@ -203,15 +239,14 @@ class Hotspots:
             extra_params,
         )
         path = f"/v3/hotspots/organizations/{self._organization(organization)}"
-        page = await self._api.read(
+        return await self._api.read(
             "GET",
             path,
             params=params,
             lane=Lane.INTERACTIVE,
             objects=objects,
-            decode=lambda b: decode(b, HotspotPage),
+            decode=lambda b: decode_page(b, HotspotPage, keep_raw=keep_raw),
         )
-        return list(page.hotspots or [])
 
     async def get(self, hotspot_id: str, *, objects: str | None = OBJECTS) -> Hotspot:
         """One hotspot by id."""

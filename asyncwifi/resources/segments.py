@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from asyncwifi._core import Api
 from asyncwifi._protocol import build_query, organization_segment
-from asyncwifi.models import Segment, SegmentPage, decode
+from asyncwifi.models import DecodedPage, Segment, SegmentPage, decode_page
 from asyncwifi.ratelimit import Lane
 
 __all__ = ["Segments"]
@@ -25,12 +25,26 @@ class Segments:
         self, *, organization: str | None = None, extra_params: Mapping[str, object] | None = None
     ) -> list[Segment]:
         """Every segment of the organization."""
+        page = await self.page(organization=organization, extra_params=extra_params)
+        if page.errors:
+            raise page.errors[0].to_exception()
+        return page.items
+
+    async def page(
+        self,
+        *,
+        organization: str | None = None,
+        extra_params: Mapping[str, object] | None = None,
+        keep_raw: bool = False,
+    ) -> DecodedPage[SegmentPage, Segment]:
+        """Like :meth:`list`, as the decoded page: a segment that does not decode is on
+        ``errors`` (with its bytes) instead of failing the rest; ``keep_raw`` also gives
+        each segment's exact bytes (``raw_items``)."""
         path = f"/v2/segments/organizations/{organization_segment(organization, self._org)}"
-        page = await self._api.read(
+        return await self._api.read(
             "GET",
             path,
             params=build_query({}, extra_params) or None,
             lane=Lane.INTERACTIVE,
-            decode=lambda b: decode(b, SegmentPage),
+            decode=lambda b: decode_page(b, SegmentPage, keep_raw=keep_raw),
         )
-        return list(page.segments or [])

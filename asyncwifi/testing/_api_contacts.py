@@ -17,13 +17,61 @@ from asyncwifi.testing._api import (
     json_response,
     touch,
 )
-from asyncwifi.testing._data import public
+from asyncwifi.testing._data import SimulatorData, _contact, public
 from asyncwifi.testing._scroll import ScrollSession
-from asyncwifi.testing._util import BadParameter, hex_id, iso_ms, iso_z, mix, parse_bool, parse_int
+from asyncwifi.testing._util import (
+    BadParameter,
+    hex_id,
+    iso_ms,
+    iso_z,
+    mix,
+    parse_bool,
+    parse_instant,
+    parse_int,
+)
 
-__all__ = ["CONTACT_SORTS", "ContactsApi"]
+__all__ = [
+    "CONTACT_SORTS",
+    "MODIFIED_FROM",
+    "MODIFIED_TO",
+    "ContactsApi",
+    "add_contact",
+    "modify_contact",
+]
 
-CONTACT_SORTS = ("created_absolute", "created", "modified", "lastLogin")
+# observed.md: the vendor documents sortBy modified_absolute too
+CONTACT_SORTS = ("created_absolute", "created", "modified_absolute", "modified", "lastLogin")
+#: observed.md: modified-date filters (>= and <=) exist, their names are not shown: ours
+MODIFIED_FROM = "modifiedFrom"
+MODIFIED_TO = "modifiedTo"
+_SORT_KEYS = {
+    "created_absolute": "_created",
+    "created": "_created",
+    "modified_absolute": "_modified",
+}
+
+
+def add_contact(data: SimulatorData, now: float, **fields: Any) -> str:
+    """Create a contact upstream (as a splash-page sign-up would: the API has no create),
+    created and modified at ``now``; ``fields`` override generated ones. Returns its cid."""
+    index = len(data.contact_order)
+    rnd = random.Random(mix(data.seed, 0xADD, index))
+    c = _contact(rnd, data.seed, index, data.organization, data.locations[0])
+    c["created"] = c["createdBusiness"] = c["modified"] = iso_z(now)
+    c["_created"] = c["_modified"] = now
+    c.update(fields)
+    data._contacts[c["cid"]] = c
+    data.contact_order.append(c["cid"])
+    return str(c["cid"])
+
+
+def modify_contact(data: SimulatorData, cid: str, now: float, **fields: Any) -> None:
+    """Change a live contact's public fields upstream; its ``modified`` becomes ``now``."""
+    c = data.contact(cid)
+    if c is None:
+        raise KeyError(cid)
+    c.update(fields)
+    c["modified"], c["_modified"] = iso_z(now), now
 
 
 class ContactsApi(ApiBase):
@@ -62,9 +110,11 @@ class ContactsApi(ApiBase):
     async def contacts_list(self, request: web.Request) -> web.Response:
         """GET /v2/customers/organizations/{cid}: a scroll over contacts.
 
-        Filters: ``hasEmail``, ``hasPhone``, ``ageVerification`` (booleans) and ``segmentId``
-        (a segment id; unknown: 404). ``sortBy``: created_absolute (default), created,
-        modified, lastLogin; ``sortReverse``; ``size`` 1..10000 (default 100). The first
+        Filters: ``hasEmail``, ``hasPhone``, ``ageVerification`` (booleans), ``segmentId``
+        (a segment id; unknown: 404), ``modifiedFrom``/``modifiedTo`` (ISO 8601, inclusive,
+        on ``modified``: observed.md, names ours). ``sortBy``: created_absolute (default),
+        created, modified_absolute, modified, lastLogin; ``sortReverse``; ``size`` 1..10000
+        (observed.md; default 100; more is a 409). The first
         request opens a point-in-time snapshot; ``sId`` continues it (filters and size then
         come from the snapshot). Contacts deleted meanwhile are skipped.
         """
@@ -105,7 +155,11 @@ class ContactsApi(ApiBase):
                 if not any(s["id"] == segment for s in self.data.segments):
                     raise ApiFault(404, "Segment not found")
                 rows = [c for c in rows if any(s["cid"] == segment for s in c["segments"])]
-            key = {"created_absolute": "_created", "created": "_created"}.get(sort, "_" + sort)
+            for param, keep in ((MODIFIED_FROM, float.__ge__), (MODIFIED_TO, float.__le__)):
+                if param in q:
+                    bound = parse_instant(q[param], param)
+                    rows = [c for c in rows if keep(float(c["_modified"]), bound)]
+            key = _SORT_KEYS.get(sort, "_" + sort)
             rows.sort(key=lambda c: (c[key], c["_index"]), reverse=reverse)
             session = ScrollSession("contacts", [c["cid"] for c in rows], size)
             pos = 0

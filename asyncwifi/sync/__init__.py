@@ -1,0 +1,40 @@
+"""Keep a database in step with the platform: change feeds, checkpoints, stores, the syncer.
+
+The primitives work without the ``asyncwifi sync`` command:
+
+- :class:`EventFeed`, :class:`ContactFeed` and :func:`snapshot` hand out :class:`Batch`
+  es of records (typed item + the server's exact bytes) with an opaque ``checkpoint`` to
+  store in the same transaction as the records, so that "records written" and "position
+  saved" never disagree; exact on every event record shape (see ``docs/guides/sync.md``).
+- :class:`Budget` divides a share of the day's quota between resources.
+- :class:`Store` (:func:`open_store`: ``sqlite:///PATH`` or ``postgresql://...``) writes a
+  batch, its dead letters, deletes and checkpoints in one transaction.
+- :class:`Syncer` runs them: one pass (:meth:`Syncer.run_once`) or a daemon.
+"""
+
+from asyncwifi.sync._budget import DEFAULT_SHARES, Budget
+from asyncwifi.sync._checkpoint import TimeCursor
+from asyncwifi.sync._feeds import BadRecord, Batch, ContactFeed, EventFeed, snapshot
+from asyncwifi.sync._runner import Syncer, SyncOptions, SyncStats
+from asyncwifi.sync._schema import TABLES
+from asyncwifi.sync._store import Store, StoreUnavailableError, Write, open_store, rows_of
+
+__all__ = [
+    "DEFAULT_SHARES",
+    "TABLES",
+    "BadRecord",
+    "Batch",
+    "Budget",
+    "ContactFeed",
+    "EventFeed",
+    "Store",
+    "StoreUnavailableError",
+    "SyncOptions",
+    "SyncStats",
+    "Syncer",
+    "TimeCursor",
+    "Write",
+    "open_store",
+    "rows_of",
+    "snapshot",
+]

@@ -1,0 +1,114 @@
+"""Operability of a sync: Prometheus metrics and a health endpoint (prometheus-client, aiohttp).
+
+``/metrics``: rows synced per table, requests per resource, 429s, quota left today, lag
+behind the newest event, time of the last successful pass. ``/healthz``: 200 while the
+database answers and a pass succeeded, else 503 with the reason.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+if TYPE_CHECKING:
+    from asyncwifi._client import Client
+    from asyncwifi.sync._runner import Syncer
+
+__all__ = ["SyncMetrics"]
+
+
+class SyncMetrics:
+    """The metrics of one :class:`~asyncwifi.sync.Syncer`, served on ``port``."""
+
+    def __init__(self, api: Client, syncer: Syncer) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge
+
+        self.api = api
+        self.syncer = syncer
+        self.registry = registry = CollectorRegistry()
+        self.rows = Counter(
+            "asyncwifi_sync_rows", "Rows changed in the database", ["table"], registry=registry
+        )
+        self.requests = Gauge(
+            "asyncwifi_sync_requests", "API requests sent, per resource", ["resource"],
+            registry=registry,
+        )  # fmt: skip
+        self.throttled = Counter(
+            "asyncwifi_sync_rate_limited_responses", "429 answers received", registry=registry
+        )
+        self.quota_left = Gauge(
+            "asyncwifi_sync_quota_remaining_day", "Requests left today (-1: unknown)",
+            registry=registry,
+        )  # fmt: skip
+        self.lag = Gauge(
+            "asyncwifi_sync_event_lag_seconds", "Now minus the newest event stored (-1: none)",
+            registry=registry,
+        )  # fmt: skip
+        self.last_success = Gauge(
+            "asyncwifi_sync_last_success_timestamp", "Clock time of the last successful pass",
+            registry=registry,
+        )  # fmt: skip
+        self.dead_letters = Gauge(
+            "asyncwifi_sync_dead_letters", "Records set aside this run", registry=registry
+        )
+        self._runner: web.AppRunner | None = None
+
+    def on_write(self, table: str, rows: int) -> None:
+        """``Syncer(on_write=...)``: count rows per table."""
+        self.rows.labels(table=table).inc(rows)
+
+    def on_response(self, info: Any) -> None:
+        """A client ``on_response`` hook: count the 429s."""
+        if getattr(info, "status", None) == 429:
+            self.throttled.inc()
+
+    def refresh(self) -> None:
+        """Read the gauges from the syncer and the client."""
+        stats = self.syncer.stats
+        for resource, count in stats.requests.items():
+            self.requests.labels(resource=resource).set(count)
+        day = self.api.quota.day
+        self.quota_left.set(-1 if day is None or day.remaining is None else day.remaining)
+        newest = stats.newest_event
+        now = datetime.fromtimestamp(self.api.clock.now(), UTC)
+        self.lag.set(-1 if newest is None else (now - newest).total_seconds())
+        if stats.last_success is not None:
+            self.last_success.set(stats.last_success)
+        self.dead_letters.set(stats.dead_letters)
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        self.refresh()
+        body = generate_latest(self.registry)
+        resp = web.Response(body=body)
+        resp.headers["Content-Type"] = CONTENT_TYPE_LATEST
+        return resp
+
+    async def _health(self, request: web.Request) -> web.Response:
+        stats = self.syncer.stats
+        if stats.store_down_since is not None:
+            return web.json_response({"status": "database unreachable"}, status=503)
+        if stats.last_success is None and stats.passes == 0 and not stats.rows:
+            return web.json_response({"status": "starting"}, status=503)
+        return web.json_response({"status": "ok", "passes": stats.passes})
+
+    async def start(self, port: int, host: str = "127.0.0.1") -> int:
+        """Serve ``/metrics`` and ``/healthz``; returns the port (a free one when 0)."""
+        app = web.Application()
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/healthz", self._health)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        self._runner = runner
+        return int(runner.addresses[0][1])
+
+    async def stop(self) -> None:
+        """Stop serving."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()

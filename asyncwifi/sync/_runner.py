@@ -1,0 +1,348 @@
+"""The sync itself: feeds into a store, one pass or a daemon, surviving what goes wrong.
+
+- Every batch is written with its checkpoint in one transaction; a kill at any moment
+  loses nothing and doubles nothing (a replayed batch changes no row). Writes are
+  pipelined one deep: the next batch is fetched and prepared while the database commits
+  the previous one (in order: a checkpoint never passes rows not yet committed).
+- The database unreachable: the batch in hand is kept and its write retried with backoff;
+  nothing more is asked of the API meanwhile (the quota is not spent on data that cannot
+  be stored). A pass starts only once the database answers.
+- The day's quota spent (``QuotaExhaustedError``): the sync says so, sleeps until the
+  reset, and goes on from its checkpoints.
+- The daemon follows new events and refreshes contacts, hotspots and segments on a
+  schedule; ``stop()`` ends it between transactions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from asyncwifi._client import Client
+from asyncwifi.errors import QuotaExhaustedError
+from asyncwifi.sync._budget import Budget
+from asyncwifi.sync._feeds import (
+    MODIFIED_FROM,
+    MODIFIED_TO,
+    Batch,
+    ContactFeed,
+    EventFeed,
+    snapshot,
+)
+from asyncwifi.sync._store import Store, StoreUnavailableError, Write, rows_of
+
+__all__ = ["SyncOptions", "SyncStats", "Syncer"]
+
+log = logging.getLogger("asyncwifi.sync")
+
+EVENTS = "events"
+CONTACTS = "contacts"
+RECONCILED = "contacts.reconciled_at"
+
+
+@dataclass
+class SyncOptions:
+    """What a sync keeps and how often (durations in clock seconds)."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    #: between polls for new events (daemon)
+    poll_interval: float = 60.0
+    #: events newer than this are left for the next poll (late writes upstream still land)
+    settle: float = 60.0
+    #: between refreshes of contacts (changes), hotspots and segments (daemon)
+    refresh_every: float = 900.0
+    #: between full contact reconciles (deleted contacts), in both modes
+    reconcile_every: float = 86_400.0
+    #: the query names of the contacts' modified-date filters (not shown in the reference)
+    modified_from: str = MODIFIED_FROM
+    modified_to: str = MODIFIED_TO
+    #: records per request (spec §8: up to 10,000)
+    size: int = 10_000
+    #: the first and longest wait before retrying an unreachable database (real seconds)
+    retry_initial: float = 0.5
+    retry_max: float = 30.0
+
+
+@dataclass
+class SyncStats:
+    """What the sync did (the metrics read it)."""
+
+    rows: dict[str, int] = field(default_factory=dict)
+    dead_letters: int = 0
+    requests: dict[str, int] = field(default_factory=dict)
+    passes: int = 0
+    last_success: float | None = None
+    newest_event: datetime | None = None
+    store_down_since: float | None = None
+    #: how many times the database became unreachable
+    store_outages: int = 0
+    quota_sleeping_until: float | None = None
+    #: how many times the day's quota ran out and the sync slept until the reset
+    quota_sleeps: int = 0
+
+
+class Syncer:
+    """Keeps ``store`` in step with the organization behind ``api`` (module docstring)."""
+
+    def __init__(
+        self,
+        api: Client,
+        store: Store,
+        *,
+        options: SyncOptions | None = None,
+        budget: Budget | None = None,
+        on_write: Callable[[str, int], None] | None = None,
+    ) -> None:
+        self.api = api
+        self.store = store
+        self.options = options or SyncOptions()
+        self.budget = budget
+        self.stats = SyncStats()
+        self.on_write = on_write
+        self._stopping = asyncio.Event()
+        self._writing: asyncio.Future[int] | None = None
+        #: the write committing while the next batch is prepared
+        self._pending: asyncio.Task[int] | None = None
+
+    # -- writing -----------------------------------------------------------------------
+    async def _write(self, write: Write) -> int:
+        """Write in one transaction, retrying while the database is unreachable. Shielded:
+        a stop (cancellation) never interrupts a transaction half-way on our side."""
+        delay = self.options.retry_initial
+        while True:
+            try:
+                self._writing = asyncio.ensure_future(self.store.write(write))
+                written = await asyncio.shield(self._writing)
+            except StoreUnavailableError as exc:
+                self._writing = None
+                await self._store_down(exc, delay)
+                delay = min(delay * 2, self.options.retry_max)
+                continue
+            self._writing = None
+            if self.stats.store_down_since is not None:
+                log.warning("sync: the database is back")
+                self.stats.store_down_since = None
+            self._count(write, written)
+            return written
+
+    async def _store_down(self, exc: BaseException, delay: float) -> None:
+        if self.stats.store_down_since is None:
+            self.stats.store_down_since = self.api.clock.now()
+            self.stats.store_outages += 1
+        log.warning("sync: the database is unreachable (%s); retrying in %.1f s", exc, delay)
+        await asyncio.sleep(delay)
+
+    def _count(self, write: Write, written: int) -> None:
+        table = write.table
+        self.stats.rows[table] = self.stats.rows.get(table, 0) + written
+        if self.on_write is not None:
+            self.on_write(table, written)
+
+    async def _until_store(self) -> None:
+        """Wait (with backoff) until the database answers: before any API request."""
+        delay = self.options.retry_initial
+        while True:
+            try:
+                await self.store.open()
+            except StoreUnavailableError as exc:
+                await self._store_down(exc, delay)
+                delay = min(delay * 2, self.options.retry_max)
+                continue
+            return
+
+    def _total(self) -> int:
+        return sum(self.stats.rows.values())
+
+    async def _flush(self) -> None:
+        """Wait for the write in progress (its error, if any, is raised here)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            await pending
+
+    async def _apply(self, batch: Batch[Any], name: str | None) -> None:
+        """Prepare the batch's write, then hand it over once the previous one committed."""
+        checkpoints = {name: batch.checkpoint} if name and batch.checkpoint else {}
+        self.stats.requests[batch.resource] = (
+            self.stats.requests.get(batch.resource, 0) + batch.requests
+        )
+        self.stats.dead_letters += len(batch.bad)
+        for bad in batch.bad:
+            log.warning("sync: a %s record set aside (dead letter): %s", batch.resource, bad.error)
+        write = Write(batch.resource, rows_of(batch), list(batch.bad), None, checkpoints)
+        if batch.complete:
+            write.seen = batch.seen
+        await self._flush()
+        self._pending = asyncio.ensure_future(self._write(write))
+
+    # -- the resources -------------------------------------------------------------------
+    async def sync_events(self, *, follow: bool = False) -> int:
+        """Events from the checkpoint (else ``since``) to ``until`` (or now, or forever)."""
+        opts = self.options
+        checkpoint = await self.store.checkpoint(EVENTS)
+        now = datetime.fromtimestamp(self.api.clock.now(), UTC)
+        since = opts.since or now - timedelta(days=1)
+        feed = EventFeed(
+            self.api,
+            checkpoint=checkpoint,
+            since=since,
+            until=opts.until,
+            follow=follow,
+            poll_interval=opts.poll_interval,
+            settle=opts.settle,
+            size=opts.size,
+            budget=self.budget,
+        )
+        before = self._total()
+        try:
+            async for batch in self._until_stopped(feed.__aiter__()):
+                await self._apply(batch, EVENTS)
+                if feed.newest is not None:
+                    self.stats.newest_event = feed.newest
+        finally:
+            await self._flush()
+        return self._total() - before
+
+    async def sync_contacts(self, *, reconcile: bool | None = None) -> int:
+        """Contacts changed since the checkpoint; a full scan (and deletes) when due, or
+        when the server ignores the modified-date filter."""
+        opts = self.options
+        feed = ContactFeed(
+            self.api,
+            checkpoint=await self.store.checkpoint(CONTACTS),
+            size=opts.size,
+            modified_from=opts.modified_from,
+            modified_to=opts.modified_to,
+            budget=self.budget,
+        )
+        before = self._total()
+        async for batch in self._until_stopped(feed.changes()):
+            await self._apply(batch, CONTACTS if batch.checkpoint else None)
+        await self._flush()
+        if reconcile is None:
+            last = await self.store.checkpoint(RECONCILED)
+            now = self.api.clock.now()
+            reconcile = last is None or now - float(last) >= opts.reconcile_every
+        if (reconcile or not feed.incremental) and not self._stopping.is_set():
+            async for batch in self._until_stopped(feed.scan()):
+                if batch.complete:
+                    batch.checkpoint = repr(self.api.clock.now())
+                await self._apply(batch, RECONCILED if batch.complete else None)
+        await self._flush()
+        return self._total() - before
+
+    async def sync_snapshot(self, resource: str) -> int:
+        """Hotspots or segments: the whole list, deletes included."""
+        batch = await snapshot(self.api, resource, budget=self.budget)  # type: ignore[arg-type]
+        before = self._total()
+        await self._apply(batch, None)
+        await self._flush()
+        return self._total() - before
+
+    # -- passes ----------------------------------------------------------------------------
+    async def run_once(self) -> int:
+        """One pass over every resource; returns the rows changed."""
+        await self._until_store()
+        written = 0
+        written += await self._quota_safe(self.sync_events)
+        for step in (self.sync_contacts, self._hotspots, self._segments):
+            if self._stopping.is_set():
+                break
+            written += await self._quota_safe(step)
+        self.stats.passes += 1
+        self.stats.last_success = self.api.clock.now()
+        return written
+
+    async def _hotspots(self) -> int:
+        return await self.sync_snapshot("hotspots")
+
+    async def _segments(self) -> int:
+        return await self.sync_snapshot("segments")
+
+    async def run_forever(self) -> None:
+        """Follow events and refresh the rest every ``refresh_every`` until :meth:`stop`."""
+        await self._until_store()
+        events = asyncio.create_task(self._quota_safe(lambda: self.sync_events(follow=True)))
+        try:
+            while not self._stopping.is_set():
+                for step in (self.sync_contacts, self._hotspots, self._segments):
+                    if self._stopping.is_set():
+                        break
+                    await self._quota_safe(step)
+                self.stats.passes += 1
+                self.stats.last_success = self.api.clock.now()
+                await self._sleep(self.options.refresh_every)
+                if events.done():
+                    events.result()  # a failure of the event follower ends the daemon
+        finally:
+            events.cancel()
+            await asyncio.gather(events, return_exceptions=True)
+            await self.drain()
+
+    async def _quota_safe(self, step: Callable[[], Any]) -> int:
+        """Run ``step``; when the day's quota is spent, sleep until the reset and rerun it
+        (from the checkpoints it saved)."""
+        while True:
+            try:
+                result: int = await step()
+                return result
+            except QuotaExhaustedError as exc:
+                # until the day's figure is fully back, not the first free slot: a step
+                # restarted on one request would spend it and stop again
+                day = self.api.quota.day
+                full = day.reset_at if day is not None and day.reset_at is not None else 0.0
+                reset = max(exc.reset_at, full)
+                self.stats.quota_sleeping_until = reset
+                self.stats.quota_sleeps += 1
+                log.warning(
+                    "sync: the day's quota is spent; sleeping until %s, then resuming",
+                    datetime.fromtimestamp(reset, UTC).isoformat(timespec="seconds"),
+                )
+                await self._sleep(max(0.0, reset - self.api.clock.now()))
+                self.stats.quota_sleeping_until = None
+                if self._stopping.is_set():
+                    return 0
+
+    async def _sleep(self, seconds: float) -> None:
+        """Sleep ``seconds`` of the client's clock, or less if the sync is stopped."""
+        sleeper = asyncio.ensure_future(self.api.clock.sleep(seconds))
+        stopper = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+            stopper.cancel()
+
+    async def _until_stopped(self, batches: AsyncIterator[Batch[Any]]) -> AsyncIterator[Batch[Any]]:
+        """``batches`` until a stop is asked: then the feed is closed between transactions."""
+        try:
+            async for batch in batches:
+                yield batch
+                if self._stopping.is_set():
+                    return
+        finally:
+            aclose = getattr(batches, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    def stop(self) -> None:
+        """End the sync after the transaction in progress (if any)."""
+        self._stopping.set()
+
+    @property
+    def stopping(self) -> bool:
+        """Whether :meth:`stop` was called."""
+        return self._stopping.is_set()
+
+    async def drain(self) -> None:
+        """Wait for a write in progress to commit (after a cancellation)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            await asyncio.gather(pending, return_exceptions=True)
+        writing = self._writing
+        if writing is not None and not writing.done():
+            await asyncio.gather(writing, return_exceptions=True)

@@ -1,0 +1,148 @@
+"""What a sync destination does, whatever the database: one transaction per batch.
+
+``Store.write`` upserts a batch's rows, sets its bad records aside, marks deleted what a
+complete snapshot no longer holds, and saves the checkpoints, all in one transaction: the
+rows and the position can never disagree. An upsert changes a row only when its ``raw``
+differs (or it was marked deleted), so replaying a batch writes nothing.
+``StoreUnavailableError`` means "the database cannot be reached now": the sync waits and
+retries without asking the API for more data.
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from asyncwifi.errors import AsyncWifiError, ValidationError
+from asyncwifi.sync._feeds import BadRecord, Batch
+from asyncwifi.sync._schema import TABLES
+
+__all__ = ["Store", "StoreUnavailableError", "Write", "digest", "open_store", "rows_of"]
+
+
+class StoreUnavailableError(AsyncWifiError):
+    """The database cannot be reached (down, restarting, refusing connections)."""
+
+
+@dataclass(slots=True)
+class Write:
+    """One transaction's worth: rows of one table, bad records, deletes, checkpoints."""
+
+    table: str
+    rows: list[list[object]] = field(default_factory=list)
+    bad: list[BadRecord] = field(default_factory=list)
+    #: a complete snapshot's ids: live rows of ``table`` not among them are marked deleted
+    seen: frozenset[str] | None = None
+    checkpoints: dict[str, str] = field(default_factory=dict)
+
+
+def digest(raw: bytes) -> str:
+    """The dead-letter key of a record: the same bad record is kept once."""
+    return hashlib.sha256(raw).hexdigest()
+
+
+def rows_of(batch: Batch[object], synced_at: datetime | None = None) -> list[list[object]]:
+    """The rows of a batch's records, in the table's column order."""
+    table = TABLES[batch.resource]
+    now = synced_at or datetime.now(UTC)
+    if batch.resource == "events" and batch.times is not None:
+        return _event_rows(batch, now)
+    values = table.values
+    rows = []
+    for record in batch.records:
+        item = record.item
+        raw = record.raw
+        assert raw is not None  # the feeds always keep the bytes
+        ident = item.id if batch.resource != "contacts" else item.cid  # type: ignore[attr-defined]
+        rows.append(values(item, ident, bytes(raw).decode("utf-8"), now))
+    return rows
+
+
+def _event_rows(batch: Batch[Any], now: datetime) -> list[list[object]]:
+    """``rows_of`` for events, written out: the hot loop of a backfill into a database
+    (same columns as ``TABLES["events"]``; the times the feed read are reused)."""
+    rows: list[list[object]] = []
+    append = rows.append
+    assert batch.times is not None
+    for record, when in zip(batch.records, batch.times, strict=True):
+        ev = record.item
+        where = ev.where
+        raw = record.raw
+        assert raw is not None
+        append(
+            [
+                ev.id,
+                ev.type,
+                when,
+                ev.customer_id,
+                None if where is None else where.location_id,
+                None if where is None else where.hotspot_id,
+                bytes(raw).decode("utf-8"),
+                now,
+            ]
+        )
+    return rows
+
+
+class Store(abc.ABC):
+    """A sync destination (see the module docstring)."""
+
+    dialect: str
+
+    @abc.abstractmethod
+    async def open(self) -> None:
+        """Connect and apply the migrations not applied yet."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Disconnect."""
+
+    @abc.abstractmethod
+    async def checkpoint(self, name: str) -> str | None:
+        """The stored checkpoint ``name``, or None."""
+
+    @abc.abstractmethod
+    async def write(self, write: Write) -> int:
+        """Apply ``write`` in one transaction; returns the rows it changed."""
+
+    @abc.abstractmethod
+    async def ids(self, table: str, *, deleted: bool = False) -> set[str]:
+        """The ids of ``table`` (live ones, or those marked deleted)."""
+
+    @abc.abstractmethod
+    async def count(self, table: str) -> int:
+        """Rows in ``table`` (deleted ones included)."""
+
+    @abc.abstractmethod
+    async def schema_version(self) -> int:
+        """The newest migration applied."""
+
+
+def open_store(url: str) -> Store:
+    """The store for ``sqlite:///PATH`` or ``postgresql://...`` (not connected yet)."""
+    if url.startswith("sqlite:///"):
+        from asyncwifi.sync._sqlite import SqliteStore
+
+        path = url[len("sqlite:///") :]
+        if not path:
+            raise ValidationError("sqlite:///PATH needs a path")
+        return SqliteStore(path)
+    if url.startswith(("postgresql://", "postgres://")):
+        from asyncwifi.sync._postgres import PostgresStore
+
+        return PostgresStore(url)
+    raise ValidationError(
+        "the database URL must be sqlite:///PATH or postgresql://USER@HOST/DB, got "
+        f"{url.split('://', 1)[0]!r}://..."
+    )
+
+
+def check_tables(names: Sequence[str]) -> None:
+    """``ValidationError`` for a table name that is not one of the sync's."""
+    unknown = [n for n in names if n not in TABLES]
+    if unknown:
+        raise ValidationError(f"unknown table(s) {unknown}; known: {sorted(TABLES)}")

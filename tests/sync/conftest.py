@@ -1,0 +1,129 @@
+"""Fixtures of the sync tests: a database per test (SQLite file or a fresh PostgreSQL
+database), a simulator on a fast clock with a client, and helpers to read what was stored."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from asyncwifi import Client, ScaledClock
+from asyncwifi.testing import Simulator
+
+PG_HOST, PG_PORT = "127.0.0.1", 5432
+PG_ADMIN = f"postgresql://postgres@{PG_HOST}:{PG_PORT}/postgres"
+#: PostgreSQL tests take it shared; the restart test takes it exclusively
+PG_LOCK = Path("/tmp/asyncwifi-tests-postgres.lock")
+
+
+def pg_reachable() -> bool:
+    try:
+        with socket.create_connection((PG_HOST, PG_PORT), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def require_postgres() -> None:
+    """Skip (fail under ASYNCWIFI_REQUIRE_POSTGRES=1) when PostgreSQL is unreachable."""
+    if not pg_reachable():
+        reason = f"PostgreSQL is not reachable on {PG_HOST}:{PG_PORT}"
+        if os.environ.get("ASYNCWIFI_REQUIRE_POSTGRES") == "1":
+            pytest.fail(reason + " (ASYNCWIFI_REQUIRE_POSTGRES=1)")
+        pytest.skip(reason)
+
+
+@contextlib.contextmanager
+def pg_lock(exclusive: bool) -> Iterator[None]:
+    with PG_LOCK.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+async def _admin(sql: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(PG_ADMIN, timeout=10)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+@contextlib.asynccontextmanager
+async def pg_database() -> AsyncIterator[str]:
+    """A fresh database, dropped afterwards; yields its URL."""
+    name = f"asyncwifi_test_{uuid.uuid4().hex[:12]}"
+    await _admin(f"CREATE DATABASE {name}")
+    try:
+        yield f"postgresql://postgres@{PG_HOST}:{PG_PORT}/{name}"
+    finally:
+        for _ in range(20):
+            try:
+                await _admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+                break
+            except Exception:  # the server may be restarting (the restart test)
+                import asyncio
+
+                await asyncio.sleep(0.5)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A destination URL: a SQLite file, or a PostgreSQL database of this test's own."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'sync.db'}"
+        return
+    require_postgres()
+    with pg_lock(exclusive=False):
+        async with pg_database() as url:
+            yield url
+
+
+SPEED = 200.0
+
+
+@contextlib.asynccontextmanager
+async def sim_client(**options: Any) -> AsyncIterator[tuple[Simulator, Client]]:
+    """A started simulator and a client on one fast clock (the gateway's limits off: these
+    tests are about what is stored, the limiter has its own)."""
+    clock = ScaledClock(SPEED)
+    options.setdefault("rate_limit_mode", "off")
+    async with (
+        Simulator(clock=clock, **options) as sim,
+        Client(
+            sim.client_key,
+            sim.client_secret,
+            base_url=sim.base_url,
+            organization=sim.organization,
+            allow_http=True,
+            clock=clock,
+        ) as api,
+    ):
+        yield sim, api
+
+
+def shapes_supported() -> bool:
+    """Whether this branch's simulator serves several event shapes (``event_shape``)."""
+    import inspect
+
+    return "event_shape" in inspect.signature(Simulator).parameters
+
+
+def shape_options(shape: str) -> dict[str, Any]:
+    """Simulator options for an event shape; skips a shape the simulator cannot serve."""
+    if shapes_supported():
+        return {"event_shape": shape}
+    if shape != "dated":
+        pytest.skip(f"this simulator serves only dated events, not {shape!r} (no event_shape)")
+    return {}

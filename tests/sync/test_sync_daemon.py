@@ -1,0 +1,84 @@
+"""``asyncwifi sync`` as a daemon: /healthz and Prometheus metrics while it runs, and a
+SIGTERM stops it between transactions with exit 0; bad arguments are refused up front."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from asyncwifi.cli import main
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+    except OSError:
+        return 0, ""
+
+
+def test_daemon_serves_health_and_metrics_and_stops_on_sigterm(tmp_path: Path) -> None:
+    db = tmp_path / "d.db"
+    port = _free_port()
+    cmd = [
+        sys.executable, "-c", "from asyncwifi.cli import main; main()",
+        "--simulate", "--sim-speed", "200", "--sim-seed", "3",
+        "sync", "--to", f"sqlite:///{db}", "--since", "2026-01-01", "--until", "2026-01-02",
+        "--metrics-port", str(port), "--poll", "10s", "--refresh-every", "30m",
+        "--log-format", "json",
+    ]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        status, metrics = 0, ""
+        while time.monotonic() < deadline:
+            status, _ = _get(f"http://127.0.0.1:{port}/healthz")
+            if status == 200:
+                _, metrics = _get(f"http://127.0.0.1:{port}/metrics")
+                if 'asyncwifi_sync_rows_total{table="events"} 10000.0' in metrics:
+                    break
+            time.sleep(0.2)
+        assert status == 200
+        assert 'asyncwifi_sync_rows_total{table="events"} 10000.0' in metrics
+        assert "asyncwifi_sync_quota_remaining_day" in metrics
+        assert "asyncwifi_sync_event_lag_seconds" in metrics
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert "stopping after the transaction in progress" in err
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == 10_000
+
+
+def test_bad_arguments_are_refused_before_anything_is_sent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["--simulate", "sync", "--to", "mysql://x/y", "--once"])
+    assert code == 2
+    assert "sqlite:///PATH or postgresql://" in capsys.readouterr().err
+    code = main(["sync", "--to", f"sqlite:///{tmp_path}/x.db", "--since", "2026-02-01",
+                 "--until", "2026-01-01", "--once"])  # fmt: skip
+    assert code == 2
+    assert not (tmp_path / "x.db").exists()

@@ -1,0 +1,107 @@
+"""The pieces of a sync on their own: a replayed batch writes nothing (both stores), the
+event row builder matches the table's columns, the budget's division, the time cursor."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import msgspec
+import pytest
+
+from asyncwifi import Event
+from asyncwifi._clock import ScaledClock
+from asyncwifi._scroll import Record
+from asyncwifi.errors import ValidationError
+from asyncwifi.sync import TABLES, Batch, Budget, TimeCursor, Write, open_store, rows_of
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def _events(n: int, *, nested: bool = True) -> Batch[Event]:
+    records, times = [], []
+    for i in range(n):
+        when = T0 + timedelta(seconds=i // 2)
+        body: dict[str, object] = (
+            {
+                "organizationId": "org",
+                "customerId": f"c{i}",
+                "event": {"type": "visit", "id": f"e{i:04d}"},
+                "where": {"locationId": "L", "locationName": "x", "hotspotId": "H"},
+                "when": {"createdAt": when.isoformat().replace("+00:00", "Z")},
+            }
+            if nested
+            else {"type": "signup", "id": f"e{i:04d}", "signup": {"source": "api"}}
+        )
+        raw = msgspec.json.encode(body)
+        event = msgspec.json.decode(raw, type=Event)
+        records.append(Record(event, msgspec.Raw(raw)))
+        times.append(event.time)
+    return Batch("events", records, [], "cp", times=times)
+
+
+@pytest.mark.parametrize("nested", [True, False])
+def test_the_event_row_builder_matches_the_table(nested: bool) -> None:
+    batch = _events(5, nested=nested)
+    now = datetime.now(UTC)
+    fast = rows_of(batch, now)
+    table = TABLES["events"]
+    slow = [
+        table.values(r.item, r.item.id, bytes(r.raw or b"").decode(), now) for r in batch.records
+    ]
+    assert fast == slow
+    assert len(fast[0]) == len(table.names)
+
+
+async def test_a_replayed_batch_writes_nothing(db_url: str) -> None:
+    store = open_store(db_url)
+    await store.open()
+    try:
+        batch = _events(50)
+        assert await store.write(Write("events", rows_of(batch), checkpoints={"e": "1"})) == 50
+        # the same rows again (a replay), and half of them with new ones
+        assert await store.write(Write("events", rows_of(batch), checkpoints={"e": "2"})) == 0
+        more = _events(80)
+        assert await store.write(Write("events", rows_of(more))) == 30
+        assert await store.count("events") == 80
+        assert await store.checkpoint("e") == "2"
+        await store.open()  # migrations are applied once
+        assert await store.schema_version() == 1
+    finally:
+        await store.close()
+
+
+def test_budget_divides_the_share_and_events_take_what_is_left() -> None:
+    clock = ScaledClock(1.0, start=T0.timestamp())
+    budget = Budget(15_000, 0.5, clock=clock)
+    assert budget.total == 7_500
+    assert budget.allowance("contacts") == 2_250
+    assert budget.allowance("hotspots") == 375
+    assert budget.allowance("events") == 7_500
+    budget.spend("contacts", 2_000)
+    assert budget.remaining("contacts") == 250
+    assert budget.allowance("events") == 5_500  # never starved by the others' reserve
+    with pytest.raises(ValidationError):
+        Budget(15_000, 0.0, clock=clock)
+    with pytest.raises(ValidationError):
+        Budget(15_000, 0.5, clock=clock, shares={"events": 0.9})
+
+
+def test_time_cursor_windows_untimed_records_exactly() -> None:
+    cursor = TimeCursor.start("events", None, T0)
+    cursor.begin_window()
+    for ident in ("a", "b"):
+        cursor.add(ident, None)  # no time: ``at`` cannot move
+    assert cursor.at == T0
+    assert cursor.skip == {"a", "b"}
+    end = T0 + timedelta(hours=1)
+    cursor.complete(end)
+    assert cursor.at == end
+    assert cursor.carry == {"a", "b"}
+    assert not cursor.fresh
+    restored = TimeCursor.start("events", cursor.encode(), T0)
+    assert (restored.at, restored.carry) == (end, {"a", "b"})
+    restored.begin_window()
+    restored.add("c", end + timedelta(seconds=5))  # timed: moves, drops the carry
+    assert restored.skip == {"c"}
+    with pytest.raises(ValidationError):
+        TimeCursor.start("contacts", cursor.encode(), T0)  # another feed's checkpoint
