@@ -14,17 +14,12 @@ import click
 
 from asyncwifi.backfill import JobParams, Slice, StateStore, estimate
 from asyncwifi.cli._app import App
-from asyncwifi.cli._progress import human_duration, plural
+from asyncwifi.cli._progress import counted, human_duration
 
 __all__ = ["DEFAULT_EVENTS_PER_DAY", "dry_run_plan"]
 
 #: the dry run's default assumption of event volume (the API has no count endpoint)
 DEFAULT_EVENTS_PER_DAY = 10_000
-
-
-def _count(n: int, noun: str) -> str:
-    """``1 login``, ``2 logins``."""
-    return f"{n:,} {plural(n, noun)}"
 
 
 def dry_run_plan(
@@ -101,11 +96,11 @@ def dry_run_plan(
         "so a dry run sends no request to learn it",
         f"estimate: {plan.events:,} events = {data_pages:,} full pages of {page_size:,} + "
         f"{plan.slices:,} last pages (one ends each slice, short or empty) + "
-        f"{_count(plan.logins, 'login')} = "
+        f"{counted(plan.logins, 'login')} = "
         f"{plan.requests:,} requests",
         f"time at the rate limit ({minute[0]}/min): {human_duration(plan.seconds_at_rate)}",
         f"quota: {plan.days_of_quota:.2f} days of the {day[0]:,}-request daily quota "
-        f"({_count(math.ceil(plan.days_of_quota) or 1, 'day')}); finishes in about "
+        f"({counted(math.ceil(plan.days_of_quota) or 1, 'day')}); finishes in about "
         f"{human_duration(plan.seconds_total)} counting the daily resets",
     ]
     if done_note:

@@ -28,14 +28,19 @@ from asyncwifi._clock import Clock
 from asyncwifi.backfill import Progress, Reporter, requests_time, utc_text
 from asyncwifi.ratelimit import QuotaSnapshot
 
-__all__ = ["Display", "LogFormat", "eta_seconds", "human_duration"]
+__all__ = ["Display", "LogFormat", "counted", "eta_seconds", "human_duration", "plural"]
 
 LogFormat = Literal["text", "json"]
 
 
 def plural(count: int, noun: str) -> str:
-    """``1 login``, ``2 logins``: never ``login(s)``."""
+    """``login`` for 1, ``logins`` otherwise: never ``login(s)``."""
     return noun if count == 1 else noun + "s"
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 login``, ``2,000 logins``."""
+    return f"{count:,} {plural(count, noun)}"
 
 
 def human_duration(seconds: float | None) -> str:

@@ -19,6 +19,7 @@ import click
 from asyncwifi.backfill import parse_duration, parse_instant
 from asyncwifi.cli._app import App, output_options, pass_app, run_async
 from asyncwifi.cli._exit import CliFailure, ExitCode
+from asyncwifi.cli._progress import counted
 
 if TYPE_CHECKING:
     from asyncwifi.sync import Syncer
@@ -180,7 +181,7 @@ def _report(app: App, syncer: Syncer, what: str) -> None:
     app.display.info(
         "sync",
         f"sync {what}: rows changed: {rows}; {requests:,} requests; "
-        f"{stats.dead_letters} dead letter(s)",
+        f"{counted(stats.dead_letters, 'dead letter')}",
         rows=stats.rows,
         requests=stats.requests,
         dead_letters=stats.dead_letters,

@@ -20,7 +20,7 @@ from asyncwifi.sync import Syncer, SyncOptions, open_store
 from asyncwifi.testing._data import DEFAULT_EVENTS_START
 from tests.sync.conftest import pg_database, pg_lock, require_postgres, sim_client
 
-SINCE, UNTIL = "2026-01-01", "2026-01-03"
+SINCE, UNTIL = "2026-01-01", "2026-01-05"
 
 
 def _command(url: str) -> list[str]:
@@ -49,13 +49,16 @@ async def test_kill_9_at_random_moments_then_finish(db_url: str) -> None:
     rnd = random.Random(5)
     env = dict(os.environ, PYTHONPATH=os.getcwd())
     kills = 0
-    for _ in range(3):
+    # a pass may finish before its kill on an idle machine: try until three kills landed
+    for _ in range(8):
         proc = subprocess.Popen(_command(db_url), env=env, stderr=subprocess.DEVNULL)
         await asyncio.sleep(rnd.uniform(0.6, 1.6))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             kills += 1
         proc.wait(timeout=30)
+        if kills == 3:
+            break
     final = subprocess.run(_command(db_url), env=env, capture_output=True, timeout=120)
     assert final.returncode == 0, final.stderr.decode()
     assert kills >= 1
