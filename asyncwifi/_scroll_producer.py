@@ -95,6 +95,8 @@ class Producer:
         self.last_sent = when
 
     def _bad_item(self, error: ItemError) -> None:
+        if not self.cursor.aside(error.raw):
+            return  # a re-scan met it again: reported once
         self.errors.append(error)
         log.warning("%s: a record did not decode and was set aside: %s", self.spec.what, error)
         if self.on_item_error is not None:

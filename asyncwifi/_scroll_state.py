@@ -93,6 +93,9 @@ class Cursor:
     skip: set[int] = field(default_factory=set)
     #: records skipped because the caller had them (they count toward a total)
     skipped: int = 0
+    #: hashes of the bytes of records that did not decode: set aside once, and counted
+    #: toward a total (else a contacts scroll with one bad record resumes forever)
+    set_aside: set[int] = field(default_factory=set)
 
     @classmethod
     def create(cls, *, ordered: bool, skip_ids: Iterable[str] = (), ids: bool = False) -> Cursor:
@@ -117,6 +120,14 @@ class Cursor:
             self._lookup = set(self.hashes)
             self.hashes = array("q")  # the set holds them from now on
         return self._lookup
+
+    def aside(self, raw: bytes) -> bool:
+        """Note a record that did not decode; False if a re-scan met it before."""
+        key = hash(bytes(raw))
+        if key in self.set_aside:
+            return False
+        self.set_aside.add(key)
+        return True
 
     @property
     def needs_check(self) -> bool:
@@ -241,7 +252,8 @@ class ScrollMachine:
                 return Decision.END  # a fresh query with nothing in it: no id involved
             if page.total is not None:
                 # contacts: totalCount says whether anything is missing
-                missing = self.cursor.delivered + self.cursor.skipped < page.total
+                cursor = self.cursor
+                missing = cursor.delivered + cursor.skipped + len(cursor.set_aside) < page.total
                 return self._resume() if missing else Decision.END
             # events: the previous page was full (a short one ends the scroll), so this may
             # be an id that expired sooner than documented: only a resume can tell
