@@ -12,7 +12,7 @@ from typing import Literal
 
 from asyncwifi._auth import Secret, Token, TokenManager
 from asyncwifi._clock import Clock, SystemClock
-from asyncwifi._core import Api, Hooks, RequestInfo, ResponseInfo, RetryInfo
+from asyncwifi._core import Hooks, RequestInfo, RequestPipeline, ResponseInfo, RetryInfo
 from asyncwifi._protocol import require_positive, require_text
 from asyncwifi._retry import RetryPolicy
 from asyncwifi._scroll import SCROLL_WINDOW
@@ -177,7 +177,7 @@ class Client:
         if on_retry is not None:
             hooks.on_retry.append(on_retry)
         self._tokens = TokenManager(self._login, self._logout, clock=self.clock)
-        self._api = Api(
+        self._api = RequestPipeline(
             transport=self._transport,
             scheduler=self.scheduler,
             tokens=self._tokens,
@@ -250,7 +250,7 @@ class Client:
         finally:
             await self._transport.aclose()
 
-    def _require_open(self) -> Api:
+    def _require_open(self) -> RequestPipeline:
         if self.state is ClientState.OPEN:
             return self._api
         if self.state is ClientState.UNOPENED:

@@ -45,7 +45,7 @@ from asyncwifi.errors import (
 )
 from asyncwifi.ratelimit import Lane, RateLimitHeaders, Scheduler
 
-__all__ = ["Api", "Hooks", "RequestInfo", "RequestPipeline", "ResponseInfo", "RetryInfo", "Verdict"]
+__all__ = ["Hooks", "RequestInfo", "RequestPipeline", "ResponseInfo", "RetryInfo", "Verdict"]
 
 log = logging.getLogger("asyncwifi.http")
 T = TypeVar("T")
@@ -142,7 +142,7 @@ class _Call:
 
 
 class RequestPipeline:
-    """Sends requests for the resources (one per Client); ``Api`` is its older name."""
+    """Sends requests for the resources (one per Client)."""
 
     __slots__ = ("clock", "hooks", "retry", "scheduler", "tokens", "transport")
 
@@ -387,7 +387,3 @@ class RequestPipeline:
         """
         call = _Call(method, path, params, body, Lane.INTERACTIVE, None, objects, True, token=token)
         return await self._call(call, decode, verify, write=True)
-
-
-#: the pipeline's first name, kept for the code that imports it
-Api = RequestPipeline

@@ -1,7 +1,7 @@
 """Scope hooks: context managers entered around each API call and each attempt.
 
-``Hooks.call_scopes`` wrap ``Api.read``/``Api.write`` (all attempts of a call);
-``Hooks.attempt_scopes`` wrap each ``Api._attempt`` (token, scheduler slot, network).
+``Hooks.call_scopes`` wrap ``RequestPipeline.read``/``.write`` (all attempts of a call);
+``Hooks.attempt_scopes`` wrap each ``RequestPipeline._attempt`` (token, slot, network).
 They exist for tracing (``asyncwifi.otel``: a span per call and per attempt) and cost one
 list check per call when unused.
 """
@@ -88,7 +88,7 @@ def call_scope(
     [Callable[Concatenate[S, str, str, P], Awaitable[T]]],
     Callable[Concatenate[S, str, str, P], Awaitable[T]],
 ]:
-    """Run ``Api.read``/``Api.write`` inside ``hooks.call_scopes``."""
+    """Run ``RequestPipeline.read``/``RequestPipeline.write`` inside ``hooks.call_scopes``."""
 
     def decorate(
         fn: Callable[Concatenate[S, str, str, P], Awaitable[T]],
@@ -114,7 +114,7 @@ def call_scope(
 
 
 def attempt_scope(fn: Callable[[S, A], Awaitable[T]]) -> Callable[[S, A], Awaitable[T]]:
-    """Run ``Api._attempt`` inside ``hooks.attempt_scopes``."""
+    """Run ``RequestPipeline._attempt`` inside ``hooks.attempt_scopes``."""
 
     async def within(scopes: list[Scope], info: CallInfo, attempt: Awaitable[T]) -> T:
         with enter(scopes, info):

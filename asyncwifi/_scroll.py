@@ -23,7 +23,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from asyncwifi._core import Api
+from asyncwifi._core import RequestPipeline
 from asyncwifi._scroll_pages import (
     END,
     SCROLL_WINDOW,
@@ -96,7 +96,7 @@ class ScrollStream(Generic[ItemT]):
 
     def __init__(
         self,
-        api: Api,
+        api: RequestPipeline,
         spec: ScrollSpec,
         *,
         keep_raw: bool = False,

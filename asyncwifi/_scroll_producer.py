@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from asyncwifi._core import Api
+from asyncwifi._core import RequestPipeline
 from asyncwifi._scroll_pages import END, Chunked, Failure, ScrollPage, ScrollSpec
 from asyncwifi._scroll_spill import Spill, Spilled
 from asyncwifi._scroll_state import Cursor, Decision, PageOutcome, ScrollMachine
@@ -35,7 +35,7 @@ class Producer:
 
     def __init__(
         self,
-        api: Api,
+        api: RequestPipeline,
         spec: ScrollSpec,
         *,
         keep_raw: bool,

@@ -313,7 +313,7 @@ async def layers(api: Any, info: dict[str, Any], ids: list[str]) -> None:
         cases = [
             ("hand-written session.get + json.loads", hand),
             ("AiohttpTransport.send (no decode)", transport),
-            ("Api.read: + scheduler, retry loop, token, decode", pipeline),
+            ("RequestPipeline.read: + scheduler, retry loop, token, decode", pipeline),
             ("api.hotspots.get: + path checks, envelope", resource),
         ]
         cpu: dict[str, list[float]] = {name: [] for name, _ in cases}

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from asyncwifi._core import Api, Verdict
+from asyncwifi._core import RequestPipeline, Verdict
 from asyncwifi._protocol import build_query, organization_segment, path_segment
 from asyncwifi._scroll import SCROLL_WINDOW, ScrollSpec, ScrollStream
 from asyncwifi.errors import DecodeError, NotFoundError, ValidationError
@@ -50,7 +50,9 @@ class Contacts:
 
     __slots__ = ("_api", "_org", "_window")
 
-    def __init__(self, api: Api, organization: str | None, window: float = SCROLL_WINDOW) -> None:
+    def __init__(
+        self, api: RequestPipeline, organization: str | None, window: float = SCROLL_WINDOW
+    ) -> None:
         self._api = api
         self._org = organization
         self._window = window

@@ -15,7 +15,7 @@ import operator
 from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime
 
-from asyncwifi._core import Api
+from asyncwifi._core import RequestPipeline
 from asyncwifi._protocol import (
     EVENT_TYPES,
     build_query,
@@ -73,7 +73,9 @@ class Events:
 
     __slots__ = ("_api", "_org", "_window")
 
-    def __init__(self, api: Api, organization: str | None, window: float = SCROLL_WINDOW) -> None:
+    def __init__(
+        self, api: RequestPipeline, organization: str | None, window: float = SCROLL_WINDOW
+    ) -> None:
         self._api = api
         self._org = organization
         self._window = window

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from asyncwifi._core import Api, Verdict
+from asyncwifi._core import RequestPipeline, Verdict
 from asyncwifi._protocol import build_query, organization_segment, path_segment, require_text
 from asyncwifi._rules import ADDRESS_FIELDS, COUNTRY_CODES, HOTSPOT_UPDATE_FORBIDDEN, ROUTER_TYPES
 from asyncwifi.errors import NotFoundError, ValidationError
@@ -170,7 +170,7 @@ class Hotspots:
 
     __slots__ = ("_api", "_org")
 
-    def __init__(self, api: Api, organization: str | None) -> None:
+    def __init__(self, api: RequestPipeline, organization: str | None) -> None:
         self._api = api
         self._org = organization
 

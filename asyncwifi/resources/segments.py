@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from asyncwifi._core import Api
+from asyncwifi._core import RequestPipeline
 from asyncwifi._protocol import build_query, organization_segment
 from asyncwifi.models import DecodedPage, Segment, SegmentPage, decode_page
 from asyncwifi.ratelimit import Lane
@@ -17,7 +17,7 @@ class Segments:
 
     __slots__ = ("_api", "_org")
 
-    def __init__(self, api: Api, organization: str | None) -> None:
+    def __init__(self, api: RequestPipeline, organization: str | None) -> None:
         self._api = api
         self._org = organization
 
