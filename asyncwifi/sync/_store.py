@@ -21,7 +21,7 @@ from asyncwifi.errors import AsyncWifiError, ValidationError
 from asyncwifi.sync._feeds import BadRecord, Batch
 from asyncwifi.sync._schema import TABLES
 
-__all__ = ["Store", "StoreUnavailableError", "Write", "digest", "open_store", "rows_of"]
+__all__ = ["Store", "StoreUnavailableError", "Write", "digest", "rows_of"]
 
 
 class StoreUnavailableError(AsyncWifiError):
@@ -120,25 +120,6 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def schema_version(self) -> int:
         """The newest migration applied."""
-
-
-def open_store(url: str) -> Store:
-    """The store for ``sqlite:///PATH`` or ``postgresql://...`` (not connected yet)."""
-    if url.startswith("sqlite:///"):
-        from asyncwifi.sync._sqlite import SqliteStore
-
-        path = url[len("sqlite:///") :]
-        if not path:
-            raise ValidationError("sqlite:///PATH needs a path")
-        return SqliteStore(path)
-    if url.startswith(("postgresql://", "postgres://")):
-        from asyncwifi.sync._postgres import PostgresStore
-
-        return PostgresStore(url)
-    raise ValidationError(
-        "the database URL must be sqlite:///PATH or postgresql://USER@HOST/DB, got "
-        f"{url.split('://', 1)[0]!r}://..."
-    )
 
 
 def check_tables(names: Sequence[str]) -> None:

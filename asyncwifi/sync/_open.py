@@ -1,0 +1,28 @@
+"""Which store a database URL names: the one place that knows every backend (imported
+lazily, so that SQLite needs no PostgreSQL driver)."""
+
+from __future__ import annotations
+
+from asyncwifi.errors import ValidationError
+from asyncwifi.sync._store import Store
+
+__all__ = ["open_store"]
+
+
+def open_store(url: str) -> Store:
+    """The store for ``sqlite:///PATH`` or ``postgresql://...`` (not connected yet)."""
+    if url.startswith("sqlite:///"):
+        from asyncwifi.sync._sqlite import SqliteStore
+
+        path = url[len("sqlite:///") :]
+        if not path:
+            raise ValidationError("sqlite:///PATH needs a path")
+        return SqliteStore(path)
+    if url.startswith(("postgresql://", "postgres://")):
+        from asyncwifi.sync._postgres import PostgresStore
+
+        return PostgresStore(url)
+    raise ValidationError(
+        "the database URL must be sqlite:///PATH or postgresql://USER@HOST/DB, got "
+        f"{url.split('://', 1)[0]!r}://..."
+    )
