@@ -16,7 +16,7 @@ from aiohttp import web
 from asyncwifi.testing._util import BadParameter
 
 if TYPE_CHECKING:
-    from asyncwifi.testing._server import Simulator
+    from asyncwifi.testing._view import SimulatorView
 
 __all__ = [
     "DEFAULT_PAGE",
@@ -78,7 +78,7 @@ async def json_body(request: web.Request) -> Any:
 class ApiBase:
     """State and helpers shared by the resource handlers."""
 
-    def __init__(self, sim: Simulator) -> None:
+    def __init__(self, sim: SimulatorView) -> None:
         self.sim = sim
         self.data = sim.data
 

@@ -11,7 +11,7 @@ from asyncwifi.testing._util import BadParameter, hex_id, iso_ms, iso_z, parse_b
 from asyncwifi.testing._validation import check_create, check_update, normalize_mac
 
 if TYPE_CHECKING:
-    from asyncwifi.testing._server import Simulator
+    from asyncwifi.testing._view import SimulatorView
 
 __all__ = ["HotspotsApi"]
 
@@ -19,7 +19,7 @@ __all__ = ["HotspotsApi"]
 class HotspotsApi(ApiBase):
     """Hotspot and segment endpoints."""
 
-    def __init__(self, sim: Simulator) -> None:
+    def __init__(self, sim: SimulatorView) -> None:
         super().__init__(sim)
         self._hotspot_serial = 0
 

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from asyncwifi._client import Client
-    from asyncwifi.testing._server import Simulator
+    from asyncwifi.testing._view import SimulatorView
 
 __all__ = ["simulator_client"]
 
 
-def simulator_client(sim: Simulator, **options: Any) -> Client:
+def simulator_client(sim: SimulatorView, **options: Any) -> Client:
     """A client for ``sim`` (started); keyword ``options`` are ``Client``'s and win."""
     from asyncwifi._client import Client
     from asyncwifi.ratelimit import Limit, Limits

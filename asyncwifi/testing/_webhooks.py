@@ -23,7 +23,7 @@ from asyncwifi.testing._data import SimulatorData
 from asyncwifi.testing._util import mix
 
 if TYPE_CHECKING:
-    from asyncwifi.testing._server import Simulator
+    from asyncwifi.testing._view import SimulatorView
 
 __all__ = ["WEBHOOK_TYPES", "build_payload", "make_webhook_payload", "post_webhook"]
 
@@ -206,7 +206,7 @@ def make_webhook_payload(
 
 
 async def post_webhook(
-    sim: Simulator,
+    sim: SimulatorView,
     url: str,
     moment: str,
     *,
