@@ -26,6 +26,7 @@ __all__ = [
     "TOKEN",
     "ApiBase",
     "ApiFault",
+    "drop_connection",
     "json_body",
     "json_response",
     "touch",
@@ -101,3 +102,11 @@ class ApiBase:
             self.sim.counters.expired_scroll_hits += 1
         else:
             self.sim.counters.unknown_scroll_hits += 1
+
+
+def drop_connection(request: web.Request) -> web.Response:
+    """Close the connection without an answer (a fault: the client sees a disconnect)."""
+    transport = request.transport
+    if transport is not None:
+        transport.abort()
+    return web.Response(status=499)

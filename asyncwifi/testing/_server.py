@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Self
 from aiohttp import web
 
 from asyncwifi._clock import Clock, SystemClock
-from asyncwifi.testing._api import OBJECTS, TOKEN, ApiFault, json_response
+from asyncwifi.testing._api import OBJECTS, TOKEN, ApiFault, drop_connection, json_response
 from asyncwifi.testing._auth import TokenAuthority, TokenRejected
 from asyncwifi.testing._counters import Counters
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START, SimulatorData
@@ -306,7 +306,7 @@ class Simulator:
         """
         from asyncwifi.testing._webhooks import post_webhook
 
-        status = await post_webhook(
+        return await post_webhook(
             self,
             url,
             moment,
@@ -315,9 +315,6 @@ class Simulator:
             request_timeout=request_timeout,
             overrides=overrides,
         )
-        self.counters.webhooks_sent += 1
-        self.counters.webhook_statuses[status] += 1
-        return status
 
     # -- the gateway ----------------------------------------------------------------------
 
@@ -343,7 +340,7 @@ class Simulator:
         fate = self._plan.fate(request.method, request.path)
         if fate.drop_before:
             c.faults["drop_before"] += 1
-            return self._drop(request)
+            return drop_connection(request)
         if fate.inbound_delay:
             await self.clock.sleep(fate.inbound_delay)
         now = self.clock.now()
@@ -378,7 +375,7 @@ class Simulator:
             await self.clock.sleep(fate.delay)
         if fate.drop_after:
             c.faults["drop_after"] += 1
-            return self._drop(request)
+            return drop_connection(request)
         c.responses_by_status[resp.status] += 1
         return resp
 
@@ -436,14 +433,6 @@ class Simulator:
             self.counters.faults["truncated"] += 1
             resp.body = body[: max(1, int(len(body) * fate.truncate_at))]
         return resp
-
-    @staticmethod
-    def _drop(request: web.Request) -> web.Response:
-        """Close the connection without an answer (the client sees a disconnect)."""
-        transport = request.transport
-        if transport is not None:
-            transport.abort()
-        return web.Response(status=499)
 
     # -- admin (not behind the gateway) ---------------------------------------------------
 

@@ -215,7 +215,8 @@ async def post_webhook(
     request_timeout: float,
     overrides: Mapping[str, Any],
 ) -> int:
-    """POST one payload built from ``sim``'s data to ``url``; the receiver's status."""
+    """POST one payload built from ``sim``'s data to ``url``, counted on ``sim.counters``;
+    the receiver's status."""
     rnd = random.Random(mix(sim.seed, 0x3EB, sim.counters.webhooks_sent))
     payload = build_payload(
         sim.data, moment, rnd, sim.clock.now(), body_fields=body_fields, overrides=overrides
@@ -231,4 +232,6 @@ async def post_webhook(
         session.post(url, data=msgspec.json.encode(payload), headers=sent) as resp,
     ):
         await resp.read()
-        return resp.status
+    sim.counters.webhooks_sent += 1
+    sim.counters.webhook_statuses[resp.status] += 1
+    return resp.status
