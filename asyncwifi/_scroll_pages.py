@@ -79,6 +79,11 @@ class ScrollSpec:
     #: reads again what was delivered in as few requests as it can, and its first page,
     #: when shorter, proves the end in one request
     rescan_size: int | None = None
+    #: smaller page sizes to fall back to, in order, when the server refuses the first
+    #: request's ``size`` with a 409 (contacts asked for the largest page it accepts)
+    smaller_sizes: tuple[int, ...] = ()
+    #: told the page size the server accepted for the first request (to remember it)
+    on_size: Callable[[int], None] | None = None
     #: whether an expiry may be resumed (events always; contacts when resume=True)
     resumable: bool = False
     what: str = "records"

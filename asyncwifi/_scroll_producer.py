@@ -20,7 +20,7 @@ from asyncwifi._scroll_pages import END, Chunked, Failure, ScrollPage, ScrollSpe
 from asyncwifi._scroll_spill import Spill, Spilled
 from asyncwifi._scroll_state import Cursor, Decision, PageOutcome, ScrollMachine
 from asyncwifi._transport import BodyBuffer
-from asyncwifi.errors import ScrollExpiredError
+from asyncwifi.errors import ConflictError, ScrollExpiredError
 from asyncwifi.models import ItemError, decode_page
 from asyncwifi.models._chunks import chunk_page
 from asyncwifi.ratelimit import Lane
@@ -222,7 +222,10 @@ class Producer:
                     # the id is known to be dead: resume (or fail) without a wasted request
                     params, continuation = self._act(decision, clock.now() - self.last_received)
                     continue
-            decoded, gap = await self._fetch(params, continuation=continuation)
+            if continuation:
+                decoded, gap = await self._fetch(params, continuation=True)
+            else:
+                decoded, gap, params = await self._fetch_first(params)
             if isinstance(decoded, Chunked):
                 scroll_id = self._deliver_chunked(decoded)
                 envelope = decoded.chunked.envelope
@@ -258,6 +261,35 @@ class Producer:
                     await self._until_needed()
                 continue
             params, continuation = self._act(decision, gap)
+
+    async def _fetch_first(self, params: Mapping[str, str]) -> tuple[Any, float, Mapping[str, str]]:
+        """The first request of a query, at the largest page size the server accepts: on
+        a 409 it falls back through ``spec.smaller_sizes`` (the refused request is the
+        price of learning it; ``spec.on_size`` remembers the answer so it is paid once)."""
+        spec = self.spec
+        smaller = list(spec.smaller_sizes)
+        while True:
+            try:
+                decoded, gap = await self._fetch(params, continuation=False)
+            except ConflictError:
+                if not smaller or "size" not in params:
+                    raise
+                size = smaller.pop(0)
+                log.info(
+                    "%s: the server refused size=%s (409); asking for %d",
+                    spec.what,
+                    params["size"],
+                    size,
+                )
+                # continuations and restarts are built from spec.params: they follow
+                spec.params["size"] = str(size)
+                params = {**params, "size": str(size)}
+                continue
+            if spec.smaller_sizes and "size" in params:
+                spec.smaller_sizes = ()  # learnt: a resume asks for this size at once
+                if spec.on_size is not None:
+                    spec.on_size(int(params["size"]))
+            return decoded, gap, params
 
     def _act(self, decision: Decision, gap: float) -> tuple[Mapping[str, str], bool]:
         """The query of a resume, or the error of a scroll that cannot go on."""

@@ -252,9 +252,7 @@ class ScrollMachine:
                 return Decision.END  # a fresh query with nothing in it: no id involved
             if page.total is not None:
                 # contacts: totalCount says whether anything is missing
-                cursor = self.cursor
-                missing = cursor.delivered + cursor.skipped + len(cursor.set_aside) < page.total
-                return self._resume() if missing else Decision.END
+                return self._resume() if self._counted() < page.total else Decision.END
             # events: the previous page was full (a short one ends the scroll), so this may
             # be an id that expired sooner than documented: only a resume can tell
             cursor = self.cursor
@@ -271,7 +269,15 @@ class ScrollMachine:
             return self._resume()
         if self.size is not None and page.records < self.size:
             return Decision.END  # the server ran out
+        if page.total is not None and self._counted() >= page.total:
+            return Decision.END  # contacts: every record of totalCount is accounted for
         return Decision.CONTINUE if page.scroll_id else Decision.END
+
+    def _counted(self) -> int:
+        """Records accounted for against a total: delivered, skipped (the caller had
+        them), and set aside (they did not decode)."""
+        cursor = self.cursor
+        return cursor.delivered + cursor.skipped + len(cursor.set_aside)
 
     def _resume(self) -> Decision:
         if not self.resumable or not self.progressed:

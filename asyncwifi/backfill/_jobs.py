@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from asyncwifi.backfill._commit import event_date
 from asyncwifi.backfill._contract import Reporter, StreamLike, StreamRequest
@@ -34,7 +34,6 @@ __all__ = ["contacts_export", "contacts_params", "events_backfill", "events_para
 #: spec §8: events pages hold up to 10,000; quota binds, so fewer, fuller pages
 EVENTS_PAGE_SIZE = 10_000
 #: spec §4.2: the contact list's ``size`` (100 is the value seen; no maximum is documented)
-CONTACTS_PAGE_SIZE = 100
 #: a stand-in range for the single "slice" of a contact export (contacts are not time-sliced)
 _WHOLE = Slice(
     0,
@@ -165,7 +164,7 @@ def contacts_export(
     state: Path,
     has_email: bool | None = None,
     gzip: bool = False,
-    page_size: int = CONTACTS_PAGE_SIZE,
+    page_size: int | Literal["max"] = "max",
     prefetch: int = 1,
     reporter: Reporter | None = None,
     wait: bool = False,
@@ -176,6 +175,8 @@ def contacts_export(
 
     One scroll; when it lapses (``ScrollExpiredError``) or the job restarts, a new scroll is
     opened in the client's resume mode and the contacts already written are skipped by id.
+    ``page_size="max"`` (the default) asks for the largest page the server accepts, learnt
+    once per client (``api.contacts.largest_page_size``).
     """
     contacts = api.contacts
 

@@ -28,7 +28,6 @@ from asyncwifi.backfill import (
     preflight,
 )
 from asyncwifi.backfill._jobs import (
-    CONTACTS_PAGE_SIZE,
     EVENTS_PAGE_SIZE,
     contacts_export,
     contacts_params,
@@ -340,9 +339,9 @@ def contacts_group() -> None:
 @click.option(
     "--page-size",
     type=click.IntRange(1, 10_000),
-    default=CONTACTS_PAGE_SIZE,
-    show_default=True,
-    help="Contacts per request (spec §4.2 shows 100).",
+    default=None,
+    help="Contacts per request (default: the largest the server accepts, up to 10,000; "
+    "spec §4.2 shows 100).",
 )
 @click.option("--daemon", "--wait", "wait", is_flag=True, help="Wait for the quota reset.")
 @click.option("--max-wait", type=DurationType(), default=None, help="With --daemon: longest wait.")
@@ -355,7 +354,7 @@ def export(
     gzip_: bool,
     state: str | None,
     has_email: bool | None,
-    page_size: int,
+    page_size: int | None,
     wait: bool,
     max_wait: timedelta | None,
     fsync: bool,
@@ -383,7 +382,7 @@ def export(
                 state=state_path,
                 has_email=has_email,
                 gzip=gzip,
-                page_size=page_size,
+                page_size=page_size or "max",
                 reporter=reporter,
                 wait=wait,
                 max_wait=max_wait.total_seconds() if max_wait else None,

@@ -9,7 +9,6 @@ from aiohttp import web
 
 from asyncwifi.testing._api import (
     DEFAULT_PAGE,
-    PAGE_MAX,
     TOKEN,
     ApiBase,
     ApiFault,
@@ -132,7 +131,7 @@ class ContactsApi(ApiBase):
             session, pos = look.session, look.position
             sim.counters.scroll_pages += 1
         else:
-            size = parse_int(q.get("size"), "size", DEFAULT_PAGE, 1, PAGE_MAX)
+            size = parse_int(q.get("size"), "size", DEFAULT_PAGE, 1, sim.contacts_max_size)
             sort = q.get("sortBy", "created_absolute")
             if sort not in CONTACT_SORTS:
                 raise BadParameter(f"sortBy must be one of {', '.join(CONTACT_SORTS)}")

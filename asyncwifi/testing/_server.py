@@ -101,6 +101,8 @@ class Simulator:
     Lifetimes (clock seconds):
         scroll_ttl: a scroll id expires this long after the request that issued it (60).
         scroll_single_use: a scroll id answers like an expired one once it was used.
+        contacts_max_size: the largest contact page ``size`` accepted (10,000, as the
+            vendor documents; 100 plays a server that follows the reference): more is a 409.
         token_ttl: a token's lifetime (one day).
 
     Server:
@@ -134,6 +136,7 @@ class Simulator:
         scroll_single_use: bool = False,
         event_shape: EventShape = "nested",
         token_ttl: float = 86_400.0,
+        contacts_max_size: int = 10_000,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -176,6 +179,7 @@ class Simulator:
             user_id=f"svc-{hex_id(seed, 0x05E)[:20]}",
         )
         self.scrolls = ScrollRegistry(ttl=scroll_ttl, seed=seed, single_use=scroll_single_use)
+        self.contacts_max_size = contacts_max_size
         self.gone_paths = tuple(gone_paths)
         #: what the simulator saw (see :class:`Counters`)
         self.counters = Counters()

@@ -23,9 +23,9 @@ async def test_quota_spent_sleeps_until_the_reset_and_resumes(
     # a day of quota in about two real seconds; at that speed a scroll's minute is 1.5 ms,
     # so scroll ids are made long-lived (this test is about the day, not the scroll)
     clock = ScaledClock(40_000.0, start=MIDNIGHT - 40.0)
-    async with Simulator(clock=clock, events=3_000, contacts=30, day_limit=8,
+    async with Simulator(clock=clock, events=3_000, contacts=30, day_limit=5,
                          fractional_reset=True, scroll_ttl=1e9) as sim:  # fmt: skip
-        limits = Limits(minute=Limit(60, 60.0), day=Limit(8, 86_400.0))
+        limits = Limits(minute=Limit(60, 60.0), day=Limit(5, 86_400.0))
         async with Client(sim.client_key, sim.client_secret, base_url=sim.base_url,
                           organization=sim.organization, allow_http=True, clock=clock,
                           limits=limits, on_quota_exhausted="raise",
