@@ -16,6 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import IO
 
+from asyncwifi.errors import ClientStateError
 from asyncwifi.models import ItemError
 
 __all__ = ["SPILL_BUDGET", "Spill", "Spilled"]
@@ -72,7 +73,7 @@ class Spill:
     def take(self, offset: int, length: int) -> bytes:
         """Read a body back; once every spilled page is read the file starts over."""
         if self._file is None:
-            raise RuntimeError("the spill file is closed")
+            raise ClientStateError("the spill file is closed")
         self._file.seek(offset)
         body = self._file.read(length)
         self._live -= 1

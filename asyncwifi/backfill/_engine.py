@@ -50,7 +50,12 @@ from asyncwifi.backfill._plan import MS, Slice, format_ms
 from asyncwifi.backfill._records import Boundaries, parse_key
 from asyncwifi.backfill._sink import JsonlOutput, RawRecord
 from asyncwifi.backfill._state import JobParams, SliceState, StateStore
-from asyncwifi.errors import QuotaExhaustedError, ScrollExpiredError
+from asyncwifi.errors import (
+    ClientStateError,
+    ConfigurationError,
+    QuotaExhaustedError,
+    ScrollExpiredError,
+)
 
 __all__ = ["ExportJob"]
 
@@ -96,7 +101,7 @@ class ExportJob:
         page_size: int | None = None,
     ) -> None:
         if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
+            raise ConfigurationError("concurrency must be at least 1")
         self.params = params
         self.plan = list(slices)
         self.state_path = state_path
@@ -213,7 +218,7 @@ class ExportJob:
 
     def _require_store(self) -> StateStore:
         if self._store is None:
-            raise RuntimeError("the job is not open")
+            raise ClientStateError("the job is not open")
         return self._store
 
     def _refresh_slices(self) -> list[SliceState]:
@@ -323,7 +328,7 @@ class ExportJob:
         items: Sequence[Any] = page.items or ()
         raws: Sequence[RawRecord] | None = getattr(page, "raw_items", None)
         if raws is None or len(raws) != len(items):
-            raise RuntimeError(
+            raise ClientStateError(
                 "the stream must be opened with keep_raw=True (one raw record per item)"
             )
         errors = getattr(page, "errors", None)
@@ -388,7 +393,7 @@ class ExportJob:
         """Write the pages, fsync once, commit them in one transaction (worker thread)."""
         store = self._require_store()
         if self._sink is None:
-            raise RuntimeError("the job is not open")
+            raise ClientStateError("the job is not open")
         return commit_batch(store, self._sink, batch, self.progress)
 
     def _ids_of(self, items: Sequence[Any], raws: Sequence[RawRecord]) -> list[str]:

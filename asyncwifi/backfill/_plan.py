@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from asyncwifi.errors import ValidationError
+
 __all__ = [
     "MS",
     "PlanEstimate",
@@ -60,7 +62,7 @@ def parse_instant(text: str) -> datetime:
     try:
         parsed = datetime.fromisoformat(candidate)
     except ValueError:
-        raise ValueError(
+        raise ValidationError(
             f"{text!r} is not an ISO 8601 date or date-time "
             "(e.g. 2026-01-01 or 2026-01-01T12:00:00Z)"
         ) from None
@@ -83,9 +85,9 @@ def parse_duration(text: str) -> timedelta:
         total += int(match.group(1)) * _UNIT_SECONDS[match.group(2).lower()]
         pos = match.end()
     if not compact or pos != len(compact):
-        raise ValueError(f"{text!r} is not a duration (e.g. 1d, 6h, 30m, 1h30m)")
+        raise ValidationError(f"{text!r} is not a duration (e.g. 1d, 6h, 30m, 1h30m)")
     if total < 1:
-        raise ValueError(f"{text!r}: a slice must last at least one second")
+        raise ValidationError(f"{text!r}: a slice must last at least one second")
     return timedelta(seconds=total)
 
 
@@ -120,7 +122,7 @@ def even_slice_size(since: datetime, until: datetime, count: int) -> timedelta:
     time cursors (one per concurrent scroll) cost the fewest requests, since every slice
     ends with a page that is not full (the request floor: docs/design.md)."""
     if count < 1:
-        raise ValueError("count must be at least 1")
+        raise ValidationError("count must be at least 1")
     span = until - since
     size = span / count
     return max(MS, size + (MS - size % MS if size % MS else timedelta(0)))
@@ -133,15 +135,17 @@ def plan_slices(since: datetime, until: datetime, size: timedelta) -> list[Slice
     positive, or the plan would have more than :data:`MAX_SLICES` slices.
     """
     if since.tzinfo is None or until.tzinfo is None:
-        raise ValueError("since and until must carry a time zone")
+        raise ValidationError("since and until must carry a time zone")
     if size <= timedelta(0):
-        raise ValueError("the slice size must be positive")
+        raise ValidationError("the slice size must be positive")
     start = _floor_ms(since.astimezone(UTC))
     stop = _floor_ms(until.astimezone(UTC))
     if start >= stop:
-        raise ValueError("since must be before until")
+        raise ValidationError("since must be before until")
     if (stop - start) / size > MAX_SLICES:
-        raise ValueError(f"that makes more than {MAX_SLICES:,} slices; use a larger slice size")
+        raise ValidationError(
+            f"that makes more than {MAX_SLICES:,} slices; use a larger slice size"
+        )
     slices: list[Slice] = []
     while start < stop:
         end = stop if stop - start <= size else start + size  # no overflow near 9999
@@ -222,7 +226,7 @@ def estimate(
     learn the volume without spending quota: the assumption is the caller's, stated.
     """
     if page_size < 1:
-        raise ValueError("page_size must be at least 1")
+        raise ValidationError("page_size must be at least 1")
     events = 0
     pages = 0
     for piece in slices:

@@ -17,6 +17,7 @@ from pathlib import Path
 import msgspec
 
 from asyncwifi.backfill._errors import OutputConflictError
+from asyncwifi.errors import ClientStateError
 
 __all__ = ["JsonlOutput", "RawRecord", "encode_lines"]
 
@@ -90,7 +91,7 @@ class JsonlOutput:
     def append_many(self, chunks: Sequence[bytes]) -> int:
         """Write every chunk whole, then one fsync (a group commit); the new length."""
         if self._fd is None:
-            raise RuntimeError("the sink is not open")
+            raise ClientStateError("the sink is not open")
         for chunk in chunks:
             view = memoryview(chunk)
             while view:

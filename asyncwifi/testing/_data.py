@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from datetime import date, datetime
 from typing import Any
 
+from asyncwifi.errors import ConfigurationError
 from asyncwifi.testing._event_records import EventShape
 from asyncwifi.testing._events import EVENT_TYPES, EventStore, Venue
 from asyncwifi.testing._util import hex_id, iso_ms, iso_z, mix, to_epoch
@@ -320,7 +321,7 @@ class SimulatorData:
         names = None if types is None else list(types)
         for name in names or ():
             if name not in EVENT_TYPES:
-                raise ValueError(f"unknown event type {name!r}")
+                raise ConfigurationError(f"unknown event type {name!r}")
         owner = None
         if customer is not None:
             owner = self.contact_index(customer)

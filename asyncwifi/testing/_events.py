@@ -29,6 +29,7 @@ from zoneinfo import ZoneInfo
 import msgspec
 
 from asyncwifi import _rules
+from asyncwifi.errors import ConfigurationError
 from asyncwifi.testing._event_records import (
     EmailInfo,
     EventShape,
@@ -170,9 +171,11 @@ class EventStore:
         shape: EventShape = "nested",
     ) -> None:
         if count < 0 or end < start:
-            raise ValueError("events must be >= 0 and events_end after events_start")
+            raise ConfigurationError("events must be >= 0 and events_end after events_start")
         if shape not in ("nested", "flat", "dated"):
-            raise ValueError(f"event_shape must be 'nested', 'flat' or 'dated', got {shape!r}")
+            raise ConfigurationError(
+                f"event_shape must be 'nested', 'flat' or 'dated', got {shape!r}"
+            )
         rnd = random.Random(mix(seed, 0xE7E7))
         #: epoch seconds of each event, ascending
         self.times = _poisson_times(rnd, count, float(start), float(end))

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from asyncwifi.errors import ConfigurationError
+
 __all__ = ["Fate", "FaultPlan", "Faults"]
 
 
@@ -81,14 +83,14 @@ class Faults:
         ):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be within [0, 1], got {value!r}")
+                raise ConfigurationError(f"{name} must be within [0, 1], got {value!r}")
         for name in ("latency", "latency_jitter", "spike", "inbound_jitter", "hidden_competitor"):
             if getattr(self, name) < 0:
-                raise ValueError(f"{name} must not be negative")
+                raise ConfigurationError(f"{name} must not be negative")
         if self.revoke_tokens_every is not None and self.revoke_tokens_every <= 0:
-            raise ValueError("revoke_tokens_every must be positive")
+            raise ConfigurationError("revoke_tokens_every must be positive")
         if not self.error_statuses or any(not 500 <= s <= 599 for s in self.error_statuses):
-            raise ValueError("error_statuses must be 5xx codes")
+            raise ConfigurationError("error_statuses must be 5xx codes")
 
     @classmethod
     def from_dict(cls, fields: Mapping[str, Any]) -> Faults:

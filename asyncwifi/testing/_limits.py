@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from asyncwifi.errors import ConfigurationError
+
 __all__ = ["Decision", "Mode", "ObjectLimiter", "RateLimiter"]
 
 Mode = Literal["fixed", "skewed", "sliding", "weighted", "off"]
@@ -139,16 +141,18 @@ class RateLimiter:
         skew: float | None = None,
     ) -> None:
         if mode not in MODES:
-            raise ValueError(f"rate_limit_mode must be one of {MODES}, not {mode!r}")
+            raise ConfigurationError(f"rate_limit_mode must be one of {MODES}, not {mode!r}")
         if minute < 1 or day < 1:
-            raise ValueError("limits must be at least 1")
+            raise ConfigurationError("limits must be at least 1")
         self._periods = (_Period("minute", MINUTE, minute), _Period("day", DAY, day))
         #: ``"fixed"``, ``"sliding"`` or ``"off"``
         self.mode: Mode = mode
         #: seconds the gateway's clock is ahead of ours (windows aligned on its clock)
         self.skew = float(skew) if skew is not None else (DEFAULT_SKEW if mode == "skewed" else 0.0)
         if not math.isfinite(self.skew):
-            raise ValueError(f"gateway skew must be a finite number of seconds, not {skew!r}")
+            raise ConfigurationError(
+                f"gateway skew must be a finite number of seconds, not {skew!r}"
+            )
         #: whether refused requests count too (Kong's Redis policy)
         self.count_refused = count_refused
         #: send reset values as fractional seconds instead of Kong's integers
@@ -227,7 +231,7 @@ class ObjectLimiter:
         self.limits = dict(limits or {})
         for name, value in self.limits.items():
             if value < 0 or not name.isidentifier():
-                raise ValueError(f"bad object limit {name!r}={value!r}")
+                raise ConfigurationError(f"bad object limit {name!r}={value!r}")
         self._day = -math.inf
         self._used = dict.fromkeys(self.limits, 0)
 

@@ -30,6 +30,7 @@ from typing import IO, Any, Self
 import aiohttp
 
 from asyncwifi._clock import Clock, ScaledClock, SystemClock
+from asyncwifi.errors import ClientStateError, ConfigurationError
 from asyncwifi.testing._faults import Faults
 from asyncwifi.testing._server import Simulator
 from asyncwifi.testing._util import iso_z
@@ -49,7 +50,7 @@ class AnchoredClock:
 
     def __init__(self, speed: float, start: float, anchor: float) -> None:
         if speed <= 0:
-            raise ValueError("speed must be positive")
+            raise ConfigurationError("speed must be positive")
         self.speed = float(speed)
         self.start = float(start)
         self.anchor = float(anchor)
@@ -62,7 +63,7 @@ class AnchoredClock:
         elif isinstance(clock, SystemClock):
             speed = 1.0
         else:
-            raise ValueError(f"cannot share {clock!r} with another process")
+            raise ConfigurationError(f"cannot share {clock!r} with another process")
         anchor = time.monotonic()
         return speed, clock.now(), anchor
 
@@ -272,7 +273,7 @@ class SimulatorProcess:
                 if value is not None:
                     cmd += ["--faults", json.dumps(dataclasses.asdict(value))]
             else:
-                raise TypeError(f"SimulatorProcess does not support the option {key!r}")
+                raise ConfigurationError(f"SimulatorProcess does not support the option {key!r}")
         return cmd
 
     def start(self) -> None:
@@ -295,11 +296,11 @@ class SimulatorProcess:
             ready = select.select([proc.stdout], [], [], max(0.0, left))[0] if left > 0 else []
             if not ready:
                 self.stop()
-                raise RuntimeError("the simulator process did not start in time")
+                raise ClientStateError("the simulator process did not start in time")
             line = proc.stdout.readline().strip()
             if not line and proc.poll() is not None:
                 self.stop()
-                raise RuntimeError(f"the simulator process exited ({proc.returncode})")
+                raise ClientStateError(f"the simulator process exited ({proc.returncode})")
         self.info = json.loads(line)
         self.base_url = self.info["base_url"]
         self.client_key = self.info["client_key"]

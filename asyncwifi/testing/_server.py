@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Self
 from aiohttp import web
 
 from asyncwifi._clock import Clock, SystemClock
+from asyncwifi.errors import ClientStateError, ConfigurationError
 from asyncwifi.testing._api import OBJECTS, TOKEN, ApiFault, drop_connection, json_response
 from asyncwifi.testing._auth import TokenAuthority, TokenRejected
 from asyncwifi.testing._counters import Counters
@@ -148,7 +149,7 @@ class Simulator:
         self.client_secret = client_secret or secrets.token_urlsafe(32)
         start, end = to_epoch(events_start), to_epoch(events_end)
         if start is None or end is None:
-            raise ValueError("events_start and events_end are required")
+            raise ConfigurationError("events_start and events_end are required")
         #: the simulated organization's state (contacts, hotspots, segments, events)
         self.data = SimulatorData(
             seed=seed,
@@ -244,7 +245,7 @@ class Simulator:
     def base_url(self) -> str:
         """``http://127.0.0.1:PORT`` once started."""
         if self._runner is None:
-            raise RuntimeError("the simulator is not started")
+            raise ClientStateError("the simulator is not started")
         return f"http://{self.host}:{self.port}"
 
     def make_app(self) -> web.Application:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import msgspec
 
+from asyncwifi.errors import ValidationError
 from asyncwifi.models.webhook import WEBHOOK_EVENT_TYPES
 from asyncwifi.testing._data import SimulatorData
 from asyncwifi.testing._util import mix
@@ -71,7 +72,9 @@ def build_payload(
 ) -> dict[str, Any]:
     """The §6.2 payload for ``moment`` about a contact and location drawn from ``data``."""
     if moment not in WEBHOOK_TYPES:
-        raise ValueError(f"unknown webhook moment {moment!r}; one of {', '.join(WEBHOOK_TYPES)}")
+        raise ValidationError(
+            f"unknown webhook moment {moment!r}; one of {', '.join(WEBHOOK_TYPES)}"
+        )
     contacts = list(data.live_contacts())
     c = rnd.choice(contacts) if contacts else None
     loc = data.locations[rnd.randrange(len(data.locations))]

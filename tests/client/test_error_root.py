@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from asyncwifi import Client, Limit, Limits, MemoryStore, RetryPolicy, ScaledClock
+from asyncwifi.backfill import estimate, parse_duration, plan_slices
 from asyncwifi.errors import AsyncWifiError, ClientStateError, ConfigurationError
+from asyncwifi.testing import Faults, Simulator, make_webhook_payload
 from asyncwifi.webhooks import (
     Dispatcher,
     MemoryDeduplicator,
@@ -23,6 +26,9 @@ from asyncwifi.webhooks import (
 from asyncwifi.webhooks import RetryPolicy as WebhookRetryPolicy
 
 URL = "https://api.example.test"
+EARLIER, LATER = datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 1, 2, tzinfo=UTC)
+DAY = timedelta(days=1)
+NAIVE = datetime(2024, 1, 1)
 
 
 def _client(**options: Any) -> Client:
@@ -74,6 +80,17 @@ BAD_CALLS: dict[str, Callable[[], object]] = {
     "Spool: synchronous": lambda: Spool("x.sqlite3", synchronous="OFF"),  # type: ignore[arg-type]
     "load_handler: spec": lambda: load_handler("no-colon"),
     "secrets_from_env: unset": lambda: secrets_from_env(environ={}),
+    "plan_slices: naive bounds": lambda: plan_slices(
+        datetime(2024, 1, 1), datetime(2024, 1, 2), DAY
+    ),
+    "plan_slices: reversed": lambda: plan_slices(LATER, EARLIER, DAY),
+    "parse_duration: fortnight": lambda: parse_duration("1 fortnight"),
+    "estimate: page size 0": lambda: estimate([], events_per_day=1, page_size=0),
+    "Simulator: rate-limit mode": lambda: Simulator(rate_limit_mode="leaky"),  # type: ignore[arg-type]
+    "Simulator: event shape": lambda: Simulator(event_shape="round"),  # type: ignore[arg-type]
+    "Simulator: base_url before start": lambda: Simulator().base_url,
+    "Faults: error rate above 1": lambda: Faults(error_rate=2.0),
+    "make_webhook_payload: moment": lambda: make_webhook_payload("teleport"),
 }
 
 
