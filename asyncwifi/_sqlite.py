@@ -171,9 +171,11 @@ class SqliteThread:
 
 
 def _alone(conn: sqlite3.Connection, job: _Job) -> list[tuple[asyncio.Future[Any], bool, Any]]:
+    # BaseException too: a job that raised one must still resolve its future, or its
+    # caller would wait forever (and the thread would die with the queue unserved)
     try:
         return [(job.future, True, job.fn(conn))]
-    except Exception as exc:
+    except BaseException as exc:
         return [(job.future, False, exc)]
 
 
@@ -186,7 +188,7 @@ def _group(
         values = [job.fn(conn) for job in batch]
         conn.execute("COMMIT")
         return [(job.future, True, value) for job, value in zip(batch, values, strict=True)]
-    except Exception as exc:
+    except BaseException as exc:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         if len(batch) == 1:
@@ -198,7 +200,7 @@ def _group(
             value = job.fn(conn)
             conn.execute("COMMIT")
             results.append((job.future, True, value))
-        except Exception as exc:
+        except BaseException as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             results.append((job.future, False, exc))

@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import sqlite3
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from asyncwifi._clock import Clock
+from asyncwifi._sqlite import SqliteThread
 from asyncwifi.backfill._commit import (
     Pending,
     attributes,
@@ -118,8 +121,10 @@ class ExportJob:
         #: the page size asked of the server: a full last page makes an end only probable
         self.page_size = page_size
         self._compresslevel = compresslevel
-        self._lock = asyncio.Lock()
         self._store: StateStore | None = None
+        #: the state's connection on its own thread (the shared asyncio-to-SQLite bridge):
+        #: every read and commit of the state, one at a time
+        self._bridge: SqliteThread | None = None
         #: the slices of the current round, updated as pages commit
         self._states: list[SliceState] = []
         #: pages waiting for the committer, and the committer task (group commit)
@@ -131,7 +136,7 @@ class ExportJob:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def _open(self) -> bool:
+    async def _open(self) -> bool:
         """Open (or create) the state and the output. Returns whether it was a resume.
 
         Files this call creates are removed again if opening fails, so that a refused job
@@ -142,8 +147,15 @@ class ExportJob:
         try:
             if not self.state_path.exists():
                 created.append(self.state_path)
-            store, fresh = StateStore.open(self.state_path, self.params, slices=self.plan)
-            self._store = store
+
+            def connect() -> sqlite3.Connection:
+                # on the bridge's thread, which then owns the connection
+                self._store, _ = StateStore.open(self.state_path, self.params, slices=self.plan)
+                return self._store.connection
+
+            self._bridge = SqliteThread(connect, name="asyncwifi-backfill-state")
+            await self._bridge.start()
+            store = self._require_store()
             if not self.out_path.exists():
                 created.append(self.out_path)
             sink = JsonlOutput(
@@ -155,25 +167,23 @@ class ExportJob:
             sink.open(store.offset)
             self._sink = sink
         except BaseException:
-            self._close()
-            for path in created:
-                for extra in ("", "-wal", "-shm"):
-                    Path(f"{path}{extra}").unlink(missing_ok=True)
+            await self._close()
+            _remove(created)
             raise
-        del fresh
         return state_existed
 
-    def _close(self) -> None:
+    async def _close(self) -> None:
         if self._sink is not None:
             self._sink.close()
             self._sink = None
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        bridge, self._bridge = self._bridge, None
+        if bridge is not None:
+            await bridge.close()  # closes the state's connection on its thread
+        self._store = None
 
     async def run(self) -> JobOutcome:
         """Run until every slice is done, or until the quota pauses the job (see ``wait``)."""
-        resumed = self._open()
+        resumed = await self._open()
         try:
             store = self._require_store()
             self.progress = Progress(
@@ -202,7 +212,7 @@ class ExportJob:
                 self.reporter.resumed(self.progress)
         finally:
             await self._settle()
-            self._close()
+            await self._close()
 
     async def _settle(self) -> None:
         """Let a commit in progress finish before the files close (even when cancelled)."""
@@ -372,25 +382,24 @@ class ExportJob:
             raise
 
     async def _commit_loop(self) -> None:
-        """Commit whatever is queued, batch after batch, in a worker thread."""
+        """Commit whatever is queued, batch after batch, on the state's thread."""
         while self._queue:
             batch, self._queue = self._queue, []
-            async with self._lock:
-                try:
-                    added = await asyncio.to_thread(self._commit_batch, batch)
-                except BaseException as exc:
-                    for item in batch:
-                        if item.future is not None and not item.future.done():
-                            item.future.set_exception(exc)
-                    if not isinstance(exc, Exception):
-                        raise
-                    continue
+            try:
+                added = await self._locked(functools.partial(self._commit_batch, batch))
+            except BaseException as exc:
+                for item in batch:
+                    if item.future is not None and not item.future.done():
+                        item.future.set_exception(exc)
+                if not isinstance(exc, Exception):
+                    raise
+                continue
             for item, count in zip(batch, added, strict=True):
                 if item.future is not None and not item.future.done():
                     item.future.set_result(count)
 
     def _commit_batch(self, batch: Sequence[Pending]) -> list[int]:
-        """Write the pages, fsync once, commit them in one transaction (worker thread)."""
+        """Write the pages, fsync once, commit them in one transaction (state's thread)."""
         store = self._require_store()
         if self._sink is None:
             raise ClientStateError("the job is not open")
@@ -408,13 +417,21 @@ class ExportJob:
         return [id_of(item, raw) for item, raw in zip(items, raws, strict=True)]
 
     async def _locked(self, fn: Callable[[], T]) -> T:
-        """Run ``fn`` in a thread under the job's lock; once begun it always completes."""
-        async with self._lock:
-            task = asyncio.ensure_future(asyncio.to_thread(fn))
-            try:
-                return await asyncio.shield(task)
-            except asyncio.CancelledError:
-                # a cancelled caller still waits for the commit it began
-                if not task.done():
-                    await asyncio.wait([task])
-                raise
+        """Run ``fn`` on the state's thread, after what was queued before it; once queued it
+        always completes, and a cancelled caller still waits for it."""
+        if self._bridge is None:
+            raise ClientStateError("the job is not open")
+        future = self._bridge.submit(lambda _conn: fn())
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if not future.done():
+                await asyncio.wait([future])
+            raise
+
+
+def _remove(created: Sequence[Path]) -> None:
+    """Remove the files a refused job created (and SQLite's companions of the state)."""
+    for path in created:
+        for extra in ("", "-wal", "-shm"):
+            Path(f"{path}{extra}").unlink(missing_ok=True)

@@ -231,6 +231,11 @@ class StateStore:
                 [(s.index, s.start.isoformat(), s.end.isoformat()) for s in slices],
             )
 
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The state's connection (its owner, the engine's SQLite thread, closes it)."""
+        return self._conn
+
     def close(self) -> None:
         self._conn.close()
 
