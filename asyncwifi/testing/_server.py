@@ -59,10 +59,9 @@ class Simulator:
     Use it as ``async with Simulator(...) as sim:`` (or ``await sim.start()`` /
     ``await sim.stop()``); it serves on ``sim.base_url`` with ``sim.client_key`` and
     ``sim.client_secret`` for the tenant ``sim.organization``; ``sim.client()`` is a client
-    configured for it. Every time (windows, scroll
-    and token lifetimes, reset headers) is read from ``clock``, so a
-    :class:`~asyncwifi.ScaledClock` shared with the client runs minutes in fractions of a
-    second.
+    configured for it. Every time (windows, scroll and token lifetimes, reset headers) is
+    read from ``clock``, so a :class:`~asyncwifi.ScaledClock` shared with the client runs
+    minutes in fractions of a second.
 
     Data (seeded, deterministic):
         seed: seed of all generated data, ids and request ids.
