@@ -63,9 +63,10 @@ async def test_windows_cost_few_requests_on_every_shape(shape: str) -> None:
         )  # fmt: skip
         ids = [r.item.id async for batch in feed for r in batch.records]
         assert sorted(ids) == sorted(sim.data.event_ids())
-        # at least 4 pages and a closing request; windows of ~2,000 untimed records add
-        # a few more: never a request per second of the range
-        assert 5 <= feed.requests <= 24
+        # the floor is 4 pages (a closing request is not always needed: a short page, or
+        # a page that ends at the window's bound, ends a scroll); windows of ~2,000
+        # untimed records add a few more: never a request per second of the range
+        assert 4 <= feed.requests <= 24
 
 
 async def test_a_feed_at_its_end_sends_nothing_more() -> None:
