@@ -101,14 +101,7 @@ async def test_two_runs_load_everything_once_and_only_new_data_the_second_time(
 
         # between the runs: one contact changes on the server
         changed = sim.data.contacts[7]["cid"]
-        async with Client(
-            sim.client_key,
-            sim.client_secret,
-            base_url=sim.base_url,
-            allow_http=True,
-            clock=sim.clock,
-            organization=sim.organization,
-        ) as api:
+        async with sim.client() as api:
             await api.contacts.update_policies(
                 changed, [{"name": "mktgCommunications", "accepted": False}]
             )
@@ -116,14 +109,7 @@ async def test_two_runs_load_everything_once_and_only_new_data_the_second_time(
         events_requests = sim.counters.by_endpoint["GET /v1/organizations/{cid}/events"]
 
         # run 2: a given Client; the range widened to the end of the month
-        client = Client(
-            sim.client_key,
-            sim.client_secret,
-            base_url=sim.base_url,
-            allow_http=True,
-            clock=sim.clock,
-            organization=sim.organization,
-        )
+        client = sim.client()
         second = asyncwifi_source(
             client, date_start=START, date_end=END, events_page_size=60, contacts_page_size=15
         )
@@ -189,14 +175,7 @@ async def test_a_failing_resource_fails_the_run_and_closes_the_client(dlt_home: 
     async with Simulator(
         clock=ScaledClock(100.0), events=3_000, contacts=40, gone_paths=("/v2/segments/*",)
     ) as sim:
-        client = Client(
-            sim.client_key,
-            sim.client_secret,
-            base_url=sim.base_url,
-            allow_http=True,
-            clock=sim.clock,
-            organization=sim.organization,
-        )
+        client = sim.client()
         source = asyncwifi_source(client, date_start=START, events_page_size=100)
         from dlt.pipeline.exceptions import PipelineStepFailed
 

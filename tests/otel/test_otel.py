@@ -20,34 +20,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 )
 
 from asyncwifi import AiohttpTransport, Client, Limit, Limits, RetryPolicy, ScaledClock
-from asyncwifi._transport import Request, Response
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.otel import instrument
 from asyncwifi.testing import Simulator
+from tests._recording import Recording
 
 LOGIN = "/v1/sts/login/services"
-
-
-class Recording:
-    """A transport that remembers every token it saw (to look for them in the telemetry)."""
-
-    def __init__(self, inner: AiohttpTransport) -> None:
-        self.inner = inner
-        self.tokens: set[str] = set()
-
-    async def send(self, request: Request) -> Response:
-        auth = request.headers.get("Authorization", "")
-        if auth.startswith("Bearer "):
-            self.tokens.add(auth[7:])
-        response = await self.inner.send(request)
-        if request.path == LOGIN and response.status == 200:
-            import msgspec
-
-            self.tokens.add(msgspec.json.decode(response.body)["token"])
-        return response
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 @pytest.fixture

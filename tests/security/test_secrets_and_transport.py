@@ -29,32 +29,11 @@ from asyncwifi._transport import (
 )
 from asyncwifi.models import LoginRequest
 from asyncwifi.testing import Faults, Simulator
+from tests._recording import Recording
 
 SECRET = "s3cr3t-VALUE-that-must-never-show"
 #: 2025-01-01T00:00:25Z: revocations every 90 clock s fall 65 s after the first login
 START = 1_735_689_625.0
-
-
-class Recording:
-    """A transport that remembers every bearer token it sent (to look for them later)."""
-
-    def __init__(self, inner: AiohttpTransport) -> None:
-        self.inner = inner
-        self.tokens: set[str] = set()
-
-    async def send(self, request: Request) -> Response:
-        auth = request.headers.get("Authorization", "")
-        if auth.startswith("Bearer "):
-            self.tokens.add(auth[7:])
-        response = await self.inner.send(request)
-        if request.path == "/v1/sts/login/services" and response.status == 200:
-            import msgspec
-
-            self.tokens.add(msgspec.json.decode(response.body)["token"])
-        return response
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 def leaks(text: str, secrets: set[str]) -> list[str]:
