@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
+
+import pytest
 
 from asyncwifi import Client, Limits, RetryPolicy
 from asyncwifi.testing import Simulator
@@ -32,3 +35,21 @@ def scroll_tasks() -> list[asyncio.Task[Any]]:
         for t in asyncio.all_tasks()
         if t.get_name().startswith("asyncwifi-scroll") and not t.done()
     ]
+
+
+async def stop_consumer(
+    how: str, consume: Callable[[], Awaitable[None]], started: Callable[[], Awaitable[object]]
+) -> None:
+    """End ``consume`` the way a user's loop may: ``cancel`` it once ``started()`` returns,
+    let it ``raise`` (a RuntimeError), or run it to its own end (``break``/``end``)."""
+    if how == "cancel":
+        task = asyncio.create_task(consume())
+        await started()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    elif how == "raise":
+        with pytest.raises(RuntimeError):
+            await consume()
+    else:
+        await consume()

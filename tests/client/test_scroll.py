@@ -12,7 +12,7 @@ import pytest
 import asyncwifi._scroll_producer as scroll_module
 from asyncwifi import AiohttpTransport, Event, Limit, Limits, ScaledClock, errors
 from asyncwifi.testing import Faults
-from tests.client._support import NO_LIMITS, client_for, scroll_tasks
+from tests.client._support import NO_LIMITS, client_for, scroll_tasks, stop_consumer
 
 #: a faster clock for the tests whose consumer sleeps through windows (90 s = 0.225 s)
 FAST = 400.0
@@ -105,17 +105,7 @@ async def test_leaving_a_stream_stops_its_background_task(
                     raise RuntimeError("consumer failed")
                 await asyncio.sleep(10)
 
-        if how == "cancel":
-            task = asyncio.create_task(consume())
-            await asyncio.sleep(0.05)
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-        elif how == "raise":
-            with pytest.raises(RuntimeError):
-                await consume()
-        else:
-            await consume()
+        await stop_consumer(how, consume, lambda: asyncio.sleep(0.05))
         gc.collect()
         for _ in range(3):
             await asyncio.sleep(0)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from asyncwifi import ScaledClock, errors
-from tests.client._support import NO_LIMITS, client_for, scroll_tasks
+from tests.client._support import NO_LIMITS, client_for, scroll_tasks, stop_consumer
 
 #: 90 clock seconds (1.5 windows) = 0.225 s
 FAST = 400.0
@@ -177,17 +177,7 @@ async def test_the_spill_file_is_gone_after_break_cancel_error_and_end(
                 assert page.items
                 await sim.clock.sleep(40.0 if page.number < 4 else 0.0)
 
-        if how == "cancel":
-            task = asyncio.create_task(consume())
-            await asyncio.wait_for(spilled.wait(), 10)
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-        elif how == "raise":
-            with pytest.raises(RuntimeError):
-                await consume()
-        else:
-            await consume()
+        await stop_consumer(how, consume, lambda: asyncio.wait_for(spilled.wait(), 10))
         assert stream.pages_spilled > 0
         assert spilled.is_set()
         gc.collect()
