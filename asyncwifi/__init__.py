@@ -12,7 +12,7 @@ repository as ``docs/reference/api.md`` (its section numbers unchanged); "gatewa
 import logging
 
 from asyncwifi import errors, models
-from asyncwifi._client import Client, ClientState
+from asyncwifi._client import Client, ClientState, HookKind
 from asyncwifi._clock import Clock, ScaledClock, SystemClock
 from asyncwifi._core import RequestInfo, ResponseInfo, RetryInfo
 from asyncwifi._retry import RetryPolicy
@@ -50,6 +50,7 @@ __all__ = [
     "Clock",
     "Contact",
     "Event",
+    "HookKind",
     "Hotspot",
     "HotspotCreate",
     "HotspotUpdate",

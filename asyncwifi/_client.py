@@ -8,7 +8,7 @@ import os
 import ssl
 from collections.abc import Callable
 from types import TracebackType
-from typing import Literal
+from typing import Any, Literal
 
 from asyncwifi._auth import Secret, Token, TokenManager
 from asyncwifi._clock import Clock, SystemClock
@@ -22,12 +22,23 @@ from asyncwifi.models import LoginRequest, LoginResponse, decode, encode
 from asyncwifi.ratelimit import Lane, Limits, QuotaSnapshot, Scheduler, Store
 from asyncwifi.resources import Contacts, Events, Hotspots, Segments
 
-__all__ = ["ALLOW_HTTP_ENV", "Client", "ClientState", "env_flag", "plain_http_refusal"]
+__all__ = [
+    "ALLOW_HTTP_ENV",
+    "Client",
+    "ClientState",
+    "HookKind",
+    "env_flag",
+    "plain_http_refusal",
+]
 
 log = logging.getLogger("asyncwifi.client")
 
 #: the one switch that lets a client (``Client.from_env()``, the CLI) use a plain-http URL
 ALLOW_HTTP_ENV = "ASYNCWIFI_ALLOW_HTTP"
+
+#: what ``Client.add_hook`` can observe: each attempt sent, each response, each retry
+HookKind = Literal["request", "response", "retry"]
+_HOOK_KINDS: tuple[HookKind, ...] = ("request", "response", "retry")
 
 LOGIN_PATH = "/v1/sts/login/services"  # spec §4.1
 LOGOUT_PATH = "/v1/sts/logout"
@@ -256,6 +267,23 @@ class Client:
         if self.state is ClientState.UNOPENED:
             raise ClientStateError("the client is not open: use `async with Client(...) as api`")
         raise ClientStateError("the client is closed")
+
+    def add_hook(self, kind: HookKind, callback: Callable[[Any], None]) -> Callable[[], None]:
+        """Add an ``on_request`` / ``on_response`` / ``on_retry`` callback after construction
+        (metrics that start with the client already built); returns a function that removes
+        it. A callback that raises is logged, never raised into a call."""
+        if kind not in _HOOK_KINDS:
+            raise ConfigurationError(f"hook kind must be one of {_HOOK_KINDS}, got {kind!r}")
+        if not callable(callback):
+            raise ConfigurationError(f"a hook must be callable, got {type(callback).__name__}")
+        callbacks: list[Callable[[Any], None]] = getattr(self._api.hooks, f"on_{kind}")
+        callbacks.append(callback)
+
+        def remove() -> None:
+            if callback in callbacks:
+                callbacks.remove(callback)
+
+        return remove
 
     # -- resources -------------------------------------------------------------------------
     @property

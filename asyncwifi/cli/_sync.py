@@ -129,9 +129,6 @@ def sync_command(
                 from asyncwifi.sync._metrics import SyncMetrics
 
                 metrics = SyncMetrics(api, syncer)
-                syncer.on_write = metrics.on_write
-                # the client has no public way to add a hook after construction
-                api._api.hooks.on_response.append(metrics.on_response)
                 port = await metrics.start(metrics_port)
                 app.display.info(
                     "metrics", f"metrics on http://127.0.0.1:{port}/metrics", port=port

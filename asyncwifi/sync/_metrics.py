@@ -7,6 +7,7 @@ database answers and a pass succeeded, else 503 with the reason.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,7 @@ class SyncMetrics:
             "asyncwifi_sync_dead_letters", "Records set aside this run", registry=registry
         )
         self._runner: web.AppRunner | None = None
+        self._unhook: Callable[[], None] | None = None
 
     def on_write(self, table: str, rows: int) -> None:
         """``Syncer(on_write=...)``: count rows per table."""
@@ -96,7 +98,11 @@ class SyncMetrics:
         return web.json_response({"status": "ok", "passes": stats.passes})
 
     async def start(self, port: int, host: str = "127.0.0.1") -> int:
-        """Serve ``/metrics`` and ``/healthz``; returns the port (a free one when 0)."""
+        """Count the syncer's rows and the client's 429s from now on, and serve ``/metrics``
+        and ``/healthz``; returns the port (a free one when 0)."""
+        self.syncer.on_write = self.on_write
+        if self._unhook is None:
+            self._unhook = self.api.add_hook("response", self.on_response)
         app = web.Application()
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/healthz", self._health)
@@ -108,7 +114,10 @@ class SyncMetrics:
         return int(runner.addresses[0][1])
 
     async def stop(self) -> None:
-        """Stop serving."""
+        """Stop counting and serving."""
+        unhook, self._unhook = self._unhook, None
+        if unhook is not None:
+            unhook()
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
