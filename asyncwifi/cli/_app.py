@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 
-from asyncwifi.cli._config import Settings, load_settings
+from asyncwifi.cli._config import Settings, load_settings, shared_store
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._progress import Display, LogFormat
 from asyncwifi.cli._simulate import SimOptions
@@ -78,8 +78,10 @@ class App:
         on_quota_exhausted: Literal["wait", "raise"] = "wait",
         max_quota_wait: float | None = None,
         organization: bool = True,
+        rate_store: str | None = None,
     ) -> AsyncIterator[Client]:
-        """An open client: on the account, or on an embedded simulator with ``--simulate``."""
+        """An open client: on the account, or on an embedded simulator with ``--simulate``.
+        ``rate_store`` (``redis://...``) shares the key's quota with its other users."""
         if self.sim.enabled:
             from asyncwifi.cli._simulate import simulated_client
 
@@ -90,6 +92,7 @@ class App:
                 until=until,
                 on_quota_exhausted=on_quota_exhausted,
                 max_quota_wait=max_quota_wait,
+                rate_store=rate_store,
             ) as api:
                 yield api
             return
@@ -106,6 +109,7 @@ class App:
             allow_http=self.allow_http or settings.allow_http,
             on_quota_exhausted=on_quota_exhausted,
             max_quota_wait=max_quota_wait,
+            store=shared_store(rate_store, key),
         )
         async with api:
             yield api

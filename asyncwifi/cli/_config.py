@@ -23,12 +23,16 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from asyncwifi._client import ALLOW_HTTP_ENV, env_flag
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._progress import plural
 
-__all__ = ["ENV_VARS", "Settings", "default_config_path", "load_settings"]
+if TYPE_CHECKING:
+    from asyncwifi.ratelimit import RedisStore
+
+__all__ = ["ENV_VARS", "Settings", "default_config_path", "load_settings", "shared_store"]
 
 #: setting name -> environment variable
 ENV_VARS: dict[str, str] = {
@@ -142,3 +146,17 @@ def load_settings(config: Path | None, environ: Mapping[str, str] | None = None)
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def shared_store(url: str | None, client_key: str) -> RedisStore | None:
+    """The rate limiter's store shared by every user of ``client_key`` at ``url``
+    (``redis://...``), or None (this process alone)."""
+    if url is None:
+        return None
+    from asyncwifi.ratelimit import RedisStore
+    from asyncwifi.sync._ledger import key_name
+
+    try:
+        return RedisStore(url, key=key_name(client_key))
+    except Exception as exc:
+        raise CliFailure(f"--rate-store {url!r}: {exc}", ExitCode.CONFIG) from None

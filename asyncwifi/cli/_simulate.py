@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
 from asyncwifi._clock import Clock, ScaledClock
+from asyncwifi.cli._config import shared_store
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._progress import Display
 
@@ -122,8 +123,11 @@ async def simulated_client(
     until: datetime | None = None,
     on_quota_exhausted: Literal["wait", "raise"] = "wait",
     max_quota_wait: float | None = None,
+    rate_store: str | None = None,
 ) -> AsyncIterator[Client]:
-    """A simulator started in-process and a client opened on it, both on one fast clock."""
+    """A simulator started in-process and a client opened on it, both on one fast clock
+    (``rate_store``: see ``App.client``)."""
+
     clock = simulated_clock(options)
     simulator = build_simulator(options, since=since, until=until, clock=clock)
     # encode every event before serving, so that serving a page never stalls the loop
@@ -143,6 +147,8 @@ async def simulated_client(
             speed=options.speed,
         )
         async with sim.client(
-            on_quota_exhausted=on_quota_exhausted, max_quota_wait=max_quota_wait
+            on_quota_exhausted=on_quota_exhausted,
+            max_quota_wait=max_quota_wait,
+            store=shared_store(rate_store, sim.client_key),
         ) as api:
             yield api

@@ -62,6 +62,9 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: str) -> float:
     show_default=True,
     help="Share of the day's quota this sync may use (the rest is left to other users).",
 )
+@click.option("--rate-store", envvar="ASYNCWIFI_RATE_STORE", metavar="redis://...",
+              help="Share the key's quota and this budget with its other users, in Redis "
+              "(every process of the key uses the same).")  # fmt: skip
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="Serve /metrics (Prometheus) and /healthz on this port.")  # fmt: skip
 @click.option("--poll", default="1m", callback=_seconds, show_default=True,
@@ -83,6 +86,7 @@ def sync_command(
     until: datetime | None,
     once: bool,
     budget: float,
+    rate_store: str | None,
     metrics_port: int | None,
     poll: float,
     refresh_every: float,
@@ -95,12 +99,15 @@ def sync_command(
     Every batch is written with its checkpoint in one transaction: kill it at any moment
     and run it again, nothing is lost or doubled. Without --once it runs until SIGTERM.
     """
-    from asyncwifi.sync import Budget, Syncer, SyncOptions, open_store
+    from asyncwifi.ratelimit import RedisStore
+    from asyncwifi.sync import Budget, RedisLedger, Syncer, SyncOptions, open_store
 
     if since is not None and until is not None and since >= until:
         raise click.UsageError("--since must be before --until")
     if poll <= 0 or refresh_every <= 0:
         raise click.UsageError("--poll and --refresh-every must be positive")
+    if rate_store is not None and not rate_store.startswith(("redis://", "rediss://", "unix://")):
+        raise click.BadParameter("a redis://, rediss:// or unix:// URL", param_hint="--rate-store")
     app.check_credentials()
     store = open_store(url)
 
@@ -110,7 +117,9 @@ def sync_command(
             sim_since = until - DEFAULT_LOOKBACK
         # "raise": the sync itself says the quota is spent, sleeps, and resumes from its
         # checkpoints (instead of a silent wait inside one request)
-        async with app.client(since=sim_since, until=until, on_quota_exhausted="raise") as api:
+        async with app.client(
+            since=sim_since, until=until, on_quota_exhausted="raise", rate_store=rate_store
+        ) as api:
             now = datetime.fromtimestamp(api.clock.now(), UTC)
             options = SyncOptions(
                 since=since or (until or now) - DEFAULT_LOOKBACK,
@@ -122,7 +131,12 @@ def sync_command(
                 modified_to=modified_to_param,
             )
             day = api.quota.limits.day
-            shared = Budget(day.count if day else 15_000, budget, clock=api.clock)
+            # the budget's day counts beside the limiter's, under the same name (the key's)
+            ledger = None
+            limiter_store = api.scheduler.store
+            if rate_store is not None and isinstance(limiter_store, RedisStore):
+                ledger = RedisLedger(rate_store, key=limiter_store.key)
+            shared = Budget(day.count if day else 15_000, budget, clock=api.clock, ledger=ledger)
             metrics = None
             syncer = Syncer(api, store, options=options, budget=shared)
             if metrics_port is not None:
@@ -148,6 +162,9 @@ def sync_command(
             finally:
                 await syncer.drain()
                 await store.close()
+                await shared.refresh()  # what this run spent, for the others
+                if ledger is not None:
+                    await ledger.aclose()
                 if metrics is not None:
                     await metrics.stop()
 

@@ -6,7 +6,8 @@ The primitives work without the ``asyncwifi sync`` command:
   es of records (typed item + the server's exact bytes) with an opaque ``checkpoint`` to
   store in the same transaction as the records, so that "records written" and "position
   saved" never disagree; exact on every event record shape (see ``docs/guides/sync.md``).
-- :class:`Budget` divides a share of the day's quota between resources.
+- :class:`Budget` divides a share of the day's quota between resources; with a
+  :class:`RedisLedger` the day's counts are shared by every process of the key.
 - :class:`Store` (:func:`open_store`: ``sqlite:///PATH`` or ``postgresql://...``) writes a
   batch, its dead letters, deletes and checkpoints in one transaction.
 - :class:`Syncer` runs them: one pass (:meth:`Syncer.run_once`) or a daemon.
@@ -15,6 +16,7 @@ The primitives work without the ``asyncwifi sync`` command:
 from asyncwifi.sync._budget import DEFAULT_SHARES, Budget
 from asyncwifi.sync._checkpoint import TimeCursor
 from asyncwifi.sync._feeds import BadRecord, Batch, ContactFeed, EventFeed, snapshot
+from asyncwifi.sync._ledger import BudgetLedger, RedisLedger
 from asyncwifi.sync._open import open_store
 from asyncwifi.sync._runner import Syncer, SyncOptions, SyncStats
 from asyncwifi.sync._schema import TABLES
@@ -26,8 +28,10 @@ __all__ = [
     "BadRecord",
     "Batch",
     "Budget",
+    "BudgetLedger",
     "ContactFeed",
     "EventFeed",
+    "RedisLedger",
     "Store",
     "StoreUnavailableError",
     "SyncOptions",

@@ -6,6 +6,10 @@ takes ``share`` of it, and divides that between resources: events get the larges
 part (a full scan of a big organization must not eat the day), hotspots and segments
 little (a request each). A resource past its part waits for the next UTC day; events may
 also use what the others left unspent, so they never starve.
+
+With a ledger (:class:`~asyncwifi.sync.RedisLedger`) the day's counts are shared: every
+process of the key (and a daemon restarted mid-day) adds what it spent and reads the
+totals before each wait, so together they stay within the share.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Mapping
 
 from asyncwifi._clock import Clock
 from asyncwifi.errors import ValidationError
+from asyncwifi.sync._ledger import BudgetLedger
 
 __all__ = ["DEFAULT_SHARES", "Budget"]
 
@@ -41,6 +46,7 @@ class Budget:
         *,
         clock: Clock,
         shares: Mapping[str, float] | None = None,
+        ledger: BudgetLedger | None = None,
     ) -> None:
         if not 0.0 < share <= 1.0:
             raise ValidationError(f"the budget share must be within (0, 1], got {share!r}")
@@ -52,6 +58,10 @@ class Budget:
         self.clock = clock
         self._day = self._today()
         self.spent: dict[str, int] = dict.fromkeys(parts, 0)
+        self.ledger = ledger
+        #: spent here and not yet added to the ledger
+        self._unsent: dict[str, int] = {}
+        self._ledger_down = False
 
     def _today(self) -> int:
         return int(self.clock.now() // DAY)
@@ -61,6 +71,7 @@ class Budget:
         if today != self._day:
             self._day = today
             self.spent = dict.fromkeys(self.shares, 0)
+            self._unsent = {}
 
     def allowance(self, resource: str) -> int:
         """Requests ``resource`` may spend today (events: also what the others left)."""
@@ -79,6 +90,32 @@ class Budget:
         """Count ``requests`` sent for ``resource``."""
         self._roll()
         self.spent[resource] = self.spent.get(resource, 0) + requests
+        if self.ledger is not None:
+            self._unsent[resource] = self._unsent.get(resource, 0) + requests
+
+    async def refresh(self) -> None:
+        """With a ledger: add what was spent here, and take the day's totals (every
+        process's). Redis failing: keep counting here, warn once, try again next time."""
+        if self.ledger is None:
+            return
+        self._roll()
+        day, unsent = self._day, self._unsent
+        self._unsent = {}
+        try:
+            totals = await self.ledger.add(day, unsent)
+        except Exception as exc:
+            for resource, count in unsent.items():  # added next time
+                self._unsent[resource] = self._unsent.get(resource, 0) + count
+            if not self._ledger_down:
+                log.warning("sync: the shared budget is unreachable (%s); counting here", exc)
+            self._ledger_down = True
+            return
+        if self._ledger_down:
+            log.warning("sync: the shared budget is back")
+            self._ledger_down = False
+        if day == self._day:
+            for resource in set(self.spent) | set(totals):
+                self.spent[resource] = totals.get(resource, 0) + self._unsent.get(resource, 0)
 
     def reset_at(self) -> float:
         """When the next UTC day starts (clock seconds)."""
@@ -86,6 +123,7 @@ class Budget:
 
     async def wait(self, resource: str, need: int = 1) -> bool:
         """Wait until ``resource`` may spend ``need`` requests; True when it had to wait."""
+        await self.refresh()
         if self.remaining(resource) >= need:
             return False
         reset = self.reset_at()

@@ -82,3 +82,40 @@ def test_bad_arguments_are_refused_before_anything_is_sent(
                  "--until", "2026-01-01", "--once"])  # fmt: skip
     assert code == 2
     assert not (tmp_path / "x.db").exists()
+    code = main(["--simulate", "sync", "--to", f"sqlite:///{tmp_path}/x.db", "--once",
+                 "--rate-store", "http://127.0.0.1:6379"])  # fmt: skip
+    assert code == 2
+    assert "redis://" in capsys.readouterr().err
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_rate_store_shares_the_limiter_and_the_budget_in_redis(tmp_path: Path) -> None:
+    from asyncwifi.sync._ledger import key_name
+    from asyncwifi.testing._util import hex_id
+    from tests.ratelimit.rlhelpers import require_redis
+
+    require_redis()
+    import redis
+
+    seed = 4242
+    name = key_name(f"ck_{hex_id(seed, 0xC1)}")  # the simulated key of this seed
+    conn = redis.Redis.from_url("redis://127.0.0.1:6379/0")
+    for stale in conn.scan_iter(f"asyncwifi:*{{{name}}}*"):
+        conn.delete(stale)
+    try:
+        code = main(["--simulate", "--sim-seed", str(seed), "sync",
+                     "--to", f"sqlite:///{tmp_path}/r.db", "--since", "2026-01-01",
+                     "--until", "2026-01-02", "--once",
+                     "--rate-store", "redis://127.0.0.1:6379/0"])  # fmt: skip
+        assert code == 0
+        budget_days = list(conn.scan_iter(f"asyncwifi:budget:{{{name}}}:*"))
+        assert len(budget_days) == 1
+        spent = {k.decode(): int(v) for k, v in conn.hgetall(budget_days[0]).items()}
+        assert spent["events"] >= 1
+        assert set(spent) == {"events", "contacts", "hotspots", "segments"}
+        # the limiter's admission log of the same key is in Redis too
+        assert list(conn.scan_iter(f"asyncwifi:rl:{{{name}}}:*"))
+    finally:
+        for key in conn.scan_iter(f"asyncwifi:*{{{name}}}*"):
+            conn.delete(key)
+        conn.close()
