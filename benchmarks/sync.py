@@ -65,6 +65,7 @@ async def fresh_db() -> tuple[str, str]:
 
 
 UNLOGGED = False
+WRITERS = 2
 
 
 async def prepare(url: str) -> None:
@@ -82,7 +83,7 @@ async def prepare(url: str) -> None:
 
 async def run_sync(api: Client, url: str, marks: dict[str, float]) -> float:
     await prepare(url)
-    store = open_store(url)
+    store = open_store(url, writers=WRITERS)
     rows = 0
 
     def on_write(table: str, written: int) -> None:
@@ -194,6 +195,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--unlogged", action="store_true", help="events as an UNLOGGED table")
+    parser.add_argument("--writers", type=int, default=2, help="PostgresStore(writers=N)")
     args = parser.parse_args()
     UNLOGGED = args.unlogged
+    WRITERS = args.writers
     asyncio.run(main(args.events))

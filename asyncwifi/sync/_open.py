@@ -9,8 +9,9 @@ from asyncwifi.sync._store import Store
 __all__ = ["open_store"]
 
 
-def open_store(url: str) -> Store:
-    """The store for ``sqlite:///PATH`` or ``postgresql://...`` (not connected yet)."""
+def open_store(url: str, *, writers: int = 2) -> Store:
+    """The store for ``sqlite:///PATH`` or ``postgresql://...`` (not connected yet);
+    ``writers``: PostgreSQL connections loading event batches side by side."""
     if url.startswith("sqlite:///"):
         from asyncwifi.sync._sqlite import SqliteStore
 
@@ -21,7 +22,7 @@ def open_store(url: str) -> Store:
     if url.startswith(("postgresql://", "postgres://")):
         from asyncwifi.sync._postgres import PostgresStore
 
-        return PostgresStore(url)
+        return PostgresStore(url, writers=writers)
     raise ValidationError(
         "the database URL must be sqlite:///PATH or postgresql://USER@HOST/DB, got "
         f"{url.split('://', 1)[0]!r}://..."

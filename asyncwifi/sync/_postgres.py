@@ -8,18 +8,28 @@ per resource table per connection. Events never change, and the feed hands each 
 their rows are COPYed straight into ``events`` (half the server's work); only when that
 meets a row already there (a batch replayed after a crash) does the batch take the
 staging route, inside the same transaction (a savepoint undoes the failed COPY).
+
+Event batches load side by side on ``writers`` connections (2 by default): the server
+parses and indexes one batch while it receives the next. Each transaction writes its
+checkpoint, and commits, only after the previous batch committed, so the order the
+checkpoints reach the database is the feed's.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
+from asyncwifi.errors import ValidationError
 from asyncwifi.sync._schema import MIGRATIONS_TABLE, TABLES, migrations_for
 from asyncwifi.sync._store import Store, StoreUnavailableError, Write, digest
 
 __all__ = ["PostgresStore", "unavailable"]
+
+T = TypeVar("T")
 
 # PostgreSQL error classes that mean "not now" (08: connection exception, 57P: operator
 # intervention such as a shutdown or a restart)
@@ -41,61 +51,77 @@ def unavailable(exc: BaseException) -> bool:
     return False
 
 
+@dataclass(eq=False, slots=True)
+class _Session:
+    """One connection and the staging tables created on it."""
+
+    conn: Any
+    staged: set[str] = field(default_factory=set)
+
+
 class PostgresStore(Store):
     """``postgresql://...``: see the module docstring."""
 
     dialect = "postgresql"
 
-    def __init__(self, url: str, *, connect_timeout: float = 10.0) -> None:
+    def __init__(self, url: str, *, connect_timeout: float = 10.0, writers: int = 2) -> None:
+        if not isinstance(writers, int) or writers < 1:
+            raise ValidationError(f"writers must be a positive integer, got {writers!r}")
         self.url = url
         self.connect_timeout = connect_timeout
-        self._conn: Any = None
-        self._staged: set[str] = set()
+        self.concurrency = writers
+        self._idle: list[_Session] = []
 
     def __repr__(self) -> str:
         # the URL may hold a password: show the host part only
         host = self.url.split("@", 1)[-1].split("/", 1)[0]
         return f"PostgresStore({host!r})"
 
-    async def _connection(self) -> Any:
+    async def _session(self) -> _Session:
+        while self._idle:
+            session = self._idle.pop()
+            if not session.conn.is_closed():
+                return session
         import asyncpg
 
-        conn = self._conn
-        if conn is not None and not conn.is_closed():
-            return conn
-        self._conn = None
-        self._staged.clear()
         try:
             conn = await asyncpg.connect(self.url, timeout=self.connect_timeout)
         except Exception as exc:
             if unavailable(exc):
                 raise StoreUnavailableError(f"PostgreSQL at {self!r}: {exc}") from exc
             raise
-        self._conn = conn
-        return conn
+        return _Session(conn)
 
-    async def _call(self, fn: Any) -> Any:
-        """Run ``fn(conn)``; a lost connection becomes ``StoreUnavailableError``."""
-        conn = await self._connection()
+    async def _call(self, fn: Callable[[_Session], Awaitable[T]]) -> T:
+        """Run ``fn`` on a connection of its own; a lost connection becomes
+        ``StoreUnavailableError`` (and the idle ones are dropped: the server went away)."""
+        session = await self._session()
         try:
-            return await fn(conn)
-        except Exception as exc:
-            if unavailable(exc) or conn.is_closed():
-                await self._drop()
+            result = await fn(session)
+        except BaseException as exc:
+            if isinstance(exc, Exception) and (unavailable(exc) or session.conn.is_closed()):
+                session.conn.terminate()
+                self._drop_idle()
                 raise StoreUnavailableError(f"PostgreSQL at {self!r}: {exc}") from exc
+            if isinstance(exc, Exception) and not session.conn.is_in_transaction():
+                self._idle.append(session)  # an error the transaction rolled back
+            else:
+                session.conn.terminate()
             raise
+        self._idle.append(session)
+        return result
 
-    async def _drop(self) -> None:
-        conn, self._conn = self._conn, None
-        self._staged.clear()
-        if conn is not None:
-            conn.terminate()
+    def _drop_idle(self) -> None:
+        idle, self._idle = self._idle, []
+        for session in idle:
+            session.conn.terminate()
 
     async def open(self) -> None:
         await self._call(self._migrate)
 
     @staticmethod
-    async def _migrate(conn: Any) -> None:
+    async def _migrate(session: _Session) -> None:
+        conn = session.conn
         async with conn.transaction():
             # one migrator at a time, across processes
             await conn.execute("SELECT pg_advisory_xact_lock(727274)")
@@ -112,32 +138,34 @@ class PostgresStore(Store):
                 )
 
     async def close(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None and not conn.is_closed():
-            try:
-                await asyncio.wait_for(conn.close(), 5.0)
-            except Exception:
-                conn.terminate()
+        idle, self._idle = self._idle, []
+        for session in idle:
+            if not session.conn.is_closed():
+                try:
+                    await asyncio.wait_for(session.conn.close(), 5.0)
+                except Exception:
+                    session.conn.terminate()
 
     async def checkpoint(self, name: str) -> str | None:
-        async def get(conn: Any) -> str | None:
-            value = await conn.fetchval("SELECT value FROM sync_checkpoints WHERE name = $1", name)
+        async def get(session: _Session) -> str | None:
+            sql = "SELECT value FROM sync_checkpoints WHERE name = $1"
+            value = await session.conn.fetchval(sql, name)
             return None if value is None else str(value)
 
-        result: str | None = await self._call(get)
-        return result
+        return await self._call(get)
 
-    async def _stage(self, conn: Any, table: str) -> str:
+    @staticmethod
+    async def _stage(session: _Session, table: str) -> str:
         stage = f"stage_{table}"
-        if table not in self._staged:
-            await conn.execute(
+        if table not in session.staged:
+            await session.conn.execute(
                 f"CREATE TEMP TABLE IF NOT EXISTS {stage} "
                 f"(LIKE {table} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
             )
-            self._staged.add(table)
+            session.staged.add(table)
         return stage
 
-    async def write(self, write: Write) -> int:
+    async def write(self, write: Write, after: Awaitable[object] | None = None) -> int:
         table = TABLES[write.table]
         names = table.names
         cols = ", ".join(names)
@@ -148,8 +176,9 @@ class PostgresStore(Store):
             changed += f" OR {table.name}.deleted_at IS NOT NULL"
         now = datetime.now(UTC)
 
-        async def upsert(conn: Any) -> int:
-            stage = await self._stage(conn, table.name)
+        async def upsert(session: _Session) -> int:
+            stage = await self._stage(session, table.name)
+            conn = session.conn
             await conn.copy_records_to_table(stage, records=write.rows, columns=names)
             status = await conn.execute(
                 f"INSERT INTO {table.name} ({cols}) "
@@ -158,56 +187,66 @@ class PostgresStore(Store):
             )
             return int(status.rsplit(" ", 1)[-1])
 
-        async def insert_new(conn: Any) -> int:
+        async def insert_new(session: _Session) -> int:
             import asyncpg
 
+            conn = session.conn
             try:
                 async with conn.transaction():  # a savepoint
                     await conn.copy_records_to_table(table.name, records=write.rows, columns=names)
             except asyncpg.UniqueViolationError:
-                return await upsert(conn)  # a replay: some rows are there already
+                return await upsert(session)  # a replay: some rows are there already
             return len(write.rows)
 
-        async def apply(conn: Any) -> int:
+        async def apply(session: _Session) -> int:
+            conn = session.conn
             written = 0
             if write.rows and table.deletes:
-                await self._stage(conn, table.name)  # not inside the transaction below
+                await self._stage(session, table.name)  # not inside the transaction below
             async with conn.transaction():
                 if write.rows:
-                    written += await (upsert(conn) if table.deletes else insert_new(conn))
-                if write.seen is not None and table.deletes:
-                    status = await conn.execute(
-                        f"UPDATE {table.name} SET deleted_at = $1 WHERE deleted_at IS NULL "
-                        "AND NOT (id = ANY($2::text[]))",
-                        now,
-                        list(write.seen),
-                    )
-                    written += int(status.rsplit(" ", 1)[-1])
-                for bad in write.bad:
-                    status = await conn.execute(
-                        "INSERT INTO sync_dead_letters "
-                        "(resource, record_id, digest, error, raw, first_seen) "
-                        "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (resource, digest) "
-                        "DO NOTHING",
-                        write.table,
-                        bad.id,
-                        digest(bad.raw),
-                        bad.error,
-                        bad.raw,
-                        now,
-                    )
-                    written += int(status.rsplit(" ", 1)[-1])
-                if write.checkpoints:
-                    await conn.executemany(
-                        "INSERT INTO sync_checkpoints VALUES ($1, $2, $3) ON CONFLICT (name) "
-                        "DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at "
-                        "WHERE sync_checkpoints.value IS DISTINCT FROM EXCLUDED.value",
-                        [(name, value, now) for name, value in write.checkpoints.items()],
-                    )
+                    written += await (upsert(session) if table.deletes else insert_new(session))
+                if after is not None:
+                    await after  # the batch before commits first (see the module docstring)
+                written += await self._finish(conn, write, now)
             return written
 
-        result: int = await self._call(apply)
-        return result
+        return await self._call(apply)
+
+    @staticmethod
+    async def _finish(conn: Any, write: Write, now: datetime) -> int:
+        """A write's deletes, dead letters and checkpoints (after its rows)."""
+        written = 0
+        table = TABLES[write.table]
+        if write.seen is not None and table.deletes:
+            status = await conn.execute(
+                f"UPDATE {table.name} SET deleted_at = $1 WHERE deleted_at IS NULL "
+                "AND NOT (id = ANY($2::text[]))",
+                now,
+                list(write.seen),
+            )
+            written += int(status.rsplit(" ", 1)[-1])
+        for bad in write.bad:
+            status = await conn.execute(
+                "INSERT INTO sync_dead_letters "
+                "(resource, record_id, digest, error, raw, first_seen) "
+                "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (resource, digest) DO NOTHING",
+                write.table,
+                bad.id,
+                digest(bad.raw),
+                bad.error,
+                bad.raw,
+                now,
+            )
+            written += int(status.rsplit(" ", 1)[-1])
+        if write.checkpoints:
+            await conn.executemany(
+                "INSERT INTO sync_checkpoints VALUES ($1, $2, $3) ON CONFLICT (name) "
+                "DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at "
+                "WHERE sync_checkpoints.value IS DISTINCT FROM EXCLUDED.value",
+                [(name, value, now) for name, value in write.checkpoints.items()],
+            )
+        return written
 
     async def ids(self, table: str, *, deleted: bool = False) -> set[str]:
         spec = TABLES[table]
@@ -215,23 +254,22 @@ class PostgresStore(Store):
         if spec.deletes:
             where = " WHERE deleted_at IS NOT NULL" if deleted else " WHERE deleted_at IS NULL"
 
-        async def get(conn: Any) -> set[str]:
-            return {r[0] for r in await conn.fetch(f"SELECT id FROM {spec.name}{where}")}
+        async def get(session: _Session) -> set[str]:
+            rows = await session.conn.fetch(f"SELECT id FROM {spec.name}{where}")
+            return {r[0] for r in rows}
 
-        result: set[str] = await self._call(get)
-        return result
+        return await self._call(get)
 
     async def count(self, table: str) -> int:
-        async def get(conn: Any) -> int:
-            return int(await conn.fetchval(f"SELECT count(*) FROM {TABLES[table].name}"))
+        async def get(session: _Session) -> int:
+            sql = f"SELECT count(*) FROM {TABLES[table].name}"
+            return int(await session.conn.fetchval(sql))
 
-        result: int = await self._call(get)
-        return result
+        return await self._call(get)
 
     async def schema_version(self) -> int:
-        async def get(conn: Any) -> int:
+        async def get(session: _Session) -> int:
             sql = f"SELECT coalesce(max(version), 0) FROM {MIGRATIONS_TABLE}"
-            return int(await conn.fetchval(sql))
+            return int(await session.conn.fetchval(sql))
 
-        result: int = await self._call(get)
-        return result
+        return await self._call(get)

@@ -2,8 +2,9 @@
 
 - Every batch is written with its checkpoint in one transaction; a kill at any moment
   loses nothing and doubles nothing (a replayed batch changes no row). Writes are
-  pipelined one deep: the next batch is fetched and prepared while the database commits
-  the previous one (in order: a checkpoint never passes rows not yet committed).
+  pipelined: the next batch is fetched and prepared while the database commits the
+  previous one, and event batches load side by side on ``store.concurrency`` connections;
+  commits stay in order (a checkpoint never passes rows not yet committed).
 - The database unreachable: the batch in hand is kept and its write retried with backoff;
   nothing more is asked of the API meanwhile (the quota is not spent on data that cannot
   be stored). A pass starts only once the database answers.
@@ -17,7 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -105,25 +107,29 @@ class Syncer:
         self.stats = SyncStats()
         self.on_write = on_write
         self._stopping = asyncio.Event()
-        self._writing: asyncio.Future[int] | None = None
-        #: the write committing while the next batch is prepared
-        self._pending: asyncio.Task[int] | None = None
+        #: store transactions in flight (shielded from a stop)
+        self._writing: set[asyncio.Future[int]] = set()
+        #: the writes committing while the next batch is prepared, oldest first
+        self._pending: deque[asyncio.Future[int]] = deque()
 
     # -- writing -----------------------------------------------------------------------
-    async def _write(self, write: Write) -> int:
-        """Write in one transaction, retrying while the database is unreachable. Shielded:
-        a stop (cancellation) never interrupts a transaction half-way on our side."""
+    async def _write(self, write: Write, after: Awaitable[object] | None = None) -> int:
+        """Write in one transaction (committed after ``after``), retrying while the
+        database is unreachable. Shielded: a stop (cancellation) never interrupts a
+        transaction half-way on our side."""
         delay = self.options.retry_initial
         while True:
+            writing = asyncio.ensure_future(self.store.write(write, after))
+            self._writing.add(writing)
             try:
-                self._writing = asyncio.ensure_future(self.store.write(write))
-                written = await asyncio.shield(self._writing)
+                written = await asyncio.shield(writing)
             except StoreUnavailableError as exc:
-                self._writing = None
                 await self._store_down(exc, delay)
                 delay = min(delay * 2, self.options.retry_max)
                 continue
-            self._writing = None
+            finally:
+                if writing.done():
+                    self._writing.discard(writing)
             if self.stats.store_down_since is not None:
                 log.warning("sync: the database is back")
                 self.stats.store_down_since = None
@@ -158,11 +164,11 @@ class Syncer:
     def _total(self) -> int:
         return sum(self.stats.rows.values())
 
-    async def _flush(self) -> None:
-        """Wait for the write in progress (its error, if any, is raised here)."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            await pending
+    async def _flush(self, depth: int = 0) -> None:
+        """Wait for the oldest writes until at most ``depth`` are in flight (an error of
+        one is raised here)."""
+        while len(self._pending) > depth:
+            await self._pending.popleft()
 
     async def _apply(self, batch: Batch[Any], name: str | None) -> None:
         """Prepare the batch's write, then hand it over once the previous one committed."""
@@ -176,8 +182,12 @@ class Syncer:
         write = Write(batch.resource, rows_of(batch), list(batch.bad), None, checkpoints)
         if batch.complete:
             write.seen = batch.seen
-        await self._flush()
-        self._pending = asyncio.ensure_future(self._write(write))
+        # events only add rows (ids never repeat between batches): they may load side by
+        # side; anything with deletes waits until nothing else is in flight
+        depth = self.store.concurrency if batch.resource == EVENTS else 1
+        await self._flush(depth - 1)
+        after = asyncio.shield(self._pending[-1]) if self._pending else None
+        self._pending.append(asyncio.ensure_future(self._write(write, after)))
 
     # -- the resources -------------------------------------------------------------------
     async def sync_events(self, *, follow: bool = False) -> int:
@@ -339,10 +349,8 @@ class Syncer:
         return self._stopping.is_set()
 
     async def drain(self) -> None:
-        """Wait for a write in progress to commit (after a cancellation)."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            await asyncio.gather(pending, return_exceptions=True)
-        writing = self._writing
-        if writing is not None and not writing.done():
-            await asyncio.gather(writing, return_exceptions=True)
+        """Wait for the writes in progress to commit (after a cancellation)."""
+        pending, self._pending = list(self._pending), deque()
+        await asyncio.gather(*pending, return_exceptions=True)
+        writing, self._writing = list(self._writing), set()
+        await asyncio.gather(*writing, return_exceptions=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -108,7 +108,9 @@ class SqliteStore(Store):
 
         return await self._run(get)
 
-    async def write(self, write: Write) -> int:
+    async def write(self, write: Write, after: Awaitable[object] | None = None) -> int:
+        if after is not None:  # one connection: in order, one after the other
+            await after
         table = TABLES[write.table]
         names = table.names
         sets = ", ".join(f"{n} = excluded.{n}" for n in names[1:])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -89,9 +89,15 @@ def _event_rows(batch: Batch[Any], now: datetime) -> list[list[object]]:
 
 
 class Store(abc.ABC):
-    """A sync destination (see the module docstring)."""
+    """A sync destination (see the module docstring).
+
+    ``concurrency`` is how many event writes may be in flight at once (each on its own
+    connection): their rows load side by side, and each commits only after the one before
+    it (``write(..., after=...)``), so a checkpoint never passes rows not yet committed.
+    """
 
     dialect: str
+    concurrency: int = 1
 
     @abc.abstractmethod
     async def open(self) -> None:
@@ -106,8 +112,10 @@ class Store(abc.ABC):
         """The stored checkpoint ``name``, or None."""
 
     @abc.abstractmethod
-    async def write(self, write: Write) -> int:
-        """Apply ``write`` in one transaction; returns the rows it changed."""
+    async def write(self, write: Write, after: Awaitable[object] | None = None) -> int:
+        """Apply ``write`` in one transaction; returns the rows it changed. With ``after``
+        (the previous write), its rows may load first, but its checkpoints, deletes and
+        dead letters are written, and it commits, only once ``after`` is done."""
 
     @abc.abstractmethod
     async def ids(self, table: str, *, deleted: bool = False) -> set[str]:

@@ -3,6 +3,7 @@ event row builder matches the table's columns, the budget's division, the time c
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import msgspec
@@ -68,6 +69,36 @@ async def test_a_replayed_batch_writes_nothing(db_url: str) -> None:
         assert await store.schema_version() == 1
     finally:
         await store.close()
+
+
+async def test_event_writes_load_side_by_side_and_commit_in_order(db_url: str) -> None:
+    # the second batch's rows load while the first is still open; its rows and checkpoint
+    # become visible only once the first committed (a checkpoint never passes rows)
+    store = open_store(db_url, writers=2)
+    await store.open()
+    try:
+        first_committed = asyncio.Event()
+        batch = _events(60)
+        second = Write("events", rows_of(batch)[30:], checkpoints={"events": "two"})
+        writing = asyncio.ensure_future(store.write(second, after=first_committed.wait()))
+        await asyncio.sleep(0.2)
+        assert not writing.done()
+        assert await store.checkpoint("events") is None
+        assert await store.count("events") == 0
+        first = Write("events", rows_of(batch)[:30], checkpoints={"events": "one"})
+        assert await store.write(first) == 30
+        assert await store.checkpoint("events") == "one"
+        first_committed.set()
+        assert await writing == 30
+        assert await store.checkpoint("events") == "two"
+        assert await store.count("events") == 60
+    finally:
+        await store.close()
+
+
+def test_writers_must_be_a_positive_integer() -> None:
+    with pytest.raises(ValidationError, match="writers"):
+        open_store("postgresql://u@h/db", writers=0)
 
 
 def test_budget_divides_the_share_and_events_take_what_is_left() -> None:
