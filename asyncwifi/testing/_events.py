@@ -15,9 +15,7 @@ is the store's ``shape`` (see ``_event_records``).
 
 from __future__ import annotations
 
-import math
 import random
-import re
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
@@ -30,6 +28,7 @@ import msgspec
 
 from asyncwifi import _rules
 from asyncwifi.errors import ConfigurationError
+from asyncwifi.testing._event_draws import CODE_TABLE, draw_owners, poisson_times
 from asyncwifi.testing._event_records import (
     EmailInfo,
     EventShape,
@@ -55,7 +54,6 @@ EVENT_TYPES: tuple[str, ...] = _rules.EVENT_TYPES
 UNDOCUMENTED_TYPES: tuple[str, ...] = ("arriving",)
 _ALL_TYPES = EVENT_TYPES + UNDOCUMENTED_TYPES
 TYPE_CODES: dict[str, int] = {name: code for code, name in enumerate(_ALL_TYPES)}
-_WEIGHTS = (30, 6, 32, 8, 5, 3, 5, 2, 4, 5, 1)
 #: where an event happens: (locationId, locationName, hotspotId, IANA time zone)
 Venue = tuple[str, str, str, str]
 _CAMPAIGNS = (
@@ -68,84 +66,6 @@ _CAMPAIGNS = (
 _SOURCES = ("splash", "kiosk", "api", "dashboard")
 _PROMOS = ("cta_click", "banner", "video")
 _ANSWERS = ("Excellent", "Good", "Average", "Poor")
-
-
-def _code_table() -> bytes:
-    """A byte-translation table mapping a uniform random byte to a type code by weight."""
-    total = sum(_WEIGHTS)
-    table = bytearray()
-    for code, weight in enumerate(_WEIGHTS):
-        table.extend([code] * round(256 * weight / total))
-    table.extend([2] * (256 - len(table)))
-    return bytes(table[:256])
-
-
-_CODE_TABLE = _code_table()
-
-
-_BLOCK = 1 << 18
-
-
-def _poisson_times(rnd: random.Random, count: int, start: float, end: float) -> array[int]:
-    """``count`` sorted epoch seconds in ``[start, end)``: Poisson arrivals, scaled to fit.
-
-    Arrivals with exponential gaps look like real traffic (several events may share a
-    second, a trap for resuming by time) and come out sorted, with no sort to pay for.
-    Two passes over the same random draws (the first only sums the gaps) keep the memory
-    to the output array, even for tens of millions of events.
-    """
-    out = array("q")
-    if not count:
-        return out
-    rand, log = rnd.random, math.log
-    state = rnd.getstate()
-    total = 0.0
-    for lo in range(0, count + 1, _BLOCK):
-        total += sum([-log(1.0 - rand()) for _ in range(min(_BLOCK, count + 1 - lo))])
-    rnd.setstate(state)
-    scale = (end - start) / total
-    acc = 0.0
-    for lo in range(0, count + 1, _BLOCK):
-        gaps = [-log(1.0 - rand()) for _ in range(min(_BLOCK, count + 1 - lo))]
-        sums = list(accumulate(gaps, initial=acc))
-        acc = sums[-1]
-        out.extend([int(start + t * scale) for t in sums[1:]])
-    del out[count:]
-    return out
-
-
-def _owners(
-    rnd: random.Random, codes: bytes, contacts: Sequence[tuple[str, str, str]]
-) -> array[int]:
-    """The contact index of each event, drawn uniformly, in blocks.
-
-    Email events go to contacts with an email address and SMS events to contacts with a
-    phone number (a draw that lands elsewhere moves to the next contact that has one).
-    """
-    n = max(1, len(contacts))
-    ident = list(range(n))
-
-    def next_with(field: int) -> list[int]:
-        having = [i for i, c in enumerate(contacts) if c[field]]
-        if not having or len(having) == n:
-            return ident
-        table, k = [0] * n, 0
-        for i in range(n):
-            while having[k % len(having)] < i and k < len(having):
-                k += 1
-            table[i] = having[k % len(having)]
-        return table
-
-    out = array("I")
-    for lo in range(0, len(codes), _BLOCK):
-        raw = array("I", rnd.randbytes(4 * min(_BLOCK, len(codes) - lo)))
-        out.extend(map(n.__rmod__, raw))
-    for pattern, table in ((rb"[\x03-\x05]", next_with(0)), (rb"[\x06\x07]", next_with(1))):
-        if table is not ident:
-            for match in re.finditer(pattern, codes):
-                i = match.start()
-                out[i] = table[out[i]]
-    return out
 
 
 #: a selection of event indices, in serving order
@@ -178,11 +98,11 @@ class EventStore:
             )
         rnd = random.Random(mix(seed, 0xE7E7))
         #: epoch seconds of each event, ascending
-        self.times = _poisson_times(rnd, count, float(start), float(end))
+        self.times = poisson_times(rnd, count, float(start), float(end))
         #: the type code of each event (an index into ``EVENT_TYPES + UNDOCUMENTED_TYPES``)
-        self.codes = rnd.randbytes(count).translate(_CODE_TABLE)
+        self.codes = rnd.randbytes(count).translate(CODE_TABLE)
         #: the index of the contact each event belongs to
-        self.owners = _owners(rnd, self.codes, owners)
+        self.owners = draw_owners(rnd, self.codes, owners)
         #: the record shape served (see ``_event_records``)
         self.shape: EventShape = shape
         self._venues = list(venues) or [("", "", "", "UTC")]
