@@ -97,25 +97,28 @@ class EventStore:
                 f"event_shape must be 'nested', 'flat' or 'dated', got {shape!r}"
             )
         rnd = random.Random(mix(seed, 0xE7E7))
+        self._contacts = list(owners) or [("", "", "")]
+        self._venues = list(venues) or [("", "", "", "UTC")]
+        #: the record shape served (see ``_event_records``)
+        self.shape: EventShape = shape
         #: epoch seconds of each event, ascending
         self.times = poisson_times(rnd, count, float(start), float(end))
         #: the type code of each event (an index into ``EVENT_TYPES + UNDOCUMENTED_TYPES``)
         self.codes = rnd.randbytes(count).translate(CODE_TABLE)
         #: the index of the contact each event belongs to
-        self.owners = draw_owners(rnd, self.codes, owners)
-        #: the record shape served (see ``_event_records``)
-        self.shape: EventShape = shape
-        self._venues = list(venues) or [("", "", "", "UTC")]
+        self.owners = draw_owners(rnd, self.codes, self._contacts)
         # each contact's events happen at its home venue (so one contact's events are in
         # the same order by business time and by UTC; the organization's are not)
-        homes = rnd.randbytes(len(owners) or 1).translate(
+        self._homes = rnd.randbytes(len(owners) or 1).translate(
             bytes(v % len(self._venues) for v in range(256))
         )
         #: the venue (index into the venues) of each event
-        self.venue = bytes(homes[o] for o in self.owners) if len(homes) > 1 else bytes(count)
+        self.venue = self._venues_of(self.owners)
         self.start = float(start)
         self.end = float(end)
-        self._contacts = list(owners) or [("", "", "")]
+        self._seed = seed
+        #: how many appends drew events (each draws from its own seeded ``Random``)
+        self.appends = 0
         self._customers = list(customer_ids)
         self._organization = organization
         self._salt = mix(seed, 0x1D) & 0xFFFFFF
@@ -130,6 +133,51 @@ class EventStore:
         self._encode = msgspec.json.Encoder().encode
         self._by_type: list[array[int]] | None = None
         self._by_owner: dict[int, array[int]] | None = None
+
+    def _venues_of(self, owners: array[int]) -> bytes:
+        homes = self._homes
+        return bytes(homes[o] for o in owners) if len(homes) > 1 else bytes(len(owners))
+
+    def append(self, count: int, *, start: float, end: float) -> range:
+        """Add ``count`` new events with times in ``[start, end]``; returns their indices.
+
+        Only at or after the newest event: the log is kept sorted by time and an event's
+        id derives from its index, so an event cannot be put between two others (a
+        ``start`` before the newest event's time is a ``ConfigurationError``). Times are
+        whole seconds, as every event's, rounded down (an event added at 12:00:00.7 says
+        12:00:00). The new events are drawn like the others (Poisson times, weighted
+        types, contacts and their venues), deterministic from the seed and the number of
+        appends so far. Open scrolls keep their own selection of indices: an append does
+        not change what they serve.
+        """
+        if count < 0 or end < start:
+            raise ConfigurationError("append: count must be >= 0 and end not before start")
+        n = len(self.times)
+        if n and start < self.times[-1]:
+            raise ConfigurationError(
+                f"cannot add events from {iso_z(start)}: the newest event is at "
+                f"{iso_z(self.times[-1])}, and events can only be added at or after it "
+                "(the log is kept in time order and event ids derive from the position)"
+            )
+        if not count:
+            return range(n, n)
+        self.appends += 1
+        rnd = random.Random(mix(self._seed, 0xE7E7, self.appends))
+        times = poisson_times(rnd, count, float(start), float(end))
+        codes = rnd.randbytes(count).translate(CODE_TABLE)
+        owners = draw_owners(rnd, codes, self._contacts)
+        if n % self.CHUNK:  # the last chunk was partial: its cached encodings grow stale
+            self._chunks[-1] = self._rchunks[-1] = None
+        self.times.extend(times)
+        self.codes += codes
+        self.owners.extend(owners)
+        self.venue += self._venues_of(owners)
+        grow = -(-len(self.times) // self.CHUNK) - len(self._chunks)
+        self._chunks.extend([None] * grow)
+        self._rchunks.extend([None] * grow)
+        self._business = self._by_type = self._by_owner = None
+        self.end = max(self.end, float(end))
+        return range(n, len(self.times))
 
     def __len__(self) -> int:
         return len(self.times)
