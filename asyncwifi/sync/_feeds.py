@@ -158,21 +158,31 @@ class EventFeed:
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self.api.clock.now(), UTC)
 
-    def _end(self) -> datetime:
+    def _end(self, until: datetime | None) -> datetime:
         horizon = self._now() - timedelta(seconds=self.settle)
-        return horizon if self.until is None else min(self.until, horizon)
+        return horizon if until is None else min(until, horizon)
 
     async def __aiter__(self) -> AsyncIterator[Batch[Event]]:
         cursor = self.cursor
         window = self.window
+        # without follow, "until now" is the horizon when the feed starts: a horizon read
+        # anew after each window moves on while the window is fetched, and never is reached
+        until = self.until if self.until is not None or self.follow else self._end(None)
+        until = None if until is None else ms_floor(until)  # the precision of ``at``
+        caught_up = False
         while True:
-            end = ms_floor(self._end())
-            if cursor.at >= end:
-                if not self.follow or (self.until is not None and cursor.at >= self.until):
+            if caught_up:  # following, and the last window reached the horizon: poll
+                if until is not None and cursor.at >= until:
                     return
                 await self.api.clock.sleep(self.poll_interval)
+            end = ms_floor(self._end(until))
+            if cursor.at >= end:
+                if not self.follow or (until is not None and cursor.at >= until):
+                    return
+                caught_up = True
                 continue
             stop = end if self.timed_shape else min(end, cursor.at + window)
+            caught_up = self.follow and stop >= end
             if self.budget is not None:
                 await self.budget.wait(self.resource, 2)
             delivered, begin = 0, cursor.at

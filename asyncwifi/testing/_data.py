@@ -3,6 +3,7 @@
 Everything is derived from the seed only (never from the wall clock), so two simulators
 with the same seed and sizes hold the same contacts, hotspots, segments and events. The
 default data lives in January 2024 (``DEFAULT_EVENTS_START`` .. ``DEFAULT_EVENTS_END``).
+A test adds new events as they would appear with :meth:`SimulatorData.add_events`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterable
 from datetime import date, datetime
 from typing import Any
 
+from asyncwifi._clock import Clock, SystemClock
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.testing._event_records import EventShape
 from asyncwifi.testing._events import EVENT_TYPES, EventStore, Venue
@@ -155,8 +157,9 @@ class SimulatorData:
     """The organization's contacts, locations, hotspots, segments and events.
 
     ``contacts`` (live, in creation order) and ``hotspots`` (by id) are the state the API
-    reads and changes; ``events`` is the immutable event log. Use :meth:`event_ids` to get
-    exactly the ids a query would return (for exactly-once checks).
+    reads and changes; ``events`` is the event log, which only grows (:meth:`add_events`).
+    Use :meth:`event_ids` to get exactly the ids a query would return (for exactly-once
+    checks). ``clock`` is the simulator's (the default time of new events).
     """
 
     def __init__(
@@ -168,11 +171,17 @@ class SimulatorData:
         hotspots: int,
         segments: int,
         events: int,
-        events_start: float,
-        events_end: float,
+        events_start: datetime | str | float,
+        events_end: datetime | str | float,
         event_shape: EventShape = "nested",
+        clock: Clock | None = None,
     ) -> None:
+        start, end = to_epoch(events_start), to_epoch(events_end)
+        if start is None or end is None:
+            raise ConfigurationError("events_start and events_end are required")
         self.seed = seed
+        #: the simulator's clock (when :meth:`add_events` adds events by default)
+        self.clock: Clock = clock or SystemClock()
         self.organization = organization
         rnd = random.Random(mix(seed, 0xDA7A))
         n_locations = max(1, min(len(_LOCATIONS), -(-hotspots // 3)))
@@ -270,8 +279,8 @@ class SimulatorData:
         self.events = EventStore(
             seed=seed,
             count=events,
-            start=events_start,
-            end=events_end,
+            start=start,
+            end=end,
             owners=owners,
             customer_ids=self.contact_order,
             organization=organization,
@@ -330,3 +339,26 @@ class SimulatorData:
         sel = self.events.select(to_epoch(date_start), to_epoch(date_end), names, owner)
         ident = self.events.event_id
         return [ident(i) for i in sel]
+
+    def add_events(
+        self,
+        count: int,
+        *,
+        at: datetime | str | float | None = None,
+        until: datetime | str | float | None = None,
+    ) -> list[str]:
+        """Add ``count`` new events to the log, as if they just happened; their ids.
+
+        Their times fall in ``[at, until]``: ``at`` defaults to the clock's now and
+        ``until`` to ``at`` (aware datetimes, naive ones taken as UTC, ISO strings or epoch
+        seconds), in whole seconds rounded down. Only at or after the newest event: the
+        log stays in time order and ids derive from positions, so an earlier ``at`` is a
+        ``ConfigurationError``. Queries and new scrolls serve them at once; a scroll opened
+        before keeps what it selected. :meth:`event_ids` includes them.
+        """
+        start = self.clock.now() if at is None else to_epoch(at)
+        end = start if until is None else to_epoch(until)
+        if start is None or end is None:  # not reached: to_epoch of a value is a number
+            raise ConfigurationError("add_events needs a time")
+        added = self.events.append(count, start=start, end=end)
+        return [self.events.event_id(i) for i in added]

@@ -15,9 +15,7 @@ is the store's ``shape`` (see ``_event_records``).
 
 from __future__ import annotations
 
-import math
 import random
-import re
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
@@ -30,6 +28,7 @@ import msgspec
 
 from asyncwifi import _rules
 from asyncwifi.errors import ConfigurationError
+from asyncwifi.testing._event_draws import CODE_TABLE, draw_owners, poisson_times
 from asyncwifi.testing._event_records import (
     EmailInfo,
     EventShape,
@@ -55,7 +54,6 @@ EVENT_TYPES: tuple[str, ...] = _rules.EVENT_TYPES
 UNDOCUMENTED_TYPES: tuple[str, ...] = ("arriving",)
 _ALL_TYPES = EVENT_TYPES + UNDOCUMENTED_TYPES
 TYPE_CODES: dict[str, int] = {name: code for code, name in enumerate(_ALL_TYPES)}
-_WEIGHTS = (30, 6, 32, 8, 5, 3, 5, 2, 4, 5, 1)
 #: where an event happens: (locationId, locationName, hotspotId, IANA time zone)
 Venue = tuple[str, str, str, str]
 _CAMPAIGNS = (
@@ -68,84 +66,6 @@ _CAMPAIGNS = (
 _SOURCES = ("splash", "kiosk", "api", "dashboard")
 _PROMOS = ("cta_click", "banner", "video")
 _ANSWERS = ("Excellent", "Good", "Average", "Poor")
-
-
-def _code_table() -> bytes:
-    """A byte-translation table mapping a uniform random byte to a type code by weight."""
-    total = sum(_WEIGHTS)
-    table = bytearray()
-    for code, weight in enumerate(_WEIGHTS):
-        table.extend([code] * round(256 * weight / total))
-    table.extend([2] * (256 - len(table)))
-    return bytes(table[:256])
-
-
-_CODE_TABLE = _code_table()
-
-
-_BLOCK = 1 << 18
-
-
-def _poisson_times(rnd: random.Random, count: int, start: float, end: float) -> array[int]:
-    """``count`` sorted epoch seconds in ``[start, end)``: Poisson arrivals, scaled to fit.
-
-    Arrivals with exponential gaps look like real traffic (several events may share a
-    second, a trap for resuming by time) and come out sorted, with no sort to pay for.
-    Two passes over the same random draws (the first only sums the gaps) keep the memory
-    to the output array, even for tens of millions of events.
-    """
-    out = array("q")
-    if not count:
-        return out
-    rand, log = rnd.random, math.log
-    state = rnd.getstate()
-    total = 0.0
-    for lo in range(0, count + 1, _BLOCK):
-        total += sum([-log(1.0 - rand()) for _ in range(min(_BLOCK, count + 1 - lo))])
-    rnd.setstate(state)
-    scale = (end - start) / total
-    acc = 0.0
-    for lo in range(0, count + 1, _BLOCK):
-        gaps = [-log(1.0 - rand()) for _ in range(min(_BLOCK, count + 1 - lo))]
-        sums = list(accumulate(gaps, initial=acc))
-        acc = sums[-1]
-        out.extend([int(start + t * scale) for t in sums[1:]])
-    del out[count:]
-    return out
-
-
-def _owners(
-    rnd: random.Random, codes: bytes, contacts: Sequence[tuple[str, str, str]]
-) -> array[int]:
-    """The contact index of each event, drawn uniformly, in blocks.
-
-    Email events go to contacts with an email address and SMS events to contacts with a
-    phone number (a draw that lands elsewhere moves to the next contact that has one).
-    """
-    n = max(1, len(contacts))
-    ident = list(range(n))
-
-    def next_with(field: int) -> list[int]:
-        having = [i for i, c in enumerate(contacts) if c[field]]
-        if not having or len(having) == n:
-            return ident
-        table, k = [0] * n, 0
-        for i in range(n):
-            while having[k % len(having)] < i and k < len(having):
-                k += 1
-            table[i] = having[k % len(having)]
-        return table
-
-    out = array("I")
-    for lo in range(0, len(codes), _BLOCK):
-        raw = array("I", rnd.randbytes(4 * min(_BLOCK, len(codes) - lo)))
-        out.extend(map(n.__rmod__, raw))
-    for pattern, table in ((rb"[\x03-\x05]", next_with(0)), (rb"[\x06\x07]", next_with(1))):
-        if table is not ident:
-            for match in re.finditer(pattern, codes):
-                i = match.start()
-                out[i] = table[out[i]]
-    return out
 
 
 #: a selection of event indices, in serving order
@@ -177,25 +97,28 @@ class EventStore:
                 f"event_shape must be 'nested', 'flat' or 'dated', got {shape!r}"
             )
         rnd = random.Random(mix(seed, 0xE7E7))
-        #: epoch seconds of each event, ascending
-        self.times = _poisson_times(rnd, count, float(start), float(end))
-        #: the type code of each event (an index into ``EVENT_TYPES + UNDOCUMENTED_TYPES``)
-        self.codes = rnd.randbytes(count).translate(_CODE_TABLE)
-        #: the index of the contact each event belongs to
-        self.owners = _owners(rnd, self.codes, owners)
+        self._contacts = list(owners) or [("", "", "")]
+        self._venues = list(venues) or [("", "", "", "UTC")]
         #: the record shape served (see ``_event_records``)
         self.shape: EventShape = shape
-        self._venues = list(venues) or [("", "", "", "UTC")]
+        #: epoch seconds of each event, ascending
+        self.times = poisson_times(rnd, count, float(start), float(end))
+        #: the type code of each event (an index into ``EVENT_TYPES + UNDOCUMENTED_TYPES``)
+        self.codes = rnd.randbytes(count).translate(CODE_TABLE)
+        #: the index of the contact each event belongs to
+        self.owners = draw_owners(rnd, self.codes, self._contacts)
         # each contact's events happen at its home venue (so one contact's events are in
         # the same order by business time and by UTC; the organization's are not)
-        homes = rnd.randbytes(len(owners) or 1).translate(
+        self._homes = rnd.randbytes(len(owners) or 1).translate(
             bytes(v % len(self._venues) for v in range(256))
         )
         #: the venue (index into the venues) of each event
-        self.venue = bytes(homes[o] for o in self.owners) if len(homes) > 1 else bytes(count)
+        self.venue = self._venues_of(self.owners)
         self.start = float(start)
         self.end = float(end)
-        self._contacts = list(owners) or [("", "", "")]
+        self._seed = seed
+        #: how many appends drew events (each draws from its own seeded ``Random``)
+        self.appends = 0
         self._customers = list(customer_ids)
         self._organization = organization
         self._salt = mix(seed, 0x1D) & 0xFFFFFF
@@ -210,6 +133,51 @@ class EventStore:
         self._encode = msgspec.json.Encoder().encode
         self._by_type: list[array[int]] | None = None
         self._by_owner: dict[int, array[int]] | None = None
+
+    def _venues_of(self, owners: array[int]) -> bytes:
+        homes = self._homes
+        return bytes(homes[o] for o in owners) if len(homes) > 1 else bytes(len(owners))
+
+    def append(self, count: int, *, start: float, end: float) -> range:
+        """Add ``count`` new events with times in ``[start, end]``; returns their indices.
+
+        Only at or after the newest event: the log is kept sorted by time and an event's
+        id derives from its index, so an event cannot be put between two others (a
+        ``start`` before the newest event's time is a ``ConfigurationError``). Times are
+        whole seconds, as every event's, rounded down (an event added at 12:00:00.7 says
+        12:00:00). The new events are drawn like the others (Poisson times, weighted
+        types, contacts and their venues), deterministic from the seed and the number of
+        appends so far. Open scrolls keep their own selection of indices: an append does
+        not change what they serve.
+        """
+        if count < 0 or end < start:
+            raise ConfigurationError("append: count must be >= 0 and end not before start")
+        n = len(self.times)
+        if n and start < self.times[-1]:
+            raise ConfigurationError(
+                f"cannot add events from {iso_z(start)}: the newest event is at "
+                f"{iso_z(self.times[-1])}, and events can only be added at or after it "
+                "(the log is kept in time order and event ids derive from the position)"
+            )
+        if not count:
+            return range(n, n)
+        self.appends += 1
+        rnd = random.Random(mix(self._seed, 0xE7E7, self.appends))
+        times = poisson_times(rnd, count, float(start), float(end))
+        codes = rnd.randbytes(count).translate(CODE_TABLE)
+        owners = draw_owners(rnd, codes, self._contacts)
+        if n % self.CHUNK:  # the last chunk was partial: its cached encodings grow stale
+            self._chunks[-1] = self._rchunks[-1] = None
+        self.times.extend(times)
+        self.codes += codes
+        self.owners.extend(owners)
+        self.venue += self._venues_of(owners)
+        grow = -(-len(self.times) // self.CHUNK) - len(self._chunks)
+        self._chunks.extend([None] * grow)
+        self._rchunks.extend([None] * grow)
+        self._business = self._by_type = self._by_owner = None
+        self.end = max(self.end, float(end))
+        return range(n, len(self.times))
 
     def __len__(self) -> int:
         return len(self.times)

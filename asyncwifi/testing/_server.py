@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Self
 from aiohttp import web
 
 from asyncwifi._clock import Clock, SystemClock
-from asyncwifi.errors import ClientStateError, ConfigurationError
+from asyncwifi.errors import ClientStateError
 from asyncwifi.testing._api import OBJECTS, TOKEN, ApiFault, drop_connection, json_response
 from asyncwifi.testing._auth import TokenAuthority, TokenRejected
 from asyncwifi.testing._counters import Counters
@@ -38,7 +38,7 @@ from asyncwifi.testing._kong import UPSTREAM_MESSAGES, negotiate, render_error
 from asyncwifi.testing._limits import Mode, ObjectLimiter, RateLimiter
 from asyncwifi.testing._scroll import ScrollRegistry
 from asyncwifi.testing._sim_client import simulator_client
-from asyncwifi.testing._util import BadParameter, hex_id, to_epoch
+from asyncwifi.testing._util import BadParameter, hex_id
 
 if TYPE_CHECKING:
     from asyncwifi._client import Client
@@ -146,9 +146,6 @@ class Simulator:
         self.organization = organization or f"org-{hex_id(seed, 0x0A6)[:16]}"
         self.client_key = client_key or f"ck_{hex_id(seed, 0xC1)}"
         self.client_secret = client_secret or secrets.token_urlsafe(32)
-        start, end = to_epoch(events_start), to_epoch(events_end)
-        if start is None or end is None:
-            raise ConfigurationError("events_start and events_end are required")
         #: the simulated organization's state (contacts, hotspots, segments, events)
         self.data = SimulatorData(
             seed=seed,
@@ -157,9 +154,10 @@ class Simulator:
             hotspots=hotspots,
             segments=segments,
             events=events,
-            events_start=start,
-            events_end=end,
+            events_start=events_start,
+            events_end=events_end,
             event_shape=event_shape,
+            clock=self.clock,
         )
         #: the gateway's request limits (sans-I/O; see ``_limits``)
         self.limiter = RateLimiter(
