@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,7 +18,6 @@ from asyncwifi import Client, ScaledClock
 from asyncwifi.sync import (
     EventFeed,
     Store,
-    StoreUnavailableError,
     Syncer,
     SyncOptions,
     Write,
@@ -43,6 +42,7 @@ class Recording(Store):
     def __init__(self, inner: Store) -> None:
         self.inner = inner
         self.dialect = inner.dialect
+        self.concurrency = inner.concurrency
         self.events: list[str] = []
 
     async def open(self) -> None:
@@ -54,8 +54,8 @@ class Recording(Store):
     async def checkpoint(self, name: str) -> str | None:
         return await self.inner.checkpoint(name)
 
-    async def write(self, write: Write) -> int:
-        written = await self.inner.write(write)
+    async def write(self, write: Write, after: Awaitable[object] | None = None) -> int:
+        written = await self.inner.write(write, after)
         if write.table == "events":
             self.events += [str(row[0]) for row in write.rows]
         return written
@@ -128,20 +128,8 @@ async def stop(syncer: Syncer, task: asyncio.Task[Any]) -> Any:
 @pytest.mark.parametrize("shape", ["nested", "flat", "dated"])
 @pytest.mark.parametrize("runner", ["run_forever", "sync_events"])
 async def test_new_events_are_stored_exactly_once_as_they_appear(
-    db_url: str, shape: str, runner: str, request: pytest.FixtureRequest
+    db_url: str, shape: str, runner: str
 ) -> None:
-    if runner == "run_forever" and db_url.startswith("postgresql"):
-        # the daemon's event follower and its refresh loop use the store at the same time:
-        # PostgresStore has one asyncpg connection and no lock ("another operation is in
-        # progress"), it drops the connection, and the other task's checkpoint read raises
-        # StoreUnavailableError, which the Syncer does not retry: the daemon ends
-        request.applymarker(
-            pytest.mark.xfail(
-                raises=StoreUnavailableError,
-                strict=True,
-                reason="PostgresStore is used by two tasks at once (no lock)",
-            )
-        )
     async with following(shape) as (sim, api):
         reader = open_store(db_url)
         await reader.open()

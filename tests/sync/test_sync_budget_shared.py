@@ -70,8 +70,8 @@ async def test_redis_down_the_budget_counts_alone_and_says_so(
 
 async def test_a_second_process_waits_for_the_day_the_first_spent(tmp_path: Path) -> None:
     require_redis()
-    # a day passes in about two real seconds
-    clock = ScaledClock(40_000.0, start=MIDNIGHT + 43_200.0)  # noon: half a day to go
+    # a day passes in about four real seconds
+    clock = ScaledClock(20_000.0, start=MIDNIGHT + 43_200.0)  # noon: 2 s to midnight
     day = int(clock.now() // 86_400)
     key = _key()
     options = SyncOptions(
