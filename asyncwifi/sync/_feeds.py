@@ -151,7 +151,9 @@ class EventFeed:
         #: None until a window shows whether the records carry a UTC time
         self.timed_shape: bool | None = None
         self.requests = 0
-        self._counted: dict[int, int] = {}
+        #: the stream whose requests were counted last, and how many (held, not its id: a
+        #: new stream may get a freed one's id)
+        self._counted: tuple[ScrollStream[Any] | None, int] = (None, 0)
         #: the newest event time seen (for the lag metric)
         self.newest: datetime | None = None
 
@@ -252,8 +254,9 @@ class EventFeed:
 
     def _spent(self, stream: ScrollStream[Any]) -> int:
         """Requests of ``stream`` not yet counted, counted now (budget, ``requests``)."""
-        new = stream.requests - self._counted.get(id(stream), 0)
-        self._counted = {id(stream): stream.requests}
+        last, counted = self._counted
+        new = stream.requests - (counted if last is stream else 0)
+        self._counted = (stream, stream.requests)
         self.requests += new
         if self.budget is not None:
             self.budget.spend(self.resource, new)

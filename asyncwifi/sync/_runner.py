@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from asyncwifi._client import Client
 from asyncwifi.errors import QuotaExhaustedError
@@ -40,6 +40,7 @@ from asyncwifi.sync._store import Store, StoreUnavailableError, Write, rows_of
 __all__ = ["SyncOptions", "SyncStats", "Syncer"]
 
 log = logging.getLogger("asyncwifi.sync")
+T = TypeVar("T")
 
 EVENTS = "events"
 CONTACTS = "contacts"
@@ -112,54 +113,57 @@ class Syncer:
         #: the writes committing while the next batch is prepared, oldest first
         self._pending: deque[asyncio.Future[int]] = deque()
 
-    # -- writing -----------------------------------------------------------------------
-    async def _write(self, write: Write, after: Awaitable[object] | None = None) -> int:
-        """Write in one transaction (committed after ``after``), retrying while the
-        database is unreachable. Shielded: a stop (cancellation) never interrupts a
-        transaction half-way on our side."""
+    # -- the database ----------------------------------------------------------------------
+    async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
+        """``call()``, again with backoff (real seconds) while the database is unreachable:
+        the one rule for every store operation of the sync."""
         delay = self.options.retry_initial
         while True:
-            writing = asyncio.ensure_future(self.store.write(write, after))
-            self._writing.add(writing)
             try:
-                written = await asyncio.shield(writing)
+                result = await call()
             except StoreUnavailableError as exc:
-                await self._store_down(exc, delay)
+                if self.stats.store_down_since is None:
+                    self.stats.store_down_since = self.api.clock.now()
+                    self.stats.store_outages += 1
+                log.warning(
+                    "sync: the database is unreachable (%s); retrying in %.1f s", exc, delay
+                )
+                await asyncio.sleep(delay)
                 delay = min(delay * 2, self.options.retry_max)
                 continue
-            finally:
-                if writing.done():
-                    self._writing.discard(writing)
             if self.stats.store_down_since is not None:
                 log.warning("sync: the database is back")
                 self.stats.store_down_since = None
-            self._count(write, written)
-            return written
+            return result
 
-    async def _store_down(self, exc: BaseException, delay: float) -> None:
-        if self.stats.store_down_since is None:
-            self.stats.store_down_since = self.api.clock.now()
-            self.stats.store_outages += 1
-        log.warning("sync: the database is unreachable (%s); retrying in %.1f s", exc, delay)
-        await asyncio.sleep(delay)
-
-    def _count(self, write: Write, written: int) -> None:
+    async def _write(self, write: Write, after: Awaitable[object] | None = None) -> int:
+        """Write in one transaction (committed after ``after``), retrying while the
+        database is unreachable."""
+        written = await self._retrying(lambda: self._transaction(write, after))
         table = write.table
         self.stats.rows[table] = self.stats.rows.get(table, 0) + written
         if self.on_write is not None:
             self.on_write(table, written)
+        return written
+
+    async def _transaction(self, write: Write, after: Awaitable[object] | None) -> int:
+        """One attempt, shielded: a stop (cancellation) never interrupts a transaction
+        half-way on our side (``drain`` waits for it)."""
+        writing = asyncio.ensure_future(self.store.write(write, after))
+        self._writing.add(writing)
+        try:
+            return await asyncio.shield(writing)
+        finally:
+            if writing.done():
+                self._writing.discard(writing)
 
     async def _until_store(self) -> None:
         """Wait (with backoff) until the database answers: before any API request."""
-        delay = self.options.retry_initial
-        while True:
-            try:
-                await self.store.open()
-            except StoreUnavailableError as exc:
-                await self._store_down(exc, delay)
-                delay = min(delay * 2, self.options.retry_max)
-                continue
-            return
+        await self._retrying(self.store.open)
+
+    async def _checkpoint(self, name: str) -> str | None:
+        """A stored checkpoint, waiting (with backoff) while the database is unreachable."""
+        return await self._retrying(lambda: self.store.checkpoint(name))
 
     def _total(self) -> int:
         return sum(self.stats.rows.values())
@@ -193,7 +197,7 @@ class Syncer:
     async def sync_events(self, *, follow: bool = False) -> int:
         """Events from the checkpoint (else ``since``) to ``until`` (or now, or forever)."""
         opts = self.options
-        checkpoint = await self.store.checkpoint(EVENTS)
+        checkpoint = await self._checkpoint(EVENTS)
         now = datetime.fromtimestamp(self.api.clock.now(), UTC)
         since = opts.since or now - timedelta(days=1)
         feed = EventFeed(
@@ -223,7 +227,7 @@ class Syncer:
         opts = self.options
         feed = ContactFeed(
             self.api,
-            checkpoint=await self.store.checkpoint(CONTACTS),
+            checkpoint=await self._checkpoint(CONTACTS),
             size=opts.size,
             modified_from=opts.modified_from,
             modified_to=opts.modified_to,
@@ -234,7 +238,7 @@ class Syncer:
             await self._apply(batch, CONTACTS if batch.checkpoint else None)
         await self._flush()
         if reconcile is None:
-            last = await self.store.checkpoint(RECONCILED)
+            last = await self._checkpoint(RECONCILED)
             now = self.api.clock.now()
             reconcile = last is None or now - float(last) >= opts.reconcile_every
         if (reconcile or not feed.incremental) and not self._stopping.is_set():

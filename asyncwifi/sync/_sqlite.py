@@ -59,7 +59,8 @@ class SqliteStore(Store):
 
         loop = asyncio.get_running_loop()
         try:
-            self._conn = await loop.run_in_executor(self._pool, connect)
+            if self._conn is None:  # opened again: the same connection, migrations checked
+                self._conn = await loop.run_in_executor(self._pool, connect)
         except sqlite3.Error as exc:
             raise StoreUnavailableError(f"cannot open {self.path}: {exc}") from exc
         await self._run(self._migrate)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -14,8 +15,12 @@ from asyncwifi._clock import ScaledClock
 from asyncwifi._scroll import Record
 from asyncwifi.errors import ValidationError
 from asyncwifi.sync import TABLES, Batch, Budget, TimeCursor, Write, open_store, rows_of
+from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
+from tests.sync.conftest import sim_client
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
+T_SIM_START = datetime.fromtimestamp(DEFAULT_EVENTS_START, UTC)
+T_SIM_END = datetime.fromtimestamp(DEFAULT_EVENTS_END, UTC)
 
 
 def _events(n: int, *, nested: bool = True) -> Batch[Event]:
@@ -136,3 +141,32 @@ def test_time_cursor_windows_untimed_records_exactly() -> None:
     assert restored.skip == {"c"}
     with pytest.raises(ValidationError):
         TimeCursor.start("contacts", cursor.encode(), T0)  # another feed's checkpoint
+
+
+async def test_a_checkpoint_read_waits_out_an_outage(tmp_path: Path) -> None:
+    # the database is unreachable when the feed reads where it stopped: the sync waits and
+    # retries (the daemon does not end), then syncs every event once
+    from asyncwifi.sync import StoreUnavailableError, Syncer, SyncOptions
+    from asyncwifi.sync._sqlite import SqliteStore
+
+    class Flaky(SqliteStore):
+        failures = 2
+
+        async def checkpoint(self, name: str) -> str | None:
+            if self.failures:
+                self.failures -= 1
+                raise StoreUnavailableError("connection refused (test)")
+            return await super().checkpoint(name)
+
+    async with sim_client(events=500, contacts=5) as (sim, api):
+        store = Flaky(str(tmp_path / "flaky.db"))
+        await store.open()
+        options = SyncOptions(since=T_SIM_START, until=T_SIM_END, retry_initial=0.01)
+        syncer = Syncer(api, store, options=options)
+        try:
+            assert await syncer.sync_events() == 500
+            assert syncer.stats.store_outages == 1
+            assert syncer.stats.store_down_since is None
+            assert await store.ids("events") == set(sim.data.event_ids())
+        finally:
+            await store.close()
