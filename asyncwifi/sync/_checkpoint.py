@@ -17,14 +17,18 @@ stays exact on every record shape, and bounded by two windows of ids.
 from __future__ import annotations
 
 import json
+import operator
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from itertools import islice
+from typing import cast
 
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import Event
 from asyncwifi.models.events import utc_time
 
-__all__ = ["TimeCursor", "event_time", "ms_floor", "parse_checkpoint"]
+__all__ = ["TimeCursor", "event_time", "event_times", "ms_floor", "parse_checkpoint"]
 
 _VERSION = 1
 
@@ -51,6 +55,24 @@ def event_time(event: Event) -> datetime | None:
     if parsed.tzinfo is None:
         return parsed.replace(tzinfo=UTC)
     return parsed if parsed.tzinfo is UTC else parsed.astimezone(UTC)
+
+
+def event_times(events: Sequence[Event]) -> list[datetime | None]:
+    """:func:`event_time` of each event of a page, in two C-driven passes for the usual
+    ``...Z`` texts; any other text takes the general path, record by record."""
+    texts = [
+        w.created_at if (w := e.when) is not None and w.created_at is not None else e.date
+        for e in events
+    ]
+    parse = datetime.fromisoformat
+    try:
+        times = [None if t is None else parse(t) for t in texts]
+    except ValueError:
+        return [event_time(e) for e in events]
+    for i, when in enumerate(times):
+        if when is not None and when.tzinfo is not UTC:  # no zone (UTC), or an offset
+            times[i] = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    return times
 
 
 def _text(when: datetime) -> str:
@@ -121,6 +143,28 @@ class TimeCursor:
         # no time, or out of order: ``at`` cannot move until the window is complete
         self.timed = False
         self.fresh.add(ident)
+
+    def add_page(self, idents: Sequence[str], whens: Sequence[datetime | None]) -> None:
+        """:meth:`add` for each record of a page (UTC times), at once when the page is in
+        time order from ``at`` on (the usual case): the state ends the same."""
+        if not idents:
+            return
+        if self.timed and None not in whens:
+            times = cast("Sequence[datetime]", whens)
+            in_order = all(map(operator.le, times, islice(times, 1, None)))
+            if in_order and ms_floor(times[0]) >= self.at:
+                last = ms_floor(times[-1])
+                first_at_last = len(times) - 1
+                while first_at_last and ms_floor(times[first_at_last - 1]) == last:
+                    first_at_last -= 1
+                tail = idents[first_at_last:]
+                if last > self.at:
+                    self.at, self.carry, self.fresh = last, set(), set(tail)
+                else:
+                    self.fresh.update(tail)
+                return
+        for ident, when in zip(idents, whens, strict=True):
+            self.add(ident, when)
 
     def complete(self, end: datetime) -> None:
         """The query ``[at, end]`` (both inclusive) delivered everything it holds."""

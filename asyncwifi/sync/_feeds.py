@@ -18,7 +18,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeGuard, TypeVar
 
 import msgspec
 
@@ -28,7 +28,7 @@ from asyncwifi.errors import ScrollExpiredError, ValidationError
 from asyncwifi.models import Contact, Event, ItemError
 from asyncwifi.models.events import utc_time
 from asyncwifi.sync._budget import Budget
-from asyncwifi.sync._checkpoint import TimeCursor, event_time, ms_floor
+from asyncwifi.sync._checkpoint import TimeCursor, event_time, event_times, ms_floor
 
 __all__ = [
     "BadRecord",
@@ -94,6 +94,13 @@ def _raw_id(raw: bytes, id_field: str) -> str | None:
     if value is None and isinstance(data.get("event"), dict):
         value = data["event"].get("id")
     return value if isinstance(value, str) else None
+
+
+def _clean(idents: list[str | None], cursor: TimeCursor) -> TypeGuard[list[str]]:
+    """Whether a page's records all have an id, none twice, none delivered before."""
+    if None in idents or len(set(idents)) != len(idents):
+        return False
+    return cursor.carry.isdisjoint(idents) and cursor.fresh.isdisjoint(idents)
 
 
 def _aware(value: datetime | None, what: str) -> datetime | None:
@@ -215,24 +222,35 @@ class EventFeed:
         seen, add, newest = cursor.seen, cursor.add, self.newest
         async with stream:
             async for page in stream.pages():
-                records: list[Record[Event]] = []
-                times: list[datetime | None] = []
+                items, raws = page.items, page.raw_items or ()
                 bad = [BadRecord.of(e, "id") for e in page.errors]
-                for event, raw in zip(page.items, page.raw_items or (), strict=True):
-                    ident = event.id
-                    if ident is None:
-                        bad.append(BadRecord(bytes(raw), "an event with no id", None))
-                        continue
-                    if seen(ident):
-                        continue
-                    when = event_time(event)
-                    if when is None:
+                idents = [e.id for e in items]
+                if _clean(idents, cursor):  # the usual page: each record new, with an id
+                    times = event_times(items)
+                    records = [Record(e, r) for e, r in zip(items, raws, strict=True)]
+                    cursor.add_page(idents, times)
+                    if None in times:
                         timed = False
-                    elif newest is None or when > newest:
-                        newest = when
-                    add(ident, when)
-                    records.append(Record(event, raw))
-                    times.append(when)
+                    top = max(filter(None, times), default=None)
+                    if top is not None and (newest is None or top > newest):
+                        newest = top
+                else:
+                    records, times = [], []
+                    for event, raw in zip(items, raws, strict=True):
+                        ident = event.id
+                        if ident is None:
+                            bad.append(BadRecord(bytes(raw), "an event with no id", None))
+                            continue
+                        if seen(ident):
+                            continue
+                        when = event_time(event)
+                        if when is None:
+                            timed = False
+                        elif newest is None or when > newest:
+                            newest = when
+                        add(ident, when)
+                        records.append(Record(event, raw))
+                        times.append(when)
                 any_record = any_record or bool(records)
                 self.newest = newest
                 if held is not None:

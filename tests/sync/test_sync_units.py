@@ -170,3 +170,46 @@ async def test_a_checkpoint_read_waits_out_an_outage(tmp_path: Path) -> None:
             assert await store.ids("events") == set(sim.data.event_ids())
         finally:
             await store.close()
+
+
+def test_a_page_added_at_once_leaves_the_cursor_as_record_by_record() -> None:
+    # pages in order, out of order, with equal milliseconds, sub-millisecond parts, records
+    # with no time, before ``at``: add_page must end exactly where add() one by one ends
+    import random
+
+    from asyncwifi.sync._checkpoint import event_times
+
+    rnd = random.Random(17)
+    for case in range(600):
+        base = T0 + timedelta(seconds=rnd.randrange(3))
+        start = TimeCursor("events", base, {"c1"}, {"f1"}, timed=rnd.random() < 0.9)
+        one, page = (TimeCursor(**{f: getattr(start, f) for f in ("kind", "at", "carry",
+                     "fresh", "timed")}) for _ in range(2))  # fmt: skip
+        one.carry, one.fresh = set(start.carry), set(start.fresh)
+        page.carry, page.fresh = set(start.carry), set(start.fresh)
+        offsets = sorted(rnd.randrange(-1500, 4000) for _ in range(rnd.randrange(1, 12)))
+        if rnd.random() < 0.2:
+            rnd.shuffle(offsets)
+        whens: list[datetime | None] = [base + timedelta(microseconds=o * 700) for o in offsets]
+        if rnd.random() < 0.1:
+            whens[rnd.randrange(len(whens))] = None
+        idents = [f"e{case}-{i}" for i in range(len(whens))]
+        for ident, when in zip(idents, whens, strict=True):
+            one.add(ident, when)
+        page.add_page(idents, whens)
+        assert (page.at, page.carry, page.fresh, page.timed) == (
+            one.at,
+            one.carry,
+            one.fresh,
+            one.timed,
+        ), case
+    # a page's times read at once equal event_time record by record, odd texts included
+    batch = _events(6)
+    texts = ["2024-01-01T00:00:00Z", "2024-01-01T01:00:00+01:00", "2024-01-01T00:00:01",
+             "not a time", None, "2024-01-01T00:00:00.123456Z"]  # fmt: skip
+    events = [msgspec.structs.replace(r.item, date=t, when=None) for r, t in
+              zip(batch.records, texts, strict=True)]  # fmt: skip
+    from asyncwifi.sync._checkpoint import event_time
+
+    assert event_times(events) == [event_time(e) for e in events]
+    assert event_times(events[:3]) == [T0, T0, T0 + timedelta(seconds=1)]
