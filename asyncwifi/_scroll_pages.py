@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import msgspec
 
@@ -21,9 +21,11 @@ ItemT = TypeVar("ItemT")
 SCROLL_WINDOW = 60.0
 
 
-@dataclass(frozen=True, slots=True)
-class Record(Generic[ItemT]):
-    """One record, typed and as the server's exact JSON bytes (``raw``, with keep_raw)."""
+class Record(NamedTuple, Generic[ItemT]):
+    """One record, typed and as the server's exact JSON bytes (``raw``, with keep_raw).
+
+    A named tuple: immutable, and built at C speed (a frozen dataclass cost ~1 µs a
+    record, which a million-event sync paid twice)."""
 
     item: ItemT
     raw: msgspec.Raw | None

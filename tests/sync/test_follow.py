@@ -55,10 +55,16 @@ class Recording(Store):
         return await self.inner.checkpoint(name)
 
     async def write(self, write: Write, after: Awaitable[object] | None = None) -> int:
-        written = await self.inner.write(write, after)
-        if write.table == "events":
-            self.events += [str(row[0]) for row in write.rows]
-        return written
+        # listed before the commit (a reader may see the rows before this coroutine
+        # resumes), taken back if the write fails (its retry lists them again)
+        listed = [str(row[0]) for row in write.rows] if write.table == "events" else []
+        self.events += listed
+        try:
+            return await self.inner.write(write, after)
+        except BaseException:
+            for ident in listed:
+                self.events.remove(ident)
+            raise
 
     async def ids(self, table: str, *, deleted: bool = False) -> set[str]:
         return await self.inner.ids(table, deleted=deleted)

@@ -16,6 +16,7 @@ EXPECTED = [
     "Clock",
     "Contact",
     "Event",
+    "HookKind",
     "Hotspot",
     "HotspotCreate",
     "HotspotUpdate",
