@@ -33,7 +33,7 @@ class Write:
     """One transaction's worth: rows of one table, bad records, deletes, checkpoints."""
 
     table: str
-    rows: list[list[object]] = field(default_factory=list)
+    rows: list[Sequence[object]] = field(default_factory=list)
     bad: list[BadRecord] = field(default_factory=list)
     #: a complete snapshot's ids: live rows of ``table`` not among them are marked deleted
     seen: frozenset[str] | None = None
@@ -45,14 +45,14 @@ def digest(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
-def rows_of(batch: Batch[object], synced_at: datetime | None = None) -> list[list[object]]:
+def rows_of(batch: Batch[object], synced_at: datetime | None = None) -> list[Sequence[object]]:
     """The rows of a batch's records, in the table's column order."""
     table = TABLES[batch.resource]
     now = synced_at or datetime.now(UTC)
     if batch.resource == "events" and batch.times is not None:
         return _event_rows(batch, now)
     values = table.values
-    rows = []
+    rows: list[Sequence[object]] = []
     for record in batch.records:
         item = record.item
         raw = record.raw
@@ -62,30 +62,24 @@ def rows_of(batch: Batch[object], synced_at: datetime | None = None) -> list[lis
     return rows
 
 
-def _event_rows(batch: Batch[Any], now: datetime) -> list[list[object]]:
-    """``rows_of`` for events, written out: the hot loop of a backfill into a database
-    (same columns as ``TABLES["events"]``; the times the feed read are reused)."""
-    rows: list[list[object]] = []
-    append = rows.append
+def _event_rows(batch: Batch[Any], now: datetime) -> list[Sequence[object]]:
+    """``rows_of`` for events, written out: the hot loop of a sync into a database (same
+    columns as ``TABLES["events"]``; the times the feed read are reused; tuples, built in
+    one comprehension: half the cost of a loop of lists)."""
     assert batch.times is not None
-    for record, when in zip(batch.records, batch.times, strict=True):
-        ev = record.item
-        where = ev.where
-        raw = record.raw
-        assert raw is not None
-        append(
-            [
-                ev.id,
-                ev.type,
-                when,
-                ev.customer_id,
-                None if where is None else where.location_id,
-                None if where is None else where.hotspot_id,
-                bytes(raw).decode("utf-8"),
-                now,
-            ]
+    return [
+        (
+            ev.id,
+            ev.type,
+            when,
+            ev.customer_id,
+            None if (where := ev.where) is None else where.location_id,
+            None if where is None else where.hotspot_id,
+            str(raw, "utf-8"),  # type: ignore[arg-type]  # feeds keep raw (None: TypeError)
+            now,
         )
-    return rows
+        for (ev, raw), when in zip(batch.records, batch.times, strict=True)
+    ]
 
 
 class Store(abc.ABC):
