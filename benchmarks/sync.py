@@ -1,12 +1,13 @@
 """Sync benchmark: rows per second into PostgreSQL, asyncwifi's sync against a hand-written
 asyncpg ``executemany`` loop, side by side in one run.
 
-Both read the same events from one in-process simulator (default "dated" shape, ``size``
-10,000, rate limit lifted: this compares loading, not quota) into a fresh database each:
+Both read the same events from one in-process simulator (its default "nested" shape,
+``size`` 10,000, rate limit lifted: this compares loading, not quota) into a fresh
+database each:
 
-* **asyncwifi**: ``Syncer.sync_events`` into ``PostgresStore``: per batch, binary COPY into
-  a staging table, one upsert, the checkpoint in the same transaction (resumable, exactly
-  once, typed columns + jsonb ``raw``);
+* **asyncwifi**: ``Syncer.sync_events`` into ``PostgresStore``: per batch, binary COPY
+  (on ``--writers`` connections, commits in order), the checkpoint in the same transaction
+  (resumable, exactly once, typed columns + jsonb ``raw``);
 * **hand-written**: ``api.events.list(...).records()`` and ``executemany`` of an
   ``INSERT .. ON CONFLICT DO NOTHING`` per 10,000 rows (same columns; no checkpoint).
 

@@ -141,6 +141,23 @@ def _redis_errors() -> tuple[type[BaseException], ...]:
     return (RedisError, OSError, asyncio.TimeoutError)
 
 
+def check_shared_key(key: object, owner: str) -> None:
+    """``ValidationError`` unless ``key`` names a shared budget (a non-empty string)."""
+    if not key or not isinstance(key, str):
+        raise ValidationError(f"{owner} needs a non-empty key naming the shared budget")
+
+
+def redis_asyncio(owner: str) -> Any:
+    """The ``redis.asyncio`` module, or a ``ConfigurationError`` naming the extra."""
+    try:
+        import redis.asyncio
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ConfigurationError(
+            f"{owner} needs the redis package: pip install 'asyncwifi[redis]'"
+        ) from exc
+    return redis.asyncio
+
+
 class RedisStore(Store):
     """The admission log of API key ``key`` in Redis (``redis.asyncio``), shared by all users.
 
@@ -161,18 +178,12 @@ class RedisStore(Store):
         op_timeout: float = 1.0,
     ) -> None:
         super().__init__()
-        if not key or not isinstance(key, str):
-            raise ValidationError("RedisStore needs a non-empty key naming the shared budget")
+        check_shared_key(key, "RedisStore")
         if not 0 < fallback_fraction <= 1:
             raise ValidationError(f"fallback_fraction must be in (0, 1], got {fallback_fraction!r}")
         if not reconnect_interval > 0 or not op_timeout > 0:
             raise ValidationError("reconnect_interval and op_timeout must be > 0")
-        try:
-            import redis.asyncio  # noqa: F401
-        except ImportError as exc:  # pragma: no cover - depends on the install
-            raise ConfigurationError(
-                "RedisStore needs the redis package: pip install 'asyncwifi[redis]'"
-            ) from exc
+        redis_asyncio("RedisStore")
         self._url = url_or_client if isinstance(url_or_client, str) else None
         self._client: Redis | None = None if isinstance(url_or_client, str) else url_or_client
         self._owns_client = isinstance(url_or_client, str)

@@ -14,7 +14,8 @@ import hashlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from asyncwifi.errors import ConfigurationError, ValidationError
+from asyncwifi.errors import ValidationError
+from asyncwifi.ratelimit._redis import check_shared_key, redis_asyncio
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -59,21 +60,13 @@ class RedisLedger:
         prefix: str = "asyncwifi:budget:",
         op_timeout: float = 2.0,
     ) -> None:
-        if not key or not isinstance(key, str):
-            raise ValidationError("RedisLedger needs a non-empty key naming the shared budget")
+        check_shared_key(key, "RedisLedger")
         if not op_timeout > 0:
             raise ValidationError("op_timeout must be > 0")
-        try:
-            import redis.asyncio
-        except ImportError as exc:  # pragma: no cover - depends on the install
-            raise ConfigurationError(
-                "RedisLedger needs the redis package: pip install 'asyncwifi[redis]'"
-            ) from exc
+        redis = redis_asyncio("RedisLedger")
         self._owns = isinstance(url_or_client, str)
         self._client: Any = (
-            redis.asyncio.Redis.from_url(url_or_client)
-            if isinstance(url_or_client, str)
-            else url_or_client
+            redis.Redis.from_url(url_or_client) if isinstance(url_or_client, str) else url_or_client
         )
         self.key = key
         self.prefix = prefix
