@@ -15,7 +15,7 @@ set aside (a dead-letter table): it never stops a feed.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Literal, TypeGuard, TypeVar
@@ -28,7 +28,7 @@ from asyncwifi.errors import ScrollExpiredError, ValidationError
 from asyncwifi.models import Contact, Event, ItemError
 from asyncwifi.models.events import utc_time
 from asyncwifi.sync._budget import Budget
-from asyncwifi.sync._checkpoint import TimeCursor, event_time, event_times, ms_floor
+from asyncwifi.sync._checkpoint import TimeCursor, event_times, ms_floor
 
 __all__ = [
     "BadRecord",
@@ -101,6 +101,25 @@ def _clean(idents: list[str | None], cursor: TimeCursor) -> TypeGuard[list[str]]
     if None in idents or len(set(idents)) != len(idents):
         return False
     return cursor.carry.isdisjoint(idents) and cursor.fresh.isdisjoint(idents)
+
+
+def _fresh(
+    items: list[Event], raws: Sequence[msgspec.Raw], cursor: TimeCursor, bad: list[BadRecord]
+) -> tuple[list[Event], list[msgspec.Raw], list[str]]:
+    """The records of a page to deliver: one with no id goes on ``bad``; one delivered
+    before (a replay after a resume), or twice in the page, is skipped."""
+    kept: tuple[list[Event], list[msgspec.Raw], list[str]] = ([], [], [])
+    taken: set[str] = set()
+    for event, raw in zip(items, raws, strict=True):
+        ident = event.id
+        if ident is None:
+            bad.append(BadRecord(bytes(raw), "an event with no id", None))
+        elif not (ident in taken or cursor.seen(ident)):
+            taken.add(ident)
+            kept[0].append(event)
+            kept[1].append(raw)
+            kept[2].append(ident)
+    return kept
 
 
 def _aware(value: datetime | None, what: str) -> datetime | None:
@@ -219,38 +238,26 @@ class EventFeed:
         )
         held: Batch[Event] | None = None
         timed, any_record = True, False
-        seen, add, newest = cursor.seen, cursor.add, self.newest
+        newest = self.newest
         async with stream:
             async for page in stream.pages():
-                items, raws = page.items, page.raw_items or ()
+                items: list[Event] = page.items
+                raws: Sequence[msgspec.Raw] = page.raw_items or ()
                 bad = [BadRecord.of(e, "id") for e in page.errors]
-                idents = [e.id for e in items]
-                if _clean(idents, cursor):  # the usual page: each record new, with an id
-                    times = event_times(items)
-                    records = [Record(e, r) for e, r in zip(items, raws, strict=True)]
-                    cursor.add_page(idents, times)
-                    if None in times:
-                        timed = False
-                    top = max(filter(None, times), default=None)
-                    if top is not None and (newest is None or top > newest):
-                        newest = top
-                else:
-                    records, times = [], []
-                    for event, raw in zip(items, raws, strict=True):
-                        ident = event.id
-                        if ident is None:
-                            bad.append(BadRecord(bytes(raw), "an event with no id", None))
-                            continue
-                        if seen(ident):
-                            continue
-                        when = event_time(event)
-                        if when is None:
-                            timed = False
-                        elif newest is None or when > newest:
-                            newest = when
-                        add(ident, when)
-                        records.append(Record(event, raw))
-                        times.append(when)
+                ids = [e.id for e in items]
+                idents: Sequence[str]
+                if _clean(ids, cursor):  # the usual page: each record new, with an id
+                    idents = ids
+                else:  # rare: set aside, or skip, record by record
+                    items, raws, idents = _fresh(items, raws, cursor, bad)
+                times = event_times(items)
+                records = [Record(e, r) for e, r in zip(items, raws, strict=True)]
+                cursor.add_page(idents, times)
+                if None in times:
+                    timed = False
+                top = max(filter(None, times), default=None)
+                if top is not None and (newest is None or top > newest):
+                    newest = top
                 any_record = any_record or bool(records)
                 self.newest = newest
                 if held is not None:

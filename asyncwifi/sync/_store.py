@@ -45,7 +45,7 @@ def digest(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
-def rows_of(batch: Batch[object], synced_at: datetime | None = None) -> list[Sequence[object]]:
+def rows_of(batch: Batch[Any], synced_at: datetime | None = None) -> list[Sequence[object]]:
     """The rows of a batch's records, in the table's column order."""
     table = TABLES[batch.resource]
     now = synced_at or datetime.now(UTC)
@@ -57,8 +57,8 @@ def rows_of(batch: Batch[object], synced_at: datetime | None = None) -> list[Seq
         item = record.item
         raw = record.raw
         assert raw is not None  # the feeds always keep the bytes
-        ident = item.id if batch.resource != "contacts" else item.cid  # type: ignore[attr-defined]
-        rows.append(values(item, ident, bytes(raw).decode("utf-8"), now))
+        ident = item.id if batch.resource != "contacts" else item.cid
+        rows.append(values(item, ident, str(raw, "utf-8"), now))
     return rows
 
 

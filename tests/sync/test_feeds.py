@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from asyncwifi.sync import EventFeed
+from asyncwifi.testing import Faults
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
 from tests.sync.conftest import shape_options, sim_client
 
@@ -79,3 +80,19 @@ async def test_a_feed_at_its_end_sends_nothing_more() -> None:
         again = [b async for b in EventFeed(api, checkpoint=checkpoint, until=UNTIL)]
         assert again == []
         assert sim.counters.requests == before
+
+
+@pytest.mark.parametrize("shape", ["nested", "flat", "dated"])
+async def test_scroll_ids_that_expire_early_still_give_every_event_once(shape: str) -> None:
+    # observed.md: a scroll id may lapse sooner than the documented minute. Here every id
+    # lapses within a clock second: each window resumes (by time, or by re-scan with the
+    # delivered ids skipped, for flat records) and the feed still hands out each event once
+    async with sim_client(events=3_000, scroll_ttl=1.0, **shape_options(shape)) as (sim, api):
+        sim.faults = Faults(latency=1.5)  # every continuation arrives after its id lapsed
+        delivered: list[str] = []
+        feed = EventFeed(api, since=SINCE, until=UNTIL, size=400, window=timedelta(days=10))
+        async for batch in feed:
+            delivered += [r.item.id or "" for r in batch.records]
+        assert len(delivered) == len(set(delivered))
+        assert set(delivered) == set(sim.data.event_ids())
+        assert sim.counters.expired_scroll_hits >= 1

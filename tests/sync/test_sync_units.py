@@ -213,3 +213,26 @@ def test_a_page_added_at_once_leaves_the_cursor_as_record_by_record() -> None:
 
     assert event_times(events) == [event_time(e) for e in events]
     assert event_times(events[:3]) == [T0, T0, T0 + timedelta(seconds=1)]
+
+
+def test_a_page_with_replays_duplicates_or_no_id_is_filtered_record_by_record() -> None:
+    from asyncwifi.sync._feeds import BadRecord, _clean, _fresh
+
+    batch = _events(6)
+    items = [r.item for r in batch.records]
+    raws = [r.raw for r in batch.records]
+    cursor = TimeCursor.start("events", None, T0)
+    assert _clean([e.id for e in items], cursor)
+    # e0001 was delivered before (a replay after a resume), e0003 comes twice, one has no id
+    cursor.fresh.add("e0001")
+    nameless = msgspec.structs.replace(items[4], id=None, event=None)
+    page = [*items[:4], items[3], nameless, items[5]]
+    page_raws = [*raws[:4], raws[3], raws[4], raws[5]]
+    ids = [e.id for e in page]
+    assert not _clean(ids, cursor)
+    bad: list[BadRecord] = []
+    kept, kept_raws, idents = _fresh(page, page_raws, cursor, bad)  # type: ignore[arg-type]
+    assert idents == ["e0000", "e0002", "e0003", "e0005"]
+    assert [e.id for e in kept] == idents
+    assert kept_raws == [raws[0], raws[2], raws[3], raws[5]]
+    assert [(b.error, b.raw) for b in bad] == [("an event with no id", bytes(raws[4] or b""))]
