@@ -44,6 +44,7 @@ from asyncwifi.errors import (
     TransportError,
 )
 from asyncwifi.ratelimit import Lane, RateLimitHeaders, Scheduler
+from asyncwifi.ratelimit._keepalive import KeepAlive
 
 __all__ = ["Hooks", "RequestInfo", "RequestPipeline", "ResponseInfo", "RetryInfo", "Verdict"]
 
@@ -134,6 +135,7 @@ class _Call:
     auth: bool
     on_sent: Callable[[float], None] | None = None
     into: BodyBuffer | None = None
+    keepalive: KeepAlive | None = None
     token: Token | None = None
     attempt: int = 0
     relogged: bool = False
@@ -177,7 +179,7 @@ class RequestPipeline:
         request = Request(call.method, call.path, call.params, call.body, headers, call.into)
         queued = time.perf_counter()
         async with self.scheduler.slot(
-            lane=call.lane, deadline=call.deadline, objects=call.objects
+            lane=call.lane, deadline=call.deadline, objects=call.objects, keepalive=call.keepalive
         ) as permit:
             if self.hooks.on_request:
                 self.hooks.fire(
@@ -352,6 +354,7 @@ class RequestPipeline:
         decode: Callable[[bytes | memoryview], T],
         on_sent: Callable[[float], None] | None = None,
         into: BodyBuffer | None = None,
+        keepalive: KeepAlive | None = None,
     ) -> T:
         """Send a request that is safe to repeat, retrying per the policy; decode the body.
 
@@ -360,7 +363,9 @@ class RequestPipeline:
         a buffer to read the body into (see :class:`BodyBuffer`); ``decode`` must then keep
         nothing that points into the body.
         """
-        call = _Call(method, path, params, body, lane, deadline, objects, auth, on_sent, into)
+        call = _Call(
+            method, path, params, body, lane, deadline, objects, auth, on_sent, into, keepalive
+        )
         return await self._call(call, decode, None, write=False)
 
     @call_scope("write")

@@ -53,6 +53,10 @@ class Producer:
         self.prefetch = prefetch
         self.max_buffered = max_buffered
         self.window = window
+        #: a continuation must reach the server within the window: keep 5 % for the road
+        self.horizon = window * 0.95
+        #: the scroll's place in the limiter's short windows for its next request
+        self.keepalive = api.scheduler.keepalive(self.horizon)
         self.on_item_error = on_item_error
         self.lane = lane
         # typed records copy what they keep, so bodies are read into buffers that are
@@ -108,8 +112,7 @@ class Producer:
         previous = self.last_sent
         deadline = None
         if continuation and previous is not None:
-            # the next request must reach the server within the window: keep 5 % for the road
-            deadline = previous + self.window * 0.95
+            deadline = previous + self.horizon
         buffer = None if self.keep_raw else (self.spare.pop() if self.spare else BodyBuffer())
         page: Any = None
         self._spilled_at = None
@@ -123,6 +126,7 @@ class Producer:
                 objects=self.spec.objects,
                 on_sent=self._sent,
                 into=buffer,
+                keepalive=self.keepalive,
                 decode=lambda body: self._decode(body, buffer),
             )
         finally:
@@ -208,6 +212,8 @@ class Producer:
             raise
         except BaseException as exc:
             self.queue.put_nowait(Failure(exc))
+        finally:
+            self.api.scheduler.drop_keepalive(self.keepalive)
 
     async def _run(self) -> None:
         spec, machine = self.spec, self.machine

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from asyncwifi._clock import Clock
 from asyncwifi.errors import ClientStateError, ConfigurationError, QuotaExhaustedError
+from asyncwifi.ratelimit._keepalive import KeepAlive
 from asyncwifi.ratelimit._permit import HeadersLike, Lane, Permit, Waiter
 from asyncwifi.ratelimit._store import Store
 from asyncwifi.ratelimit._truth import Effect, Reason, ServerTruth, Wait
@@ -110,7 +111,13 @@ class AdmissionLoop(abc.ABC):
 
     # -- entering --------------------------------------------------------------------------
 
-    def _try_now(self, lane: Lane, deadline: float | None, objects: str | None) -> Permit | None:
+    def _try_now(
+        self,
+        lane: Lane,
+        deadline: float | None,
+        objects: str | None,
+        keepalive: KeepAlive | None = None,
+    ) -> Permit | None:
         """The fast path: nobody waiting, room in flight and in every window, right now."""
         if self._heap or not self._fast:
             if self._closed:
@@ -130,7 +137,7 @@ class AdmissionLoop(abc.ABC):
                 if err is not None:
                     raise err
                 return None
-        ticket = self._store.try_acquire(now)
+        ticket = self._store.try_acquire(now, keepalive)
         if ticket is None:
             t, swhy = self._store.next_free(now)
             err = self._exhausted(now, t, _store_reason(swhy))
@@ -148,7 +155,13 @@ class AdmissionLoop(abc.ABC):
         s, swhy = self._store.next_free(max(t, now))
         return (s, _store_reason(swhy)) if s > t else (t, why)
 
-    async def _wait(self, lane: Lane, deadline: float | None, objects: str | None) -> Permit:
+    async def _wait(
+        self,
+        lane: Lane,
+        deadline: float | None,
+        objects: str | None,
+        keepalive: KeepAlive | None = None,
+    ) -> Permit:
         if self._closed:
             raise ClientStateError("the rate-limit scheduler is closed")
         now = self._clock.now()
@@ -161,7 +174,7 @@ class AdmissionLoop(abc.ABC):
         self._last_arrival = now
         key = (0, deadline, seq) if deadline is not None else (1, now + lane * self._aging, seq)
         fut: asyncio.Future[Permit] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._heap, Waiter(key, fut, lane, deadline, objects))
+        heapq.heappush(self._heap, Waiter(key, fut, lane, deadline, objects, keepalive))
         self._kick()
         try:
             return await fut
@@ -300,7 +313,7 @@ class AdmissionLoop(abc.ABC):
             t = max(t, floor)  # the store's own retry time, should its estimate lag behind
             if t > now:
                 return min(t, wake)
-            ticket, at = await store.acquire(now)
+            ticket, at = await store.acquire(now, w.keepalive)
             if ticket is None:
                 # re-examine the head with the store's answer (a spent day may fail it now)
                 floor = at

@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Protocol
 
 from asyncwifi.ratelimit._headers import RateLimitHeaders
+from asyncwifi.ratelimit._keepalive import KeepAlive
 
 __all__ = ["HeadersLike", "Lane", "Permit", "Slot", "Waiter"]
 
@@ -35,10 +36,22 @@ class Admitter(Protocol):
     def observe(self, status: int, headers: HeadersLike, *, sent_at: float, seq: int) -> None:
         """Feed a response back."""
 
-    def _try_now(self, lane: Lane, deadline: float | None, objects: str | None) -> Permit | None:
+    def _try_now(
+        self,
+        lane: Lane,
+        deadline: float | None,
+        objects: str | None,
+        keepalive: KeepAlive | None = None,
+    ) -> Permit | None:
         """An admission now, or None."""
 
-    async def _wait(self, lane: Lane, deadline: float | None, objects: str | None) -> Permit:
+    async def _wait(
+        self,
+        lane: Lane,
+        deadline: float | None,
+        objects: str | None,
+        keepalive: KeepAlive | None = None,
+    ) -> Permit:
         """An admission, waited for."""
 
     def _release(self, p: Permit) -> None:
@@ -86,7 +99,7 @@ class Permit:
 class Waiter:
     """One queued request: its ordering key, its future, and what it needs."""
 
-    __slots__ = ("deadline", "fut", "key", "lane", "objects")
+    __slots__ = ("deadline", "fut", "keepalive", "key", "lane", "objects")
 
     def __init__(
         self,
@@ -95,12 +108,14 @@ class Waiter:
         lane: Lane,
         deadline: float | None,
         objects: str | None,
+        keepalive: KeepAlive | None = None,
     ) -> None:
         self.key = key
         self.fut = fut
         self.lane = lane
         self.deadline = deadline
         self.objects = objects
+        self.keepalive = keepalive
 
     def __lt__(self, other: Waiter) -> bool:
         return self.key < other.key
@@ -109,22 +124,28 @@ class Waiter:
 class Slot:
     """``async with sched.slot(...) as permit``: admission on entry, release on exit."""
 
-    __slots__ = ("_deadline", "_lane", "_objects", "_permit", "_sched")
+    __slots__ = ("_deadline", "_keepalive", "_lane", "_objects", "_permit", "_sched")
 
     def __init__(
-        self, sched: Admitter, lane: Lane, deadline: float | None, objects: str | None
+        self,
+        sched: Admitter,
+        lane: Lane,
+        deadline: float | None,
+        objects: str | None,
+        keepalive: KeepAlive | None = None,
     ) -> None:
         self._sched = sched
         self._lane = lane
         self._deadline = deadline
         self._objects = objects
+        self._keepalive = keepalive
         self._permit: Permit | None = None
 
     async def __aenter__(self) -> Permit:
         s = self._sched
-        p = s._try_now(self._lane, self._deadline, self._objects)
+        p = s._try_now(self._lane, self._deadline, self._objects, self._keepalive)
         if p is None:
-            p = await s._wait(self._lane, self._deadline, self._objects)
+            p = await s._wait(self._lane, self._deadline, self._objects, self._keepalive)
         self._permit = p
         return p
 

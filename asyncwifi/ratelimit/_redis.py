@@ -28,7 +28,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from asyncwifi.errors import ClientStateError, ConfigurationError, ValidationError
+from asyncwifi.ratelimit._keepalive import KeepAlive, KeepAlives, keepalive_logs
 from asyncwifi.ratelimit._limits import WindowSpec
+from asyncwifi.ratelimit._redis_scripts import _ACQUIRE, _MERGE, _PAUSE
 from asyncwifi.ratelimit._store import Store, WindowUsage, _check_specs
 from asyncwifi.ratelimit._window import WindowLog, Windows
 
@@ -38,100 +40,6 @@ if TYPE_CHECKING:
 __all__ = ["RedisStore"]
 
 _US = 1_000_000
-
-# KEYS: window sets..., pause key, high-water mark.
-# ARGV: now_us|"" , member, n, then n x (count, span, pace)
-_ACQUIRE = """
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-end
-local n = tonumber(ARGV[3])
--- time never goes back: a caller whose reading is older than one already used (it was
--- delayed on its way here) decides and records at the newest time, or its check would
--- miss entries that a newer caller already pruned
-local hwm = tonumber(redis.call('GET', KEYS[n + 2]) or '0')
-if hwm and hwm > now then now = hwm end
-local longest = 0
-for i = 1, n do
-  local span = tonumber(ARGV[2 + 3 * i])
-  if span > longest then longest = span end
-end
-redis.call('SET', KEYS[n + 2], string.format('%.0f', now), 'PX', math.ceil(longest / 1000) + 1000)
-local wait = now
-local why = 0
-local p = tonumber(redis.call('GET', KEYS[n + 1]) or '0')
-if p and p > wait then wait = p; why = n + 1 end
-local used = {}
-for i = 1, n do
-  local key = KEYS[i]
-  local count = tonumber(ARGV[1 + 3 * i])
-  local span = tonumber(ARGV[2 + 3 * i])
-  local pace = tonumber(ARGV[3 + 3 * i])
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', now - span))
-  local c = redis.call('ZCARD', key)
-  if c >= count then
-    local e = redis.call('ZRANGE', key, c - count, c - count, 'WITHSCORES')
-    local t = tonumber(e[2]) + span
-    if t > wait then wait = t; why = i end
-  end
-  if pace > 0 and c > 0 then
-    local e = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    local t = tonumber(e[2]) + pace
-    if t > wait then wait = t; why = i end
-  end
-  used[i] = c
-end
-local ok = 0
-if wait <= now then
-  ok = 1
-  for i = 1, n do
-    redis.call('ZADD', KEYS[i], string.format('%.0f', now), ARGV[2])
-    redis.call('PEXPIRE', KEYS[i], math.ceil(tonumber(ARGV[2 + 3 * i]) / 1000) + 1000)
-    used[i] = used[i] + 1
-  end
-end
-local out = {ok, string.format('%.0f', now), string.format('%.0f', wait), why}
-for i = 1, n do out[#out + 1] = used[i] end
-return out
-"""
-
-# KEYS: pause key.  ARGV: now_us|"", delay_us
-_PAUSE = """
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-end
-local untl = now + tonumber(ARGV[2])
-local p = tonumber(redis.call('GET', KEYS[1]) or '0')
-if untl > p then
-  local ttl = math.ceil(tonumber(ARGV[2]) / 1000) + 1000
-  redis.call('SET', KEYS[1], string.format('%.0f', untl), 'PX', ttl)
-end
-return string.format('%.0f', now)
-"""
-
-# KEYS: window sets.  ARGV: offset_us (client -> Redis time line), n, spans..., then pairs
-_MERGE = """
-local n = tonumber(ARGV[2])
-local off = tonumber(ARGV[1])
-for j = 3 + n, #ARGV, 2 do
-  local score = string.format('%.0f', tonumber(ARGV[j]) + off)
-  for i = 1, n do
-    redis.call('ZADD', KEYS[i], score, ARGV[j + 1])
-  end
-end
-for i = 1, n do
-  redis.call('PEXPIRE', KEYS[i], math.ceil(tonumber(ARGV[2 + i]) / 1000) + 1000)
-end
-return 1
-"""
 
 
 def _redis_errors() -> tuple[type[BaseException], ...]:
@@ -199,6 +107,11 @@ class RedisStore(Store):
         self._keys: list[str] = []
         self._pause_key = f"{prefix}{{{key}}}:pause"
         self._hwm_key = f"{prefix}{{{key}}}:hwm"
+        self._keepalive_key = f"{prefix}{{{key}}}:keepalive"
+        #: the windows the keep-alive rule checks ("1") or not ("0"), by position
+        self._checked: list[str] = []
+        #: this process's open scrolls, for the fallback's local decisions
+        self._keepalives = KeepAlives()
         self._counts: dict[str, int] = {}
         self._paced: dict[str, bool] = {}
         # this process's own admissions (full counts) and the conservative fallback logs
@@ -226,6 +139,8 @@ class RedisStore(Store):
         self._counts = {s.name: s.count for s in specs}
         self._paced = {s.name: False for s in specs}
         self._shadow = Windows.from_specs(specs)
+        checked = {w.name for w in keepalive_logs(self._shadow)}
+        self._checked = ["1" if s.name in checked else "0" for s in specs]
         shortest = min(s.period for s in specs) if specs else 0.0
         fallback = []
         for s in specs:
@@ -280,23 +195,29 @@ class RedisStore(Store):
 
     # -- admission -------------------------------------------------------------------------
 
-    async def acquire(self, now: float) -> tuple[object | None, float]:
+    async def acquire(
+        self, now: float, keepalive: KeepAlive | None = None
+    ) -> tuple[object | None, float]:
         if self._specs is None:
             raise ClientStateError("RedisStore.acquire() before bind(): give it to a Scheduler")
         if self._degraded is not None:
             if now < self._retry_at:
-                return self._local(now)
+                return self._local(now, keepalive)
             if not await self._restore(now):
                 return None, now  # time passed in the attempt: decide again with a fresh reading
         member = f"{self._token}:{next(self._ids)}"
         args: list[Any] = [self._now_arg(now), member, len(self._keys)]
-        for spec in self._specs:
+        for spec, checked in zip(self._specs, self._checked, strict=True):
             pace = spec.span / self._counts[spec.name] if self._paced[spec.name] else 0.0
-            args += [self._counts[spec.name], round(spec.span * _US), round(pace * _US)]
+            span = round(spec.span * _US)
+            args += [self._counts[spec.name], span, round(pace * _US), checked]
+        if keepalive is None:
+            args += ["", 0]
+        else:
+            args += [keepalive.token, round(keepalive.horizon * _US)]
+        keys = [*self._keys, self._pause_key, self._hwm_key, self._keepalive_key]
         try:
-            ok, r_now, r_wait, why, *used = await self._call(
-                "acquire", _ACQUIRE, [*self._keys, self._pause_key, self._hwm_key], args
-            )
+            ok, r_now, r_wait, why, *used = await self._call("acquire", _ACQUIRE, keys, args)
         except self._errors as exc:
             self._enter_fallback(now, exc)
             return None, now  # time passed in the attempt: decide again with a fresh reading
@@ -308,6 +229,7 @@ class RedisStore(Store):
             self._hint = -math.inf
             t = self._shadow.record(at)
             self._fallback.record(at)
+            self._keepalives.admitted(keepalive, at)
             return (t, member), at
         retry_at = at + (int(r_wait) - int(r_now)) / _US
         self._hint = retry_at
@@ -316,11 +238,16 @@ class RedisStore(Store):
         self._hint_why = self._specs[i - 1].name if 0 < i <= len(self._specs) else "pause"
         return None, retry_at
 
-    def _local(self, now: float) -> tuple[object | None, float]:
+    def _local(self, now: float, keepalive: KeepAlive | None) -> tuple[object | None, float]:
         """The fallback decision: a fraction of each limit, paced, in this process only."""
-        t = self._fallback.try_admit(now)
-        if t is None:
-            return None, self._fallback.next_free(now)[0]
+        fallback = self._fallback
+        if now < fallback.free:
+            return None, fallback.next_free(now)[0]
+        retry = self._keepalives.blocks(fallback, now, keepalive)
+        if retry is not None:
+            return None, retry
+        t = fallback.record(now)
+        self._keepalives.admitted(keepalive, t)
         self._shadow.record(now)
         member = f"{self._token}:{next(self._ids)}"
         self._pending.append((t, member))
@@ -371,13 +298,18 @@ class RedisStore(Store):
         if self._degraded is None:
             self._spawn(self._zrem(member))
 
-    async def _zrem(self, member: str) -> None:
+    def drop_keepalive(self, token: str) -> None:
+        self._keepalives.drop(token)
+        if self._degraded is None and self._client is not None:
+            self._spawn(self._zrem(token, [self._keepalive_key]))
+
+    async def _zrem(self, member: str, keys: list[str] | None = None) -> None:
         # on failure the entry expires with its window: counting it is the safe side
         with contextlib.suppress(*self._errors):
             client = self._redis()
             async with asyncio.timeout(self.op_timeout):
                 pipe = client.pipeline(transaction=False)
-                for key in self._keys:
+                for key in self._keys if keys is None else keys:
                     pipe.zrem(key, member)
                 await pipe.execute()
 

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import uuid
 from collections.abc import Callable
 from types import TracebackType
 from typing import Literal
@@ -20,6 +21,7 @@ from asyncwifi._clock import Clock, SystemClock
 from asyncwifi.errors import ClientStateError, ValidationError
 from asyncwifi.ratelimit._admission import AdmissionLoop, fmt_time
 from asyncwifi.ratelimit._headers import RateLimitHeaders
+from asyncwifi.ratelimit._keepalive import KeepAlive
 from asyncwifi.ratelimit._limits import Limits
 from asyncwifi.ratelimit._permit import HeadersLike, Lane, Permit, Slot
 from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent, take_snapshot
@@ -106,17 +108,33 @@ class Scheduler(AdmissionLoop):
         lane: Lane = Lane.DEFAULT,
         deadline: float | None = None,
         objects: str | None = None,
+        keepalive: KeepAlive | None = None,
     ) -> Slot:
         """Wait for admission (``async with``); the permit's in-flight place ends on exit.
 
         ``deadline`` (clock time) puts the request in the earliest-deadline-first tier;
-        ``objects`` names the object quota the request spends (``"hotspots"``).
+        ``objects`` names the object quota the request spends (``"hotspots"``);
+        ``keepalive`` names the open scroll the request belongs to (see :meth:`keepalive`).
         """
         if type(lane) is not Lane:
             lane = Lane(lane)
         if deadline is not None and not math.isfinite(deadline):
             raise ValidationError(f"deadline must be a finite clock time, got {deadline!r}")
-        return Slot(self, lane, deadline, objects.lower() if objects else None)
+        return Slot(self, lane, deadline, objects.lower() if objects else None, keepalive)
+
+    def keepalive(self, horizon: float) -> KeepAlive:
+        """A handle for one scroll: each request made with it keeps a place in the short
+        windows for the scroll's next request, due ``horizon`` clock seconds later, until
+        :meth:`drop_keepalive` (see ``_keepalive``; shared through the store)."""
+        if not horizon > 0 or not math.isfinite(horizon):
+            raise ValidationError(f"a keep-alive horizon must be > 0 seconds, got {horizon!r}")
+        return KeepAlive(uuid.uuid4().hex[:16], horizon)
+
+    def drop_keepalive(self, keepalive: KeepAlive) -> None:
+        """The scroll ended: its place goes back to everyone else."""
+        self._store.drop_keepalive(keepalive.token)
+        if (self._heap or self._parked) and not self._closed:
+            self._kick()
 
     async def acquire(
         self,
@@ -124,6 +142,7 @@ class Scheduler(AdmissionLoop):
         *,
         deadline: float | None = None,
         objects: str | None = None,
+        keepalive: KeepAlive | None = None,
     ) -> Permit:
         """Wait for admission without a context manager; call ``permit.release()`` after."""
         if type(lane) is not Lane:
@@ -132,8 +151,8 @@ class Scheduler(AdmissionLoop):
             raise ValidationError(f"deadline must be a finite clock time, got {deadline!r}")
         if objects:
             objects = objects.lower()
-        p = self._try_now(lane, deadline, objects)
-        return p if p is not None else await self._wait(lane, deadline, objects)
+        p = self._try_now(lane, deadline, objects, keepalive)
+        return p if p is not None else await self._wait(lane, deadline, objects, keepalive)
 
     def observe(
         self,

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from asyncwifi.errors import ValidationError
+from asyncwifi.ratelimit._keepalive import KeepAlive, KeepAlives
 from asyncwifi.ratelimit._limits import WindowSpec
 from asyncwifi.ratelimit._window import Windows
 
@@ -59,15 +60,22 @@ class Store(abc.ABC):
     def configure(self, name: str, *, count: int | None = None, paced: bool | None = None) -> None:
         """Lower a window's count (the server said so) or switch its paced mode."""
 
-    def try_acquire(self, now: float) -> object | None:
+    def try_acquire(self, now: float, keepalive: KeepAlive | None = None) -> object | None:
         """Synchronous admission (only when ``synchronous``): a ticket, or None."""
         raise NotImplementedError
 
     @abc.abstractmethod
-    async def acquire(self, now: float) -> tuple[object | None, float]:
+    async def acquire(
+        self, now: float, keepalive: KeepAlive | None = None
+    ) -> tuple[object | None, float]:
         """Admit one at ``now``: ``(ticket, at)`` with ``at`` the time the admission was
         logged at (``now``, or later if the store's time line had moved on), or
-        ``(None, t)``: retry at time ``t``."""
+        ``(None, t)``: retry at time ``t``. ``keepalive`` names the open scroll the request
+        belongs to (see ``_keepalive``): its next request is then kept a place."""
+
+    @abc.abstractmethod
+    def drop_keepalive(self, token: str) -> None:
+        """A scroll ended: stop keeping a place for its next request."""
 
     @abc.abstractmethod
     def next_free(self, now: float) -> tuple[float, str]:
@@ -122,6 +130,7 @@ class MemoryStore(Store):
         super().__init__()
         self._specs: tuple[WindowSpec, ...] | None = None
         self._windows = Windows()
+        self._keepalives = KeepAlives()
 
     def bind(self, specs: Sequence[WindowSpec]) -> None:
         if self._specs is not None:
@@ -138,14 +147,29 @@ class MemoryStore(Store):
             w.paced = paced
         self._windows.refresh()
 
-    def try_acquire(self, now: float) -> float | None:
-        return self._windows.try_admit(now)
+    def try_acquire(self, now: float, keepalive: KeepAlive | None = None) -> float | None:
+        if keepalive is None and not self._keepalives:
+            return self._windows.try_admit(now)  # the hot path: no scroll is open
+        return self._admit(now, keepalive)[0]
 
-    async def acquire(self, now: float) -> tuple[object | None, float]:
-        ticket = self._windows.try_admit(now)
-        if ticket is not None:
-            return ticket, now
-        return None, self._windows.free
+    async def acquire(
+        self, now: float, keepalive: KeepAlive | None = None
+    ) -> tuple[object | None, float]:
+        return self._admit(now, keepalive)
+
+    def _admit(self, now: float, keepalive: KeepAlive | None) -> tuple[float | None, float]:
+        windows = self._windows
+        if now < windows.free:
+            return None, windows.free
+        retry = self._keepalives.blocks(windows, now, keepalive)
+        if retry is not None:
+            return None, retry
+        t = windows.record(now)
+        self._keepalives.admitted(keepalive, t)
+        return t, now
+
+    def drop_keepalive(self, token: str) -> None:
+        self._keepalives.drop(token)
 
     def force(self, now: float) -> float:
         """Log an admission without checking (merging admissions made elsewhere)."""

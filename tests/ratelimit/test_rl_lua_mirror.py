@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asyncwifi.ratelimit._redis import _ACQUIRE
+from asyncwifi.ratelimit._keepalive import KeepAlive, KeepAlives, keepalive_logs
+from asyncwifi.ratelimit._redis_scripts import _ACQUIRE
 from asyncwifi.ratelimit._window import WindowLog, Windows
 from tests.ratelimit.rlhelpers import require_redis
 
@@ -32,6 +33,8 @@ windows = st.lists(
     max_size=3,
 )
 steps = st.lists(st.integers(0, 30), min_size=1, max_size=60)
+#: (step, op): op -1 a plain request, 0-2 a request of open scroll k, 3-5 scroll k-3 ends
+scroll_steps = st.lists(st.tuples(st.integers(0, 30), st.integers(-1, 5)), min_size=1, max_size=60)
 
 
 @settings(max_examples=60, deadline=None)
@@ -58,9 +61,11 @@ async def _agree(windows: list[tuple[int, int, bool]], steps: list[int]) -> None
             now += step
             args: list[object] = [str(now), f"m{n}", len(windows)]
             for count, span, paced in windows:
-                args += [count, span, span // count if paced else 0]
+                args += [count, span, span // count if paced else 0, "0"]
+            args += ["", 0]
             ok, _, wait, _why, *_ = await script(
-                keys=[*keys, f"t:{{{tag}}}:pause", f"t:{{{tag}}}:hwm"], args=args
+                keys=[*keys, f"t:{{{tag}}}:pause", f"t:{{{tag}}}:hwm", f"t:{{{tag}}}:ka"],
+                args=args,
             )
             py_free = python.free
             admitted = python.try_admit(float(now)) is not None
@@ -69,4 +74,60 @@ async def _agree(windows: list[tuple[int, int, bool]], steps: list[int]) -> None
                 assert int(wait) == py_free, (n, wait, py_free)
     finally:
         await client.delete(*keys, f"t:{{{tag}}}:pause", f"t:{{{tag}}}:hwm")
+        await client.aclose()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    windows=windows,
+    steps=scroll_steps,
+    horizons=st.lists(st.integers(1, 40), min_size=3, max_size=3),
+)
+def test_lua_and_python_keep_scrolls_alive_alike(
+    windows: list[tuple[int, int, bool]], steps: list[tuple[int, int]], horizons: list[int]
+) -> None:
+    """The keep-alive rule (``_keepalive``) and its Lua mirror: same decisions, same
+    times to ask again, with open scrolls starting, continuing and ending at random."""
+    require_redis()
+    asyncio.run(_agree_keepalive(windows, steps, horizons))
+
+
+async def _agree_keepalive(
+    windows: list[tuple[int, int, bool]], steps: list[tuple[int, int]], horizons: list[int]
+) -> None:
+    client = redis_asyncio.Redis.from_url(URL)
+    tag = uuid.uuid4().hex
+    keys = [f"t:{{{tag}}}:w{i}" for i in range(len(windows))]
+    extra = [f"t:{{{tag}}}:pause", f"t:{{{tag}}}:hwm", f"t:{{{tag}}}:ka"]
+    script = client.register_script(_ACQUIRE)
+    python = Windows(WindowLog(f"w{i}", c, float(s)) for i, (c, s, _) in enumerate(windows))
+    checked = {w.name for w in keepalive_logs(python)}
+    keeps = KeepAlives()
+    scrolls = [KeepAlive(f"s{k}", float(h)) for k, h in enumerate(horizons)]
+    try:
+        now = 1_000
+        for n, (step, op) in enumerate(steps):
+            now += step
+            if op >= 3:
+                keeps.drop(scrolls[op - 3].token)
+                await client.zrem(extra[2], scrolls[op - 3].token)
+                continue
+            ka = scrolls[op] if op >= 0 else None
+            args: list[object] = [str(now), f"m{n}", len(windows)]
+            for i, (count, span, _) in enumerate(windows):
+                args += [count, span, 0, "1" if f"w{i}" in checked else "0"]
+            args += ["", 0] if ka is None else [ka.token, round(ka.horizon)]
+            ok, _, wait, _why, *_ = await script(keys=[*keys, *extra], args=args)
+            if float(now) < python.free:
+                admitted, retry = False, python.free
+            else:
+                blocked = keeps.blocks(python, float(now), ka)
+                admitted, retry = blocked is None, blocked
+                if admitted:
+                    keeps.admitted(ka, python.record(float(now)))
+            assert bool(int(ok)) == admitted, (n, now, keeps.due())
+            if not admitted:
+                assert int(wait) == retry, (n, now, wait, retry, keeps.due())
+    finally:
+        await client.delete(*keys, *extra)
         await client.aclose()

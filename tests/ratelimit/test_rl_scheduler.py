@@ -636,9 +636,9 @@ def test_a_synchronous_store_that_suspends_is_a_configuration_error() -> None:
     from asyncwifi.errors import ConfigurationError
 
     class Suspends(MemoryStore):
-        async def acquire(self, now: float) -> tuple[object | None, float]:
+        async def acquire(self, now: float, keepalive: Any = None) -> tuple[object | None, float]:
             await asyncio.sleep(0)
-            return await super().acquire(now)
+            return await super().acquire(now, keepalive)
 
     clock = VirtualClock(START)
 
