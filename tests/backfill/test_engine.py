@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import random
 from collections import Counter
@@ -28,6 +29,7 @@ from asyncwifi.backfill import (
     plan_slices,
     preflight,
 )
+from tests.backfill._disk import spy_on_disk
 from tests.backfill.fakes import FakeClock, FakeServer, make_events, raw_of
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -399,21 +401,31 @@ async def test_a_failed_write_is_cut_back_and_the_next_run_writes_each_event_onc
 
 
 async def test_concurrent_slices_share_fsyncs(tmp_path: Path, events: list[Any]) -> None:
+    """One fsync per group commit: never none (durability), never one per page."""
     import os
     import time
 
-    syncs = 0
     real_fsync = os.fsync
 
     def slow_fsync(fd: int) -> None:
-        nonlocal syncs
-        syncs += 1
-        time.sleep(0.005)  # a disk that takes its time
+        time.sleep(0.005)  # a disk that takes its time: pages queue meanwhile
         real_fsync(fd)
 
     server = FakeServer(events, page_size=10)
+    concurrency = 4
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(os, "fsync", slow_fsync)
-        outcome = await job(tmp_path, server, concurrency=4).run()
+        with spy_on_disk(tmp_path / "out.jsonl") as disk:
+            outcome = await job(tmp_path, server, concurrency=concurrency).run()
     assert_exactly_once(tmp_path / "out.jsonl", events)
-    assert syncs < outcome.progress.pages_run
+    disk.check_order()
+    pages, syncs = outcome.progress.pages_run, len(disk.syncs())
+    commits = disk.commits()
+    # every commit here writes bytes (a fake page is never empty), and each is one group
+    growing = sum(1 for before, after in itertools.pairwise([0, *commits]) if after > before)
+    assert growing == len(commits)
+    assert syncs == growing  # exactly one fsync per group commit
+    # a worker waits for its page's commit before its next page: a group holds at most one
+    # page per concurrent slice, so at least pages / concurrency groups; sharing: fewer
+    # groups than pages
+    assert -(-pages // concurrency) <= syncs < pages
