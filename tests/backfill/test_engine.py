@@ -117,6 +117,16 @@ async def test_every_event_written_once_as_the_servers_own_bytes(
     assert sorted(lines) == sorted(raw_of(e) for e in events)
     assert outcome.progress.records == len(events)
     assert outcome.progress.requests_run == server.requests
+    # the fake always ends a scroll with an empty page: exactly a page per 40 of each
+    # slice, plus that closing request; the floor (DESIGN) is ceil(900 / 40) + one closing
+    # request per scroll, and each of the 3 cuts between the 4 daily slices may split a
+    # page in two (+ 3)
+    per_slice = [
+        len(server.select(s.date_start, s.date_end))
+        for s in plan_slices(T0, T0 + timedelta(days=DAYS), timedelta(days=1))
+    ]
+    assert server.requests == sum(-(-n // 40) + 1 for n in per_slice)
+    assert server.requests <= -(-len(events) // 40) + DAYS + (DAYS - 1)
     assert StateStore.read_only(tmp_path / "out.state").done
 
 
