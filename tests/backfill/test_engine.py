@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import random
 from collections import Counter
@@ -28,6 +29,7 @@ from asyncwifi.backfill import (
     plan_slices,
     preflight,
 )
+from tests.backfill._disk import spy_on_disk
 from tests.backfill.fakes import FakeClock, FakeServer, make_events, raw_of
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -115,6 +117,16 @@ async def test_every_event_written_once_as_the_servers_own_bytes(
     assert sorted(lines) == sorted(raw_of(e) for e in events)
     assert outcome.progress.records == len(events)
     assert outcome.progress.requests_run == server.requests
+    # the fake always ends a scroll with an empty page: exactly a page per 40 of each
+    # slice, plus that closing request; the floor (DESIGN) is ceil(900 / 40) + one closing
+    # request per scroll, and each of the 3 cuts between the 4 daily slices may split a
+    # page in two (+ 3)
+    per_slice = [
+        len(server.select(s.date_start, s.date_end))
+        for s in plan_slices(T0, T0 + timedelta(days=DAYS), timedelta(days=1))
+    ]
+    assert server.requests == sum(-(-n // 40) + 1 for n in per_slice)
+    assert server.requests <= -(-len(events) // 40) + DAYS + (DAYS - 1)
     assert StateStore.read_only(tmp_path / "out.state").done
 
 
@@ -399,21 +411,31 @@ async def test_a_failed_write_is_cut_back_and_the_next_run_writes_each_event_onc
 
 
 async def test_concurrent_slices_share_fsyncs(tmp_path: Path, events: list[Any]) -> None:
+    """One fsync per group commit: never none (durability), never one per page."""
     import os
     import time
 
-    syncs = 0
     real_fsync = os.fsync
 
     def slow_fsync(fd: int) -> None:
-        nonlocal syncs
-        syncs += 1
-        time.sleep(0.005)  # a disk that takes its time
+        time.sleep(0.005)  # a disk that takes its time: pages queue meanwhile
         real_fsync(fd)
 
     server = FakeServer(events, page_size=10)
+    concurrency = 4
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(os, "fsync", slow_fsync)
-        outcome = await job(tmp_path, server, concurrency=4).run()
+        with spy_on_disk(tmp_path / "out.jsonl") as disk:
+            outcome = await job(tmp_path, server, concurrency=concurrency).run()
     assert_exactly_once(tmp_path / "out.jsonl", events)
-    assert syncs < outcome.progress.pages_run
+    disk.check_order()
+    pages, syncs = outcome.progress.pages_run, len(disk.syncs())
+    commits = disk.commits()
+    # every commit here writes bytes (a fake page is never empty), and each is one group
+    growing = sum(1 for before, after in itertools.pairwise([0, *commits]) if after > before)
+    assert growing == len(commits)
+    assert syncs == growing  # exactly one fsync per group commit
+    # a worker waits for its page's commit before its next page: a group holds at most one
+    # page per concurrent slice, so at least pages / concurrency groups; sharing: fewer
+    # groups than pages
+    assert -(-pages // concurrency) <= syncs < pages
