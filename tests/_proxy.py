@@ -1,4 +1,5 @@
-"""A TCP proxy that tests cut and restore, to make a real server (Redis) go away mid-run."""
+"""A TCP proxy that tests cut and restore, to make a real server (Redis, PostgreSQL) go away
+mid-run."""
 
 from __future__ import annotations
 
@@ -12,9 +13,14 @@ class CuttableProxy:
     """Forwards 127.0.0.1:``port`` to 127.0.0.1:``target``; ``cut()`` drops every connection
     and refuses new ones until ``up`` is set again."""
 
-    def __init__(self, target: int = 6379) -> None:
+    def __init__(self, target: int = 6379, *, cut_after: int | None = None) -> None:
         self.target = target
         self.up = True
+        #: ``cut()`` by itself once more than this many bytes went towards the target
+        #: (a server lost in the middle of a request); None: only when told
+        self.cut_after = cut_after
+        #: bytes forwarded towards the target so far
+        self.sent = 0
         self.port = 0
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
@@ -24,9 +30,16 @@ class CuttableProxy:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
         self.port = self._server.sockets[0].getsockname()[1]
 
-    async def _pipe(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+    async def _pipe(
+        self, r: asyncio.StreamReader, w: asyncio.StreamWriter, upstream: bool = False
+    ) -> None:
         with contextlib.suppress(ConnectionError, OSError):
             while data := await r.read(65536):
+                if upstream:
+                    self.sent += len(data)
+                    if self.cut_after is not None and self.sent > self.cut_after:
+                        self.cut()
+                        break
                 w.write(data)
                 await w.drain()
         w.close()
@@ -36,8 +49,13 @@ class CuttableProxy:
             w.close()
             return
         ur, uw = await asyncio.open_connection("127.0.0.1", self.target)
+        if not self.up:  # cut while this one was connecting
+            uw.close()
+            w.close()
+            return
         self._writers |= {w, uw}
-        for t in (asyncio.create_task(self._pipe(r, uw)), asyncio.create_task(self._pipe(ur, w))):
+        for pipe in (self._pipe(r, uw, upstream=True), self._pipe(ur, w)):
+            t = asyncio.create_task(pipe)
             self._tasks.add(t)
             t.add_done_callback(self._tasks.discard)
 

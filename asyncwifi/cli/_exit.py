@@ -30,7 +30,7 @@ class ExitCode(enum.IntEnum):
     TEMPFAIL = 75
     #: missing or invalid credentials or configuration file (EX_CONFIG)
     CONFIG = 78
-    #: interrupted (Ctrl-C, SIGTERM); progress is saved
+    #: interrupted (Ctrl-C, SIGTERM); progress is saved (``sync`` exits 0 on a stop)
     INTERRUPTED = 130
 
 

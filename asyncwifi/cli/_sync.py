@@ -154,7 +154,7 @@ def sync_command(
             try:
                 if once:
                     await syncer.run_once()
-                    _report(app, syncer, "pass done")
+                    _report(app, syncer, "stopped" if syncer.stopping else "pass done")
                 else:
                     app.display.info("sync", f"syncing into {store!r}; SIGTERM to stop")
                     await syncer.run_forever()

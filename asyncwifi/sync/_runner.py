@@ -12,17 +12,24 @@
   reset, and goes on from its checkpoints.
 - The daemon follows new events and refreshes contacts, hotspots and segments on a
   schedule; ``stop()`` ends it between transactions.
+- ``stop()`` also cuts short every wait (:meth:`Syncer._unless_stopped`, the one rule): a
+  request in backoff or the budget's wait for the next day (the fetch of the next batch
+  is cancelled), the database's retry backoff (the batch in hand is dropped: its
+  checkpoint was not saved, so the next run fetches it again), the quota's and the
+  daemon's sleeps. A transaction in progress is never cut: it commits or rolls back.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from asyncwifi._client import Client
 from asyncwifi.errors import QuotaExhaustedError
@@ -41,10 +48,33 @@ __all__ = ["SyncOptions", "SyncStats", "Syncer"]
 
 log = logging.getLogger("asyncwifi.sync")
 T = TypeVar("T")
+P = ParamSpec("P")
 
 EVENTS = "events"
 CONTACTS = "contacts"
 RECONCILED = "contacts.reconciled_at"
+
+
+class _Stopped(Exception):
+    """A wait cut short by :meth:`Syncer.stop`; the public methods end quietly on it."""
+
+
+def _stoppable(
+    method: Callable[Concatenate[Syncer, P], Coroutine[Any, Any, int]],
+) -> Callable[Concatenate[Syncer, P], Coroutine[Any, Any, int]]:
+    """A step that a stop ends early (``_Stopped``): it returns the rows changed so far,
+    once the writes in flight settled."""
+
+    @functools.wraps(method)
+    async def run(self: Syncer, /, *args: P.args, **kwargs: P.kwargs) -> int:
+        before = self._total()
+        try:
+            return await method(self, *args, **kwargs)
+        except _Stopped:
+            await self.drain()
+            return self._total() - before
+
+    return run
 
 
 @dataclass
@@ -114,9 +144,12 @@ class Syncer:
         self._pending: deque[asyncio.Future[int]] = deque()
 
     # -- the database ----------------------------------------------------------------------
-    async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
+    async def _retrying(self, call: Callable[[], Awaitable[T]], *, read: bool = False) -> T:
         """``call()``, again with backoff (real seconds) while the database is unreachable:
-        the one rule for every store operation of the sync."""
+        the one rule for every store operation of the sync. Once stopping, it is not
+        retried (``_Stopped``), and a ``read`` (nothing to save) is not even started."""
+        if read and self._stopping.is_set():
+            raise _Stopped
         delay = self.options.retry_initial
         while True:
             try:
@@ -125,10 +158,13 @@ class Syncer:
                 if self.stats.store_down_since is None:
                     self.stats.store_down_since = self.api.clock.now()
                     self.stats.store_outages += 1
+                if self._stopping.is_set():
+                    log.warning("sync: the database is unreachable (%s); stopping", exc)
+                    raise _Stopped from exc
                 log.warning(
                     "sync: the database is unreachable (%s); retrying in %.1f s", exc, delay
                 )
-                await asyncio.sleep(delay)
+                await self._unless_stopped(functools.partial(asyncio.sleep, delay))
                 delay = min(delay * 2, self.options.retry_max)
                 continue
             if self.stats.store_down_since is not None:
@@ -159,11 +195,11 @@ class Syncer:
 
     async def _until_store(self) -> None:
         """Wait (with backoff) until the database answers: before any API request."""
-        await self._retrying(self.store.open)
+        await self._retrying(self.store.open, read=True)
 
     async def _checkpoint(self, name: str) -> str | None:
         """A stored checkpoint, waiting (with backoff) while the database is unreachable."""
-        return await self._retrying(lambda: self.store.checkpoint(name))
+        return await self._retrying(lambda: self.store.checkpoint(name), read=True)
 
     def _total(self) -> int:
         return sum(self.stats.rows.values())
@@ -191,9 +227,14 @@ class Syncer:
         depth = self.store.concurrency if batch.resource == EVENTS else 1
         await self._flush(depth - 1)
         after = asyncio.shield(self._pending[-1]) if self._pending else None
+        if after is not None:
+            # a write that fails before it waits for ``after`` leaves its error unawaited:
+            # it is still "retrieved" (it reaches ``_flush`` through the previous write)
+            after.add_done_callback(lambda f: f.cancelled() or f.exception())
         self._pending.append(asyncio.ensure_future(self._write(write, after)))
 
     # -- the resources -------------------------------------------------------------------
+    @_stoppable
     async def sync_events(self, *, follow: bool = False) -> int:
         """Events from the checkpoint (else ``since``) to ``until`` (or now, or forever)."""
         opts = self.options
@@ -221,6 +262,7 @@ class Syncer:
             await self._flush()
         return self._total() - before
 
+    @_stoppable
     async def sync_contacts(self, *, reconcile: bool | None = None) -> int:
         """Contacts changed since the checkpoint; a full scan (and deletes) when due, or
         when the server ignores the modified-date filter."""
@@ -249,15 +291,19 @@ class Syncer:
         await self._flush()
         return self._total() - before
 
+    @_stoppable
     async def sync_snapshot(self, resource: str) -> int:
         """Hotspots or segments: the whole list, deletes included."""
-        batch = await snapshot(self.api, resource, budget=self.budget)  # type: ignore[arg-type]
+        batch = await self._unless_stopped(
+            lambda: snapshot(self.api, resource, budget=self.budget)  # type: ignore[arg-type]
+        )
         before = self._total()
         await self._apply(batch, None)
         await self._flush()
         return self._total() - before
 
     # -- passes ----------------------------------------------------------------------------
+    @_stoppable
     async def run_once(self) -> int:
         """One pass over every resource; returns the rows changed."""
         await self._until_store()
@@ -279,7 +325,10 @@ class Syncer:
 
     async def run_forever(self) -> None:
         """Follow events and refresh the rest every ``refresh_every`` until :meth:`stop`."""
-        await self._until_store()
+        try:
+            await self._until_store()
+        except _Stopped:
+            return
         events = asyncio.create_task(self._quota_safe(lambda: self.sync_events(follow=True)))
         try:
             while not self._stopping.is_set():
@@ -321,20 +370,45 @@ class Syncer:
                 if self._stopping.is_set():
                     return 0
 
-    async def _sleep(self, seconds: float) -> None:
-        """Sleep ``seconds`` of the client's clock, or less if the sync is stopped."""
-        sleeper = asyncio.ensure_future(self.api.clock.sleep(seconds))
+    async def _unless_stopped(self, wait: Callable[[], Awaitable[T]]) -> T:
+        """``await wait()`` unless :meth:`stop` comes first: then it is cancelled (and has
+        cleaned up) and ``_Stopped`` is raised. The one rule for a stop cutting a wait
+        short: around requests and sleeps, never around a transaction."""
+        if self._stopping.is_set():
+            raise _Stopped
+
+        async def waiting() -> T:
+            return await wait()
+
+        task = asyncio.ensure_future(waiting())
         stopper = asyncio.ensure_future(self._stopping.wait())
         try:
-            await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            sleeper.cancel()
             stopper.cancel()
+            if not task.done():
+                task.cancel()
+                await asyncio.wait({task})
+        if task.cancelled():
+            raise _Stopped
+        return task.result()  # done first: its outcome, even when a stop came meanwhile
+
+    async def _sleep(self, seconds: float) -> None:
+        """Sleep ``seconds`` of the client's clock, or less if the sync is stopped."""
+        with contextlib.suppress(_Stopped):
+            await self._unless_stopped(lambda: self.api.clock.sleep(seconds))
 
     async def _until_stopped(self, batches: AsyncIterator[Batch[Any]]) -> AsyncIterator[Batch[Any]]:
-        """``batches`` until a stop is asked: then the feed is closed between transactions."""
+        """``batches`` until a stop is asked: then the feed is closed between transactions
+        (the fetch of the next batch is cancelled: a request in backoff, a poll's sleep)."""
         try:
-            async for batch in batches:
+            while True:
+                try:
+                    batch = await self._unless_stopped(lambda: anext(batches, None))
+                except _Stopped:
+                    return
+                if batch is None:
+                    return
                 yield batch
                 if self._stopping.is_set():
                     return
