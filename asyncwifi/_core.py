@@ -69,6 +69,9 @@ class RequestInfo:
     attempt: int
     #: real seconds this attempt waited for its scheduler slot
     waited: float = 0.0
+    #: clock time of its admission (what the rate-limit windows count; the task that sends
+    #: it may resume a little later on a busy event loop)
+    admitted_at: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +187,13 @@ class RequestPipeline:
             if self.hooks.on_request:
                 self.hooks.fire(
                     self.hooks.on_request,
-                    RequestInfo(call.method, call.path, call.attempt, time.perf_counter() - queued),
+                    RequestInfo(
+                        call.method,
+                        call.path,
+                        call.attempt,
+                        time.perf_counter() - queued,
+                        permit.sent_at,
+                    ),
                 )
             if call.on_sent is not None:
                 call.on_sent(self.clock.now())

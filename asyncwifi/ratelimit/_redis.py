@@ -209,8 +209,9 @@ class RedisStore(Store):
         args: list[Any] = [self._now_arg(now), member, len(self._keys)]
         for spec, checked in zip(self._specs, self._checked, strict=True):
             pace = spec.span / self._counts[spec.name] if self._paced[spec.name] else 0.0
-            span = round(spec.span * _US)
-            args += [self._counts[spec.name], span, round(pace * _US), checked]
+            # whole microseconds, rounded up: the window enforced is never shorter than asked
+            span = math.ceil(spec.span * _US)
+            args += [self._counts[spec.name], span, math.ceil(pace * _US), checked]
         if keepalive is None:
             args += ["", 0]
         else:

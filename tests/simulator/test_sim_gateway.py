@@ -6,14 +6,9 @@ ScaledClock started a known offset before a minute boundary.
 
 from __future__ import annotations
 
-import math
-import time
-
-import aiohttp
 import pytest
 
-from asyncwifi._clock import ScaledClock
-from asyncwifi.testing import Faults, Simulator
+from asyncwifi.testing import Faults
 from tests.simulator.conftest import CallerFactory
 from tests.simulator.simhelpers import BOUNDARY, Answer, Caller, ManualClock
 
@@ -93,26 +88,27 @@ async def test_fixed_windows_reset_on_the_clock_minute(make_caller: CallerFactor
     assert caller.sim.admissions == [BOUNDARY - 0.5] * 5 + [BOUNDARY] * 5
 
 
-async def test_fixed_window_on_a_scaled_clock() -> None:
-    # a ScaledClock started 20 clock seconds (0.2 s real) before a minute boundary
-    start = math.floor(time.time() / 60) * 60 + 60 - 20
-    clock = ScaledClock(100, start=start)
-    boundary = start + 20
-    async with (
-        Simulator(clock=clock, minute_limit=3, fractional_reset=True) as sim,
-        aiohttp.ClientSession() as session,
-    ):
-        caller = Caller(sim, session)
-        assert (await caller.login()).status == 200
-        first = [await segments(caller) for _ in range(3)]
-        assert [a.status for a in first] == [200, 200, 429]
-        wait = float(first[-1].headers["Retry-After"])
-        assert wait == pytest.approx(boundary - sim.admissions[-1], abs=1.0)
-        await clock.sleep(wait)
-        after = await segments(caller)
-        assert after.status == 200
-        assert remaining(after)[0] == 2
-        assert sim.admissions[-1] >= boundary > sim.admissions[1]
+async def test_a_fractional_retry_after_leads_into_the_next_fixed_window(
+    make_caller: CallerFactory,
+) -> None:
+    """``fractional_reset``: Retry-After is the exact time to the boundary; sleeping it on
+    the clock lands in the next UTC minute, which admits again (a clock that moves only
+    when told to: the outcome never depends on how busy the machine is)."""
+    boundary = BOUNDARY
+    clock = ManualClock(boundary - 20.0)
+    caller = await make_caller(clock=clock, minute_limit=3, login=False, fractional_reset=True)
+    sim = caller.sim
+    assert (await caller.login()).status == 200
+    clock.set(boundary - 12.75)
+    first = [await segments(caller) for _ in range(3)]
+    assert [a.status for a in first] == [200, 200, 429]
+    wait = float(first[-1].headers["Retry-After"])
+    assert wait == pytest.approx(12.75)
+    await clock.sleep(wait)
+    after = await segments(caller)
+    assert after.status == 200
+    assert remaining(after)[0] == 2
+    assert sim.admissions[-1] >= boundary > sim.admissions[1]
 
 
 async def test_sliding_mode_counts_any_window_of_a_minute(make_caller: CallerFactory) -> None:
