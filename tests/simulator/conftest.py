@@ -10,11 +10,23 @@ import pytest
 
 from asyncwifi.testing import Simulator
 
-# the public pytest plugin's fixtures, imported as a user of the plugin would get them
-from asyncwifi.testing.pytest_plugin import simulator, simulator_factory
+# the public pytest plugin's factory, imported as a user of the plugin would get it
+from asyncwifi.testing.pytest_plugin import simulator_factory
 from tests.simulator.simhelpers import Caller
 
 __all__ = ["simulator", "simulator_factory"]
+
+
+@pytest.fixture
+async def simulator(simulator_factory: Callable[..., Simulator]) -> Simulator:
+    """The plugin's simulator (ScaledClock(100)), with scroll ids that outlive a loaded
+    machine: these tests read pages by raw HTTP, where a page of 1,500 events can take
+    longer than the 0.6 real seconds a 60 s id lives at 100x; when ids lapse is tested
+    on a clock that moves only when told to."""
+    sim = simulator_factory(scroll_ttl=86_400.0)
+    await sim.start()
+    return sim
+
 
 CallerFactory = Callable[..., Awaitable[Caller]]
 
