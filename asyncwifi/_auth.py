@@ -3,7 +3,8 @@
 The lifecycle is a transition table (h11 style); an illegal move raises. The JWT's claims
 are read, not verified (the client cannot know the signing key): ``exp`` drives the
 refresh, and a token whose claims cannot be read is given the documented one day.
-Tokens and secrets live in :class:`Secret`, whose repr never shows them.
+Tokens and secrets live in :class:`Secret`, whose repr never shows them; the password of
+a database or Redis URL is shown only through :func:`redact_url` and :func:`hide_password`.
 """
 
 from __future__ import annotations
@@ -13,12 +14,23 @@ import base64
 import enum
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable
+from urllib.parse import unquote
 
 from asyncwifi._clock import Clock
-from asyncwifi.errors import ClientStateError
+from asyncwifi.errors import ClientStateError, ValidationError
 
-__all__ = ["Secret", "Token", "TokenManager", "TokenState", "read_jwt_claims"]
+__all__ = [
+    "Secret",
+    "Token",
+    "TokenManager",
+    "TokenState",
+    "check_url",
+    "hide_password",
+    "read_jwt_claims",
+    "redact_url",
+]
 
 log = logging.getLogger("asyncwifi.auth")
 
@@ -51,6 +63,61 @@ class Secret:
 
     def __reduce__(self) -> tuple[object, ...]:
         raise TypeError("a Secret cannot be pickled")
+
+
+#: a password in a URL's query (asyncpg reads ``password`` and ``sslpassword``, redis-py
+#: ``password``): the value up to the next parameter (an unescaped "#" in it included)
+_QUERY_PASSWORD = re.compile(r"(?i)([?&;](?:ssl)?password=)([^&;]*)")
+
+
+def _userinfo_password(url: str) -> str | None:
+    """The password of ``user:password@``: everything before the last ``@`` counts, so a
+    password holding an unescaped ``/``, ``?``, ``#`` or ``@`` is still all of it."""
+    rest = url.partition("://")[2] or url
+    userinfo, at, _host = rest.rpartition("@")
+    if not at or ":" not in userinfo:
+        return None
+    return userinfo.split(":", 1)[1]
+
+
+def redact_url(url: str) -> str:
+    """``url`` as it may be shown in a message, a repr or a log line: its password
+    (``user:***@host``, ``?password=***``, ``?sslpassword=***``) hidden. When in doubt it
+    hides more (an ``@`` in a query makes what precedes it look like a password)."""
+    url = _QUERY_PASSWORD.sub(r"\1***", url)
+    password = _userinfo_password(url)
+    if password is None:
+        return url
+    head, _, host = url.rpartition("@")
+    return f"{head[: len(head) - len(password)]}***@{host}"
+
+
+def hide_password(text: str, url: str) -> str:
+    """``text`` (a library's error message, say) with the password of ``url`` hidden, in
+    any form it may take there: the URL itself, the password raw or percent-decoded."""
+    text = text.replace(url, redact_url(url))
+    found = [m.group(2) for m in _QUERY_PASSWORD.finditer(url)]
+    password = _userinfo_password(url)
+    if password is not None:
+        found.append(password)
+    secrets = {form for value in found for form in (value, unquote(value)) if form}
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def check_url(url: str, what: str) -> None:
+    """``ValidationError`` for a URL whose password a parser would split: an ``@`` in it or
+    in the rest of the URL (a ``/``, ``?`` or ``#`` in the password ends the host part
+    early); pieces of the password would then show as the host, the port or the path in
+    the libraries' error messages."""
+    rest = url.partition("://")[2]
+    host_end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+    if rest.count("@") > 1 or "@" in rest[host_end:]:
+        raise ValidationError(
+            f"cannot tell the password from the rest of the {what} URL: percent-encode "
+            "/ ? # @ in the password (%2F %3F %23 %40), and any @ after the host"
+        )
 
 
 class TokenState(enum.Enum):

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Literal
 
-from asyncwifi._auth import Secret, Token, TokenManager
+from asyncwifi._auth import Secret, Token, TokenManager, redact_url
 from asyncwifi._clock import Clock, SystemClock
 from asyncwifi._core import Hooks, RequestInfo, RequestPipeline, ResponseInfo, RetryInfo
 from asyncwifi._protocol import require_positive, require_text
@@ -358,6 +358,6 @@ class Client:
 
     def __repr__(self) -> str:
         return (
-            f"Client(base_url={self.base_url!r}, organization={self.organization!r}, "
+            f"Client(base_url={redact_url(self.base_url)!r}, organization={self.organization!r}, "
             f"state={self.state.value}, client_key={self._key[:4]}…, client_secret=***)"
         )

@@ -19,6 +19,7 @@ import aiohttp
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
+from asyncwifi._auth import redact_url
 from asyncwifi._version import __version__
 from asyncwifi.errors import ConfigurationError, TransportError
 
@@ -146,7 +147,8 @@ class AiohttpTransport:
     ) -> None:
         self._base = URL(base_url.rstrip("/"))
         if not self._base.scheme or not self._base.host:
-            raise ConfigurationError(f"base_url must be an absolute URL, got {base_url!r}")
+            shown = redact_url(base_url)
+            raise ConfigurationError(f"base_url must be an absolute URL, got {shown!r}")
         self._timeout = aiohttp.ClientTimeout(
             total=timeout, connect=connect_timeout, sock_connect=connect_timeout
         )

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from asyncwifi._auth import redact_url
 from asyncwifi._client import ALLOW_HTTP_ENV, env_flag
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._progress import plural
@@ -159,4 +160,4 @@ def shared_store(url: str | None, client_key: str) -> RedisStore | None:
     try:
         return RedisStore(url, key=key_name(client_key))
     except Exception as exc:
-        raise CliFailure(f"--rate-store {url!r}: {exc}", ExitCode.CONFIG) from None
+        raise CliFailure(f"--rate-store {redact_url(url)}: {exc}", ExitCode.CONFIG) from None

@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from asyncwifi._auth import check_url, hide_password
 from asyncwifi.errors import ClientStateError, ConfigurationError, ValidationError
 from asyncwifi.ratelimit._keepalive import KeepAlive, KeepAlives, keepalive_logs
 from asyncwifi.ratelimit._limits import WindowSpec
@@ -92,6 +93,8 @@ class RedisStore(Store):
         if not reconnect_interval > 0 or not op_timeout > 0:
             raise ValidationError("reconnect_interval and op_timeout must be > 0")
         redis_asyncio("RedisStore")
+        if isinstance(url_or_client, str):
+            check_url(url_or_client, "Redis")
         self._url = url_or_client if isinstance(url_or_client, str) else None
         self._client: Redis | None = None if isinstance(url_or_client, str) else url_or_client
         self._owns_client = isinstance(url_or_client, str)
@@ -257,7 +260,9 @@ class RedisStore(Store):
     def _enter_fallback(self, now: float, exc: BaseException) -> None:
         self._retry_at = now + self.reconnect_interval
         if self._degraded is None:
-            self._degraded = f"Redis unreachable ({type(exc).__name__}: {exc}); " + (
+            why = f"{type(exc).__name__}: {exc}"
+            why = hide_password(why, self._url) if self._url else why
+            self._degraded = f"Redis unreachable ({why}); " + (
                 f"local limit at {self.fallback_fraction:.0%} of each window, paced"
             )
             self._emit("fallback", self._degraded)

@@ -14,6 +14,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from asyncwifi._auth import check_url
 from asyncwifi.errors import ValidationError
 from asyncwifi.ratelimit._redis import check_shared_key, redis_asyncio
 
@@ -64,6 +65,8 @@ class RedisLedger:
         if not op_timeout > 0:
             raise ValidationError("op_timeout must be > 0")
         redis = redis_asyncio("RedisLedger")
+        if isinstance(url_or_client, str):
+            check_url(url_or_client, "Redis")
         self._owns = isinstance(url_or_client, str)
         self._client: Any = (
             redis.Redis.from_url(url_or_client) if isinstance(url_or_client, str) else url_or_client

@@ -3,6 +3,7 @@ lazily, so that SQLite needs no PostgreSQL driver)."""
 
 from __future__ import annotations
 
+from asyncwifi._auth import redact_url
 from asyncwifi.errors import ValidationError
 from asyncwifi.sync._store import Store
 
@@ -25,5 +26,5 @@ def open_store(url: str, *, writers: int = 2) -> Store:
         return PostgresStore(url, writers=writers)
     raise ValidationError(
         "the database URL must be sqlite:///PATH or postgresql://USER@HOST/DB, got "
-        f"{url.split('://', 1)[0]!r}://..."
+        f"{redact_url(url)!r}"
     )

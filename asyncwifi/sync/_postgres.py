@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from asyncwifi._auth import check_url, hide_password, redact_url
 from asyncwifi.errors import ValidationError
 from asyncwifi.sync._schema import MIGRATIONS_TABLE, TABLES, migrations_for
 from asyncwifi.sync._store import Store, StoreUnavailableError, Write, digest
@@ -67,15 +68,17 @@ class PostgresStore(Store):
     def __init__(self, url: str, *, connect_timeout: float = 10.0, writers: int = 2) -> None:
         if not isinstance(writers, int) or writers < 1:
             raise ValidationError(f"writers must be a positive integer, got {writers!r}")
+        check_url(url, "PostgreSQL")
         self.url = url
         self.connect_timeout = connect_timeout
         self.concurrency = writers
         self._idle: list[_Session] = []
 
     def __repr__(self) -> str:
-        # the URL may hold a password: show the host part only
-        host = self.url.split("@", 1)[-1].split("/", 1)[0]
-        return f"PostgresStore({host!r})"
+        return f"PostgresStore({redact_url(self.url)!r})"
+
+    def _unavailable(self, exc: BaseException) -> StoreUnavailableError:
+        return StoreUnavailableError(f"PostgreSQL at {self!r}: {hide_password(str(exc), self.url)}")
 
     async def _session(self) -> _Session:
         while self._idle:
@@ -88,7 +91,7 @@ class PostgresStore(Store):
             conn = await asyncpg.connect(self.url, timeout=self.connect_timeout)
         except Exception as exc:
             if unavailable(exc):
-                raise StoreUnavailableError(f"PostgreSQL at {self!r}: {exc}") from exc
+                raise self._unavailable(exc) from exc
             raise
         return _Session(conn)
 
@@ -102,7 +105,7 @@ class PostgresStore(Store):
             if isinstance(exc, Exception) and (unavailable(exc) or session.conn.is_closed()):
                 session.conn.terminate()
                 self._drop_idle()
-                raise StoreUnavailableError(f"PostgreSQL at {self!r}: {exc}") from exc
+                raise self._unavailable(exc) from exc
             if isinstance(exc, Exception) and not session.conn.is_in_transaction():
                 self._idle.append(session)  # an error the transaction rolled back
             else:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from asyncwifi._auth import check_url
 from asyncwifi.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -124,6 +125,7 @@ class RedisDeduplicator:
                 raise ConfigurationError(
                     "RedisDeduplicator needs the redis extra: pip install 'asyncwifi[redis]'"
                 ) from exc
+            check_url(url, "Redis")
             client = aioredis.Redis.from_url(url)
             self._owns_client = True
         else:

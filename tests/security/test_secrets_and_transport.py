@@ -11,7 +11,6 @@ import shutil
 import ssl
 import subprocess
 import traceback
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -30,6 +29,7 @@ from asyncwifi._transport import (
 from asyncwifi.models import LoginRequest
 from asyncwifi.testing import Faults, Simulator
 from tests._recording import Recording
+from tests.security._scan import error_text
 
 SECRET = "s3cr3t-VALUE-that-must-never-show"
 #: 2025-01-01T00:00:25Z: revocations every 90 clock s fall 65 s after the first login
@@ -38,21 +38,6 @@ START = 1_735_689_625.0
 
 def leaks(text: str, secrets: set[str]) -> list[str]:
     return [s for s in secrets if s and s in text]
-
-
-@pytest.fixture
-def sdk_logs_propagate() -> Iterator[None]:
-    """The SDK's loggers reach caplog even if an in-process CLI run turned propagation off."""
-    sdk = logging.getLogger("asyncwifi")
-    saved = sdk.propagate, sdk.level, list(sdk.handlers)
-    sdk.propagate = True
-    for handler in saved[2]:
-        sdk.removeHandler(handler)
-    yield
-    sdk.propagate, level, handlers = saved
-    sdk.setLevel(level)
-    for handler in handlers:
-        sdk.addHandler(handler)
 
 
 @pytest.mark.usefixtures("sdk_logs_propagate")
@@ -114,13 +99,6 @@ def test_reprs_redact_the_secret_and_the_token() -> None:
         assert token_value not in shown
     with pytest.raises(TypeError):
         pickle.dumps(Secret(SECRET))
-
-
-def error_text(exc: BaseException) -> str:
-    return "\n".join(
-        [str(exc), repr(exc), repr(exc.args), *traceback.format_exception(exc)]
-        + [repr(v) for v in vars(exc).values()]
-    )
 
 
 async def test_401_and_403_errors_carry_neither_secret_nor_token() -> None:
