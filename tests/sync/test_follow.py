@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,12 +20,11 @@ from asyncwifi.sync import (
     Store,
     Syncer,
     SyncOptions,
-    Write,
     open_store,
 )
 from asyncwifi.testing import Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
-from tests.sync.conftest import SPEED, shape_options
+from tests.sync.conftest import SPEED, Recording, shape_options
 
 SINCE = datetime.fromtimestamp(DEFAULT_EVENTS_START, UTC)
 #: clock seconds between polls, and the age before an event is taken (whole seconds at
@@ -34,47 +33,6 @@ POLL, SETTLE = 20.0, 10.0
 SHAPES = ("nested", "flat", "dated")
 #: real seconds a wait may take before the test fails
 DEADLINE = 30.0
-
-
-class Recording(Store):
-    """A store that also lists every event id it wrote: a second delivery of an event shows
-    here, where the table's upsert would hide it."""
-
-    def __init__(self, inner: Store) -> None:
-        self.inner = inner
-        self.dialect = inner.dialect
-        self.concurrency = inner.concurrency
-        self.events: list[str] = []
-
-    async def open(self) -> None:
-        await self.inner.open()
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-    async def checkpoint(self, name: str) -> str | None:
-        return await self.inner.checkpoint(name)
-
-    async def write(self, write: Write, after: Awaitable[object] | None = None) -> int:
-        # listed before the commit (a reader may see the rows before this coroutine
-        # resumes), taken back if the write fails (its retry lists them again)
-        listed = [str(row[0]) for row in write.rows] if write.table == "events" else []
-        self.events += listed
-        try:
-            return await self.inner.write(write, after)
-        except BaseException:
-            for ident in listed:
-                self.events.remove(ident)
-            raise
-
-    async def ids(self, table: str, *, deleted: bool = False) -> set[str]:
-        return await self.inner.ids(table, deleted=deleted)
-
-    async def count(self, table: str) -> int:
-        return await self.inner.count(table)
-
-    async def schema_version(self) -> int:
-        return await self.inner.schema_version()
 
 
 @contextlib.asynccontextmanager
