@@ -10,8 +10,10 @@ sets hold only the ids at ``at``. Records with no time (the spec's flat events) 
 ``at``: their ids pile up in ``fresh`` until the window the stream was asked for
 (``dateStart``..``dateEnd``, server-side) completes; then ``at`` jumps to the window's end,
 and the window's ids become ``carry`` (the inclusive ``dateEnd`` and ``dateStart`` both
-hold records exactly at the boundary, which the next window must skip). So the checkpoint
-stays exact on every record shape, and bounded by two windows of ids.
+hold records exactly at the boundary, which the next window must skip). While such a window
+is in progress its end is saved too (``to``): its ids may lie anywhere up to it, so a cursor
+restored from it finishes that same window before it lets them go. So the checkpoint stays
+exact on every record shape, and bounded by two windows of ids.
 """
 
 from __future__ import annotations
@@ -102,6 +104,9 @@ class TimeCursor:
     fresh: set[str] = field(default_factory=set)
     #: whether every record of the current window so far came in time order with a time
     timed: bool = True
+    #: the end of the current window (:meth:`begin_window`); saved while the window is not
+    #: ``timed`` (its ids in ``fresh`` may lie anywhere up to it)
+    stop: datetime | None = None
 
     @classmethod
     def start(cls, kind: str, checkpoint: str | None, since: datetime) -> TimeCursor:
@@ -113,18 +118,30 @@ class TimeCursor:
             at = datetime.fromisoformat(str(data["at"]).replace("Z", "+00:00"))
             carry = {str(i) for i in data.get("carry", [])}  # type: ignore[attr-defined]
             fresh = {str(i) for i in data.get("fresh", [])}  # type: ignore[attr-defined]
+            to = data.get("to")
+            stop = None if to is None else datetime.fromisoformat(str(to).replace("Z", "+00:00"))
         except (KeyError, TypeError, ValueError):
             raise ValidationError(f"a damaged {kind} checkpoint: {checkpoint[:60]!r}") from None
-        return cls(kind, ms_floor(at), carry, fresh)
+        if stop is None:
+            return cls(kind, ms_floor(at), carry, fresh)
+        # saved in the middle of a window of records with no time: that window goes on
+        return cls(kind, ms_floor(at), carry, fresh, timed=False, stop=ms_floor(stop))
 
     @property
     def skip(self) -> set[str]:
         """The ids a query from ``at`` must not deliver again."""
         return self.carry | self.fresh
 
-    def begin_window(self) -> None:
-        """A new query from ``at`` starts: its records are checked for time order anew."""
-        self.timed = True
+    def begin_window(self, stop: datetime, end: datetime | None = None) -> datetime:
+        """A new query from ``at`` to ``stop`` starts: its records are checked for time
+        order anew. Returns where the query must stop: ``stop``, unless the cursor was
+        restored in the middle of a window of records with no time; then that window's end
+        (no later than ``end``), since its ids may lie anywhere up to it."""
+        if self.timed or self.stop is None:
+            self.timed = True
+            self.stop = ms_floor(stop)
+            return self.stop
+        return self.stop if end is None else min(self.stop, ms_floor(end))
 
     def seen(self, ident: str) -> bool:
         """Whether ``ident`` was delivered already (a replay after a resume)."""
@@ -174,24 +191,30 @@ class TimeCursor:
         if self.timed:
             # nothing was delivered at ``end`` unless ``at`` reached it (then end == at)
             self.carry, self.fresh = set(), set()
+        elif self.stop is not None and end < self.stop:
+            # a restored window cut short (an earlier end): any of its ids may lie beyond
+            # ``end``; the next query goes on with the same window
+            self.carry, self.fresh, self.at = self.carry | self.fresh, set(), end
+            return
         else:
             # any id of the window may sit exactly at ``end``: the next window skips them
             self.carry, self.fresh = self.fresh, set()
         self.at = end
         self.timed = True
+        self.stop = None
 
     def encode(self) -> str:
         """The opaque checkpoint text (sorted ids: equal states give equal text)."""
-        return json.dumps(
-            {
-                "v": _VERSION,
-                "kind": self.kind,
-                "at": _text(self.at),
-                "carry": sorted(self.carry),
-                "fresh": sorted(self.fresh),
-            },
-            separators=(",", ":"),
-        )
+        state: dict[str, object] = {
+            "v": _VERSION,
+            "kind": self.kind,
+            "at": _text(self.at),
+            "carry": sorted(self.carry),
+            "fresh": sorted(self.fresh),
+        }
+        if not self.timed and self.stop is not None:
+            state["to"] = _text(self.stop)
+        return json.dumps(state, separators=(",", ":"))
 
     def next_ms(self) -> datetime:
         """The first instant after ``at`` at the query precision."""

@@ -210,6 +210,8 @@ class EventFeed:
                 caught_up = True
                 continue
             stop = end if self.timed_shape else min(end, cursor.at + window)
+            # a cursor restored mid-window (records with no time) finishes that window
+            stop = cursor.begin_window(stop, end)
             caught_up = self.follow and stop >= end
             if self.budget is not None:
                 await self.budget.wait(self.resource, 2)
@@ -224,10 +226,9 @@ class EventFeed:
                 window = max(timedelta(seconds=1), min(self.window * 30, span))
 
     async def _window(self, stop: datetime) -> AsyncIterator[Batch[Event]]:
-        """Every event of ``[cursor.at, stop]``, a batch per page; then the window's
-        checkpoint (with the window's last records)."""
+        """Every event of ``[cursor.at, stop]`` (a window the cursor began), a batch per
+        page; then the window's checkpoint (with the window's last records)."""
         cursor = self.cursor
-        cursor.begin_window()
         stream: ScrollStream[Event] = self.api.events.list(
             date_start=cursor.at,
             date_end=stop,

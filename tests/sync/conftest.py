@@ -1,5 +1,6 @@
 """Fixtures of the sync tests: a database per test (SQLite file or a fresh PostgreSQL
-database), a simulator on a fast clock with a client, and helpers to read what was stored."""
+database), a simulator on a fast clock with a client, and helpers to read what was stored
+(among them :class:`Recording`, a store that lists every event id it was asked to write)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ import fcntl
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
 from asyncwifi import Client, ScaledClock
+from asyncwifi.sync import Store, Write
 from asyncwifi.testing import Simulator
 
 PG_HOST, PG_PORT = "127.0.0.1", 5432
@@ -31,13 +33,22 @@ def pg_reachable() -> bool:
         return False
 
 
+def postgres_required() -> bool:
+    """Whether this run must test PostgreSQL (``ASYNCWIFI_REQUIRE_POSTGRES=1``, as in CI)."""
+    return os.environ.get("ASYNCWIFI_REQUIRE_POSTGRES") == "1"
+
+
+def skip_unless_required(reason: str) -> NoReturn:
+    """Skip a PostgreSQL test that cannot run here; fail it when PostgreSQL is required."""
+    if postgres_required():
+        pytest.fail(reason + " (ASYNCWIFI_REQUIRE_POSTGRES=1)")
+    pytest.skip(reason)
+
+
 def require_postgres() -> None:
     """Skip (fail under ASYNCWIFI_REQUIRE_POSTGRES=1) when PostgreSQL is unreachable."""
     if not pg_reachable():
-        reason = f"PostgreSQL is not reachable on {PG_HOST}:{PG_PORT}"
-        if os.environ.get("ASYNCWIFI_REQUIRE_POSTGRES") == "1":
-            pytest.fail(reason + " (ASYNCWIFI_REQUIRE_POSTGRES=1)")
-        pytest.skip(reason)
+        skip_unless_required(f"PostgreSQL is not reachable on {PG_HOST}:{PG_PORT}")
 
 
 @contextlib.contextmanager
@@ -127,3 +138,63 @@ def shape_options(shape: str) -> dict[str, Any]:
     if shape != "dated":
         pytest.skip(f"this simulator serves only dated events, not {shape!r} (no event_shape)")
     return {}
+
+
+class Crash(Exception):
+    """A failure a test injects (not one the sync knows how to wait out)."""
+
+
+class Recording(Store):
+    """A store that also lists every event id it was asked to write: a second delivery of
+    an event shows here, where the table's primary key would make it a silent no-op.
+
+    ``crash_at(n)``: the n-th event write raises :class:`Crash` before anything of it is
+    written (the pass ends there, as a process killed between two transactions would).
+    """
+
+    def __init__(self, inner: Store, events: list[str] | None = None) -> None:
+        self.inner = inner
+        self.dialect = inner.dialect
+        self.concurrency = inner.concurrency
+        #: event ids in the order they were written (shared with a later store: a restart)
+        self.events: list[str] = [] if events is None else events
+        #: event writes asked for (committed or not)
+        self.event_writes = 0
+        self._crash_at = 0
+
+    def crash_at(self, n: int) -> None:
+        self._crash_at = n
+
+    async def open(self) -> None:
+        await self.inner.open()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    async def checkpoint(self, name: str) -> str | None:
+        return await self.inner.checkpoint(name)
+
+    async def write(self, write: Write, after: Awaitable[object] | None = None) -> int:
+        if write.table == "events":
+            self.event_writes += 1
+            if self.event_writes == self._crash_at:
+                raise Crash(f"the sync dies at its event write {self.event_writes} (test)")
+        # listed before the commit (a reader may see the rows before this coroutine
+        # resumes), taken back if the write fails (its retry lists them again)
+        listed = [str(row[0]) for row in write.rows] if write.table == "events" else []
+        self.events += listed
+        try:
+            return await self.inner.write(write, after)
+        except BaseException:
+            for ident in listed:
+                self.events.remove(ident)
+            raise
+
+    async def ids(self, table: str, *, deleted: bool = False) -> set[str]:
+        return await self.inner.ids(table, deleted=deleted)
+
+    async def count(self, table: str) -> int:
+        return await self.inner.count(table)
+
+    async def schema_version(self) -> int:
+        return await self.inner.schema_version()

@@ -64,10 +64,12 @@ async def test_windows_cost_few_requests_on_every_shape(shape: str) -> None:
         )  # fmt: skip
         ids = [r.item.id async for batch in feed for r in batch.records]
         assert sorted(ids) == sorted(sim.data.event_ids())
-        # the floor is 4 pages (a closing request is not always needed: a short page, or
-        # a page that ends at the window's bound, ends a scroll); windows of ~2,000
-        # untimed records add a few more: never a request per second of the range
-        assert 4 <= feed.requests <= 24
+        # the floor is 4 pages (a short page ends a scroll: no closing request). Plus 2 at
+        # most: the short page that closes the first window (2 days, while the feed does
+        # not know the records' shape), and, for records with no time, one more window
+        # of ~2,000 (two full pages and the empty answer that proves its end). Measured:
+        # 5 (nested, dated) and 6 (flat)
+        assert 4 <= feed.requests <= 4 + 2
 
 
 async def test_a_feed_at_its_end_sends_nothing_more() -> None:
