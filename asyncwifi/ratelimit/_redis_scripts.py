@@ -9,9 +9,8 @@ from __future__ import annotations
 
 __all__ = ["_ACQUIRE", "_MERGE", "_PAUSE"]
 
-# KEYS: window sets..., pause key, high-water mark, keep-alive due times.
-# ARGV: now_us|"" , member, n, then n x (count, span, pace, checked), token|"", horizon_us
-_ACQUIRE = """
+#: every script's clock: ARGV[1] (the client's time, microseconds) or, when empty, Redis' own
+_NOW = """
 local now
 if ARGV[1] == '' then
   local t = redis.call('TIME')
@@ -19,6 +18,13 @@ if ARGV[1] == '' then
 else
   now = tonumber(ARGV[1])
 end
+"""
+
+# KEYS: window sets..., pause key, high-water mark, keep-alive due times.
+# ARGV: now_us|"" , member, n, then n x (count, span, pace, checked), token|"", horizon_us
+_ACQUIRE = (
+    _NOW
+    + """
 local n = tonumber(ARGV[3])
 -- time never goes back: a caller whose reading is older than one already used (it was
 -- delayed on its way here) decides and records at the newest time, or its check would
@@ -149,16 +155,12 @@ local out = {ok, string.format('%.0f', now), string.format('%.0f', wait), why}
 for i = 1, n do out[#out + 1] = used[i] end
 return out
 """
+)
 
 # KEYS: pause key.  ARGV: now_us|"", delay_us
-_PAUSE = """
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-end
+_PAUSE = (
+    _NOW
+    + """
 local untl = now + tonumber(ARGV[2])
 local p = tonumber(redis.call('GET', KEYS[1]) or '0')
 if untl > p then
@@ -167,6 +169,7 @@ if untl > p then
 end
 return string.format('%.0f', now)
 """
+)
 
 # KEYS: window sets.  ARGV: offset_us (client -> Redis time line), n, spans..., then pairs
 _MERGE = """

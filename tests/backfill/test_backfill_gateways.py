@@ -15,6 +15,7 @@ import json
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,6 +41,19 @@ PAGE = 60
 SCROLLS = 4  # events_backfill's default concurrency: four slices, four scrolls at once
 
 
+def gateway(model: str, shape: str, **options: Any) -> Simulator:
+    """The simulator behind a gateway ``model``, serving ``shape`` records, on our clock."""
+    return Simulator(
+        clock=ScaledClock(SPEED, start=START),
+        events=EVENTS,
+        events_start=SINCE,
+        events_end=SINCE + timedelta(days=3),
+        event_shape=shape,
+        rate_limit_mode=model,
+        **options,
+    )
+
+
 def ids_in(path: Path) -> Counter[str]:
     records = (json.loads(line) for line in path.read_bytes().splitlines())
     return Counter(r["event"]["id"] if "event" in r else r["id"] for r in records)
@@ -50,14 +64,7 @@ def ids_in(path: Path) -> Counter[str]:
 async def test_a_backfill_behind_the_gateway_is_exact_never_refused_and_near_the_floor(
     tmp_path: Path, model: str, shape: str
 ) -> None:
-    server = Simulator(
-        clock=ScaledClock(SPEED, start=START),
-        events=EVENTS,
-        events_start=SINCE,
-        events_end=SINCE + timedelta(days=3),
-        event_shape=shape,
-        rate_limit_mode=model,  # the documented 60 a minute and 15,000 a day
-    )
+    server = gateway(model, shape)  # the documented 60 a minute and 15,000 a day
     out = tmp_path / "events.jsonl"
     # the client's default limits: the same documented 60 a minute, 15,000 a day
     async with server, client_for(server) as api:
@@ -100,15 +107,7 @@ async def test_four_scrolls_at_once_under_a_small_minute_limit_never_lapse(
     keeps a place for its next page (ratelimit/_keepalive.py), so none lapses: before that
     rule, 1 to 8 scrolls expired per run here, under every gateway, at 27-29 requests
     against a floor of 24."""
-    server = Simulator(
-        clock=ScaledClock(SPEED, start=START),
-        events=EVENTS,
-        events_start=SINCE,
-        events_end=SINCE + timedelta(days=3),
-        event_shape=shape,
-        rate_limit_mode=model,
-        minute_limit=10,
-    )
+    server = gateway(model, shape, minute_limit=10)
     out = tmp_path / "events.jsonl"
     until = SINCE + timedelta(days=1)  # ~3,300 events: 34 pages, three clock minutes
     page = 100

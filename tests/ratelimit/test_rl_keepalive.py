@@ -12,18 +12,15 @@ admitted by its due time, the windows hold, and the flood still uses the window.
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import Iterator
 
 import pytest
-import redis
 
 from asyncwifi._clock import ScaledClock
 from asyncwifi.ratelimit import Lane, Limit, Limits, RedisStore, Scheduler
 from asyncwifi.ratelimit._keepalive import KeepAlive, KeepAlives, place, shortfall
 from asyncwifi.ratelimit._window import WindowLog, Windows
 from tests._virtualclock import VirtualClock
-from tests.ratelimit.rlhelpers import START, max_in_sliding, require_redis
+from tests.ratelimit.rlhelpers import START, max_in_sliding
 
 HORIZON = 57.0  # the producer's: a 60 s scroll window less 5 % for the road
 PAGES = 6
@@ -159,18 +156,6 @@ def test_the_day_is_not_kept_for_scrolls() -> None:
 
 
 # -- across processes: one key in Redis, one process scrolling, another flooding ---------
-
-
-@pytest.fixture
-def prefix() -> Iterator[str]:
-    require_redis()
-    p = f"asyncwifi:test:ka:{uuid.uuid4().hex[:10]}:"
-    yield p
-    client = redis.Redis(host="127.0.0.1", port=6379)
-    keys = list(client.scan_iter(f"{p}*"))
-    if keys:
-        client.delete(*keys)
-    client.close()
 
 
 @pytest.mark.redis

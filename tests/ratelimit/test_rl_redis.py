@@ -11,8 +11,7 @@ import json
 import os
 import socket
 import sys
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -24,25 +23,12 @@ from asyncwifi._clock import ScaledClock, SystemClock
 from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.ratelimit import Limit, Limits, RedisStore, Scheduler, ThrottleEvent
 from tests._proxy import CuttableProxy
-from tests.ratelimit.rlhelpers import max_in_fixed, max_in_sliding, require_redis
+from tests.ratelimit.rlhelpers import max_in_fixed, max_in_sliding
 
 pytestmark = pytest.mark.redis
 
 URL = "redis://127.0.0.1:6379"
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def prefix() -> Iterator[str]:
-    """A unique key prefix, deleted afterwards (never FLUSHALL: Redis is shared)."""
-    require_redis()
-    p = f"asyncwifi:test:rl:{uuid.uuid4().hex[:10]}:"
-    yield p
-    client = redis.Redis(host="127.0.0.1", port=6379)
-    keys = list(client.scan_iter(f"{p}*"))
-    if keys:
-        client.delete(*keys)
-    client.close()
 
 
 def store(prefix: str, key: str = "acct", **kw: Any) -> RedisStore:

@@ -33,6 +33,7 @@ from asyncwifi import ScaledClock
 from asyncwifi.sync import Store, Syncer, SyncOptions, Write, open_store
 from asyncwifi.testing import Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
+from tests.sync.conftest import Wrapped
 
 SEED, EVENTS, CONTACTS, SIZE = 11, 4_000, 60, 400
 SINCE = datetime.fromtimestamp(DEFAULT_EVENTS_START, UTC)
@@ -51,13 +52,11 @@ def simulator(shape: str, clock: ScaledClock | None = None) -> Simulator:
     )
 
 
-class Dying(Store):
+class Dying(Wrapped):
     """A store that kills its process at ``point`` of its ``n``-th event transaction."""
 
     def __init__(self, inner: Store, point: str, n: int, note: Path) -> None:
-        self.inner = inner
-        self.dialect = inner.dialect
-        self.concurrency = inner.concurrency
+        super().__init__(inner)
         self.point, self.n, self.note = point, n, note
         self.event_writes = 0
         #: the ids of the SQLite transaction to kill when it saves its checkpoint
@@ -97,24 +96,6 @@ class Dying(Store):
 
         written = await self.inner.write(write, rows_in())
         raise AssertionError(f"the store never awaited its 'after' ({written} rows)")
-
-    async def open(self) -> None:
-        await self.inner.open()
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-    async def checkpoint(self, name: str) -> str | None:
-        return await self.inner.checkpoint(name)
-
-    async def ids(self, table: str, *, deleted: bool = False) -> set[str]:
-        return await self.inner.ids(table, deleted=deleted)
-
-    async def count(self, table: str) -> int:
-        return await self.inner.count(table)
-
-    async def schema_version(self) -> int:
-        return await self.inner.schema_version()
 
 
 async def main(url: str, shape: str, fault: str | None, note: str | None) -> None:

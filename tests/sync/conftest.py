@@ -8,6 +8,8 @@ import contextlib
 import fcntl
 import os
 import socket
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Iterator
 from pathlib import Path
@@ -144,26 +146,13 @@ class Crash(Exception):
     """A failure a test injects (not one the sync knows how to wait out)."""
 
 
-class Recording(Store):
-    """A store that also lists every event id it was asked to write: a second delivery of
-    an event shows here, where the table's primary key would make it a silent no-op.
+class Wrapped(Store):
+    """A store around another: every operation goes to ``inner`` unless overridden."""
 
-    ``crash_at(n)``: the n-th event write raises :class:`Crash` before anything of it is
-    written (the pass ends there, as a process killed between two transactions would).
-    """
-
-    def __init__(self, inner: Store, events: list[str] | None = None) -> None:
+    def __init__(self, inner: Store) -> None:
         self.inner = inner
         self.dialect = inner.dialect
         self.concurrency = inner.concurrency
-        #: event ids in the order they were written (shared with a later store: a restart)
-        self.events: list[str] = [] if events is None else events
-        #: event writes asked for (committed or not)
-        self.event_writes = 0
-        self._crash_at = 0
-
-    def crash_at(self, n: int) -> None:
-        self._crash_at = n
 
     async def open(self) -> None:
         await self.inner.open()
@@ -173,6 +162,38 @@ class Recording(Store):
 
     async def checkpoint(self, name: str) -> str | None:
         return await self.inner.checkpoint(name)
+
+    async def write(self, write: Write, after: Awaitable[object] | None = None) -> int:
+        return await self.inner.write(write, after)
+
+    async def ids(self, table: str, *, deleted: bool = False) -> set[str]:
+        return await self.inner.ids(table, deleted=deleted)
+
+    async def count(self, table: str) -> int:
+        return await self.inner.count(table)
+
+    async def schema_version(self) -> int:
+        return await self.inner.schema_version()
+
+
+class Recording(Wrapped):
+    """A store that also lists every event id it was asked to write: a second delivery of
+    an event shows here, where the table's primary key would make it a silent no-op.
+
+    ``crash_at(n)``: the n-th event write raises :class:`Crash` before anything of it is
+    written (the pass ends there, as a process killed between two transactions would).
+    """
+
+    def __init__(self, inner: Store, events: list[str] | None = None) -> None:
+        super().__init__(inner)
+        #: event ids in the order they were written (shared with a later store: a restart)
+        self.events: list[str] = [] if events is None else events
+        #: event writes asked for (committed or not)
+        self.event_writes = 0
+        self._crash_at = 0
+
+    def crash_at(self, n: int) -> None:
+        self._crash_at = n
 
     async def write(self, write: Write, after: Awaitable[object] | None = None) -> int:
         if write.table == "events":
@@ -190,11 +211,20 @@ class Recording(Store):
                 self.events.remove(ident)
             raise
 
-    async def ids(self, table: str, *, deleted: bool = False) -> set[str]:
-        return await self.inner.ids(table, deleted=deleted)
 
-    async def count(self, table: str) -> int:
-        return await self.inner.count(table)
+def free_port() -> int:
+    """A TCP port on loopback nobody listens on (for a metrics endpoint)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
-    async def schema_version(self) -> int:
-        return await self.inner.schema_version()
+
+def http_get(url: str) -> tuple[int, str]:
+    """Status and body of a GET (0 and "" while nothing answers)."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+    except OSError:
+        return 0, ""

@@ -5,38 +5,21 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from asyncwifi.cli import main
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
-    except OSError:
-        return 0, ""
+from tests.sync.conftest import free_port, http_get
 
 
 def test_daemon_serves_health_and_metrics_and_stops_on_sigterm(tmp_path: Path) -> None:
     db = tmp_path / "d.db"
-    port = _free_port()
+    port = free_port()
     cmd = [
         sys.executable, "-c", "from asyncwifi.cli import main; main()",
         "--simulate", "--sim-speed", "200", "--sim-seed", "3",
@@ -50,9 +33,9 @@ def test_daemon_serves_health_and_metrics_and_stops_on_sigterm(tmp_path: Path) -
         deadline = time.monotonic() + 60
         status, metrics = 0, ""
         while time.monotonic() < deadline:
-            status, _ = _get(f"http://127.0.0.1:{port}/healthz")
+            status, _ = http_get(f"http://127.0.0.1:{port}/healthz")
             if status == 200:
-                _, metrics = _get(f"http://127.0.0.1:{port}/metrics")
+                _, metrics = http_get(f"http://127.0.0.1:{port}/metrics")
                 if 'asyncwifi_sync_rows_total{table="events"} 10000.0' in metrics:
                     break
             time.sleep(0.2)

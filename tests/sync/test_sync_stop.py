@@ -10,8 +10,6 @@ import asyncio
 import re
 import signal
 import time
-import urllib.error
-import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -27,7 +25,14 @@ from asyncwifi.testing._data import DEFAULT_EVENTS_END as EVENTS_END
 from asyncwifi.testing._data import DEFAULT_EVENTS_START as EVENTS_START
 from tests._proxy import CuttableProxy
 from tests._stopping import STOP_WITHIN, Child, Stopped, pointed_at
-from tests.sync.conftest import PG_PORT, pg_database, pg_lock, require_postgres
+from tests.sync.conftest import (
+    PG_PORT,
+    free_port,
+    http_get,
+    pg_database,
+    pg_lock,
+    require_postgres,
+)
 
 #: the simulated clock starts at noon: the day's quota is back only 12 h (216 s) later
 START = datetime(2026, 1, 10, 12, tzinfo=UTC)
@@ -167,23 +172,9 @@ async def test_sigterm_while_a_request_is_in_backoff(tmp_path: Path) -> None:
         await store.close()
 
 
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
-    except OSError:
-        return 0, ""
-
-
 async def test_sigterm_while_the_daemon_waits_for_its_next_poll(tmp_path: Path) -> None:
     """Caught up, the daemon sleeps a day (432 s here) before its next poll; SIGTERM."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
+    port = free_port()
     url = f"sqlite:///{tmp_path / 'sync.db'}"
     since = START - timedelta(days=2)
     args = ["sync", "--to", url, "--since", since.isoformat(), "--poll", "1d",
@@ -199,8 +190,8 @@ async def test_sigterm_while_the_daemon_waits_for_its_next_poll(tmp_path: Path) 
         stored = 0
         while time.monotonic() < deadline:
             # polled, not guessed: a pass done, every settled event stored (then it waits)
-            health, _ = await asyncio.to_thread(_get, f"http://127.0.0.1:{port}/healthz")
-            _, metrics = await asyncio.to_thread(_get, f"http://127.0.0.1:{port}/metrics")
+            health, _ = await asyncio.to_thread(http_get, f"http://127.0.0.1:{port}/healthz")
+            _, metrics = await asyncio.to_thread(http_get, f"http://127.0.0.1:{port}/metrics")
             found = re.search(r'rows_total\{table="events"\} (\d+)', metrics)
             stored = int(found.group(1)) if found else 0
             if health == 200 and stored >= settled:
