@@ -27,11 +27,18 @@ PAGES = 6
 
 
 async def scroll(
-    s: Scheduler, pages: int, sent: list[float], *, keep: bool, gap: float = 0.1
+    s: Scheduler,
+    pages: int,
+    sent: list[float],
+    *,
+    keep: bool,
+    gap: float = 0.1,
+    read: asyncio.Event | None = None,
 ) -> list[float]:
     """A scroll as the producer runs it with a fast consumer: each continuation is asked
-    for as soon as the previous page arrives (``gap`` later), due ``HORIZON`` after it.
-    Returns how late each continuation was past its due time (0 when on time)."""
+    for as soon as the previous page arrives (``gap`` later; after the first page, once
+    ``read`` is set if given), due ``HORIZON`` after it. Returns how late each
+    continuation was past its due time (0 when on time)."""
     clock = s.clock
     ka = s.keepalive(HORIZON) if keep else None
     late: list[float] = []
@@ -45,6 +52,8 @@ async def scroll(
                     late.append(max(0.0, p.sent_at - deadline))
                 previous = p.sent_at
             await clock.sleep(gap)
+            if read is not None:
+                await read.wait()
     finally:
         if ka is not None:
             s.drop_keepalive(ka)
@@ -176,10 +185,20 @@ async def test_another_process_cannot_take_the_place_a_continuation_needs(
     b = Scheduler(lim, clock=clock, store=store(), max_in_flight=None)
     ordinary: list[float] = []
     scrolled: list[float] = []
+    filled = asyncio.Event()
     try:
-        late_task = asyncio.create_task(scroll(a, 4, scrolled, keep=keep, gap=3.0))
-        await asyncio.sleep(0.002)  # the first page is out; B's flood fills the window
-        await flood(b, 60, ordinary)
+        late_task = asyncio.create_task(scroll(a, 4, scrolled, keep=keep, read=filled))
+        while not scrolled:  # the first page is out
+            await asyncio.sleep(0.001)
+        flooding = asyncio.create_task(flood(b, 60, ordinary))
+        # A reads its page while B's flood takes every place it may: 19 without the rule,
+        # 18 with it (one is kept for A); counted, not timed, so a loaded machine is no
+        # different
+        while len(ordinary) < (19 if not keep else 18):
+            await asyncio.sleep(0.001)
+        await asyncio.sleep(0.01)
+        filled.set()
+        await flooding
         late = await late_task
     finally:
         await a.aclose()
