@@ -297,6 +297,8 @@ class ContactFeed:
     ``sort_by`` the sort that orders by modification (``modified_absolute``). If the server
     turns out to ignore the filter (a contact older than the checkpoint comes back),
     ``incremental`` becomes False: use :meth:`scan` and compare with what is stored.
+    Pages are as large as the server accepts (``contacts.list(size="max")``, learnt once
+    per client: a pass pays for a refused size once).
     """
 
     resource = "contacts"
@@ -306,17 +308,13 @@ class ContactFeed:
         api: Client,
         *,
         checkpoint: str | None = None,
-        size: int = MAX_SIZE,
         modified_from: str = MODIFIED_FROM,
         modified_to: str = MODIFIED_TO,
         sort_by: str = "modified_absolute",
         budget: Budget | None = None,
     ) -> None:
-        if not isinstance(size, int) or not 1 <= size <= MAX_SIZE:
-            raise ValidationError(f"size must be an integer from 1 to {MAX_SIZE}, got {size!r}")
         self.api = api
         self.checkpoint = checkpoint
-        self.size = size
         self.modified_from = modified_from
         self.modified_to = modified_to
         self.sort_by = sort_by
@@ -376,7 +374,7 @@ class ContactFeed:
         # count records that did not decode; a resume would re-scan for them forever. A
         # shortfall that the bad records explain is the end; any other lapse is raised
         stream = self.api.contacts.list(
-            size=self.size, sort_by=sort_by, keep_raw=True, extra_params=extra_params
+            size="max", sort_by=sort_by, keep_raw=True, extra_params=extra_params
         )
         seen: set[str] = set()
         counted = bad_total = 0

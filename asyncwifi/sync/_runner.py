@@ -94,7 +94,8 @@ class SyncOptions:
     #: the query names of the contacts' modified-date filters (not shown in the reference)
     modified_from: str = MODIFIED_FROM
     modified_to: str = MODIFIED_TO
-    #: records per request (spec §8: up to 10,000)
+    #: events per request (spec §8: up to 10,000); contact pages are as large as the
+    #: server accepts (``contacts.list(size="max")``, learnt once per client)
     size: int = 10_000
     #: the first and longest wait before retrying an unreachable database (real seconds)
     retry_initial: float = 0.5
@@ -270,7 +271,6 @@ class Syncer:
         feed = ContactFeed(
             self.api,
             checkpoint=await self._checkpoint(CONTACTS),
-            size=opts.size,
             modified_from=opts.modified_from,
             modified_to=opts.modified_to,
             budget=self.budget,
