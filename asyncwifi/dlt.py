@@ -23,9 +23,10 @@ from dlt.extract.source import DltSource
 
 from asyncwifi._client import Client, ClientState
 from asyncwifi._protocol import format_datetime
-from asyncwifi.errors import ConfigurationError, ValidationError
+from asyncwifi.errors import ConfigurationError
 from asyncwifi.models import Contact, Event
 from asyncwifi.models.events import utc_time
+from asyncwifi.resources.contacts import PageSize, page_size
 from asyncwifi.resources.events import validate_event_query
 
 __all__ = ["SOURCE_NAME", "asyncwifi_source"]
@@ -159,7 +160,7 @@ def _events(
     return dlt.resource(events, name="events", primary_key="id", write_disposition="merge")
 
 
-def _contacts(session: _Session, *, size: int) -> DltResource:
+def _contacts(session: _Session, *, size: PageSize) -> DltResource:
     async def rows(cursor: dlt.sources.incremental[str]) -> AsyncIterator[Row]:
         since = utc_time(cursor.last_value)
         api = await session.acquire()
@@ -216,7 +217,7 @@ def asyncwifi_source(
     date_end: datetime | str | None = None,
     event_types: Iterable[str] | None = None,
     events_page_size: int = 10_000,
-    contacts_page_size: int = 1_000,
+    contacts_page_size: PageSize = "max",
     **options: Any,
 ) -> DltSource:
     """The dlt source: resources ``contacts``, ``events``, ``hotspots``, ``segments``.
@@ -226,6 +227,8 @@ def asyncwifi_source(
     ``limits``...); missing credentials come from dlt's ``sources.asyncwifi.*`` settings,
     then ``ASYNCWIFI_*`` variables. ``date_start``/``date_end`` bound the events of the
     first run; later runs continue from where the previous one ended. Call it once per run.
+    ``contacts_page_size``: ``"max"`` (the largest page the server accepts, learnt) or a
+    number, as ``contacts.list(size=...)``.
     """
     query = validate_event_query(
         date_start=date_start,
@@ -234,10 +237,7 @@ def asyncwifi_source(
         size=events_page_size,
         sort_by="utcTime",
     )
-    if not isinstance(contacts_page_size, int) or not 1 <= contacts_page_size <= 10_000:
-        raise ValidationError(
-            f"contacts_page_size must be an integer from 1 to 10000, got {contacts_page_size!r}"
-        )
+    contacts_size = page_size(contacts_page_size, "contacts_page_size")
     if client is not None and not isinstance(client, Client):
         raise ConfigurationError(f"client must be an asyncwifi.Client, got {type(client)!r}")
     if client is None:
@@ -251,7 +251,7 @@ def asyncwifi_source(
     session = _Session(client)
     types = None if query["events"] is None else str(query["events"]).split(",")
     resources = [
-        _contacts(session, size=contacts_page_size),
+        _contacts(session, size=contacts_size),
         _events(
             session,
             date_start=_as_utc(date_start, "date_start"),

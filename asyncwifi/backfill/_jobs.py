@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from asyncwifi.backfill._commit import event_date
 from asyncwifi.backfill._contract import Reporter, StreamLike, StreamRequest
@@ -25,6 +25,8 @@ from asyncwifi.backfill._plan import Slice, even_slice_size, plan_slices
 from asyncwifi.backfill._state import JobParams
 from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.ratelimit import Lane
+from asyncwifi.resources.contacts import PageSize
+from asyncwifi.resources.contacts import page_size as contacts_page_size
 
 if TYPE_CHECKING:
     from asyncwifi._client import Client
@@ -33,7 +35,6 @@ __all__ = ["contacts_export", "contacts_params", "events_backfill", "events_para
 
 #: spec §8: events pages hold up to 10,000; quota binds, so fewer, fuller pages
 EVENTS_PAGE_SIZE = 10_000
-#: spec §4.2: the contact list's ``size`` (100 is the value seen; no maximum is documented)
 #: a stand-in range for the single "slice" of a contact export (contacts are not time-sliced)
 _WHOLE = Slice(
     0,
@@ -164,7 +165,7 @@ def contacts_export(
     state: Path,
     has_email: bool | None = None,
     gzip: bool = False,
-    page_size: int | Literal["max"] = "max",
+    page_size: PageSize = "max",
     prefetch: int = 1,
     reporter: Reporter | None = None,
     wait: bool = False,
@@ -176,8 +177,9 @@ def contacts_export(
     One scroll; when it lapses (``ScrollExpiredError``) or the job restarts, a new scroll is
     opened in the client's resume mode and the contacts already written are skipped by id.
     ``page_size="max"`` (the default) asks for the largest page the server accepts, learnt
-    once per client (``api.contacts.largest_page_size``).
+    once per client (``api.contacts.largest_page_size``); a number is sent as is.
     """
+    page_size = contacts_page_size(page_size, "page_size")  # checked before any request
     contacts = api.contacts
 
     def open_stream(request: StreamRequest) -> StreamLike:

@@ -39,6 +39,8 @@ from asyncwifi.cli._dry_run import DEFAULT_EVENTS_PER_DAY, dry_run_plan
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._files import check_export_files, remove_if_unused, writing
 from asyncwifi.cli._progress import plural
+from asyncwifi.errors import ValidationError
+from asyncwifi.resources.contacts import PageSize, page_size
 
 __all__ = ["contacts_group", "events_group"]
 
@@ -70,6 +72,15 @@ def InstantType() -> _Parsed[datetime]:
 def DurationType() -> _Parsed[timedelta]:
     """``1d``, ``6h``, ``30m``, ``1h30m``."""
     return _Parsed("DURATION", timedelta, parse_duration)
+
+
+def _contacts_page(ctx: click.Context, param: click.Parameter, value: str) -> PageSize:
+    """``max`` or a number, by the contact list's one rule (``contacts.page_size``)."""
+    text = value.strip()
+    try:
+        return page_size(int(text) if text.isdigit() else text, "--page-size")
+    except ValidationError as exc:
+        raise click.BadParameter(str(exc).removeprefix("--page-size "), ctx, param) from None
 
 
 def _types(ctx: click.Context, param: click.Parameter, value: Sequence[str]) -> list[str] | None:
@@ -338,10 +349,11 @@ def contacts_group() -> None:
 )
 @click.option(
     "--page-size",
-    type=click.IntRange(1, 10_000),
-    default=None,
-    help="Contacts per request (default: the largest the server accepts, up to 10,000; "
-    "spec §4.2 shows 100).",
+    default="max",
+    show_default=True,
+    callback=_contacts_page,
+    help="Contacts per request: max (the largest the server accepts, up to 10,000; "
+    "spec §4.2 shows 100) or a number.",
 )
 @click.option("--daemon", "--wait", "wait", is_flag=True, help="Wait for the quota reset.")
 @click.option("--max-wait", type=DurationType(), default=None, help="With --daemon: longest wait.")
@@ -354,7 +366,7 @@ def export(
     gzip_: bool,
     state: str | None,
     has_email: bool | None,
-    page_size: int | None,
+    page_size: PageSize,
     wait: bool,
     max_wait: timedelta | None,
     fsync: bool,
@@ -382,7 +394,7 @@ def export(
                 state=state_path,
                 has_email=has_email,
                 gzip=gzip,
-                page_size=page_size or "max",
+                page_size=page_size,
                 reporter=reporter,
                 wait=wait,
                 max_wait=max_wait.total_seconds() if max_wait else None,

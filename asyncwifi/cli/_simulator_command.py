@@ -135,6 +135,13 @@ def _default_range() -> str:
 @click.option("--scroll-ttl", type=click.FloatRange(min=0.001), default=60.0, show_default=True)
 @click.option("--scroll-single-use", is_flag=True, help="A scroll id answers once.")
 @click.option(
+    "--contacts-max-size",
+    type=click.IntRange(1),
+    default=10_000,
+    show_default=True,
+    help="The largest contact page size accepted; more is a 409 (100: the reference's).",
+)
+@click.option(
     "--event-shape",
     type=click.Choice(("nested", "flat", "dated")),
     default="nested",

@@ -48,6 +48,15 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: str) -> float:
         raise click.BadParameter(str(exc)) from None
 
 
+def _lookback(ctx: click.Context, param: click.Parameter, value: str) -> float:
+    from asyncwifi.sync._lookback import lookback_of
+
+    try:
+        return lookback_of(_seconds(ctx, param, value))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 @click.command("sync")
 @click.option("--to", "url", required=True, help="sqlite:///PATH or postgresql://USER@HOST/DB.")
 @click.option(
@@ -69,6 +78,9 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: str) -> float:
               help="Serve /metrics (Prometheus) and /healthz on this port.")  # fmt: skip
 @click.option("--poll", default="1m", callback=_seconds, show_default=True,
               help="Daemon: between polls for new events.")  # fmt: skip
+@click.option("--lookback", default="10m", callback=_lookback, show_default=True,
+              help="Store events that appear up to this long after their own time: the "
+              "recent past is re-read (0: off; at most 1d).")  # fmt: skip
 @click.option("--refresh-every", default="15m", callback=_seconds, show_default=True,
               help="Daemon: between refreshes of contacts, hotspots and segments.")  # fmt: skip
 @click.option("--reconcile-every", default="1d", callback=_seconds, show_default=True,
@@ -89,6 +101,7 @@ def sync_command(
     rate_store: str | None,
     metrics_port: int | None,
     poll: float,
+    lookback: float,
     refresh_every: float,
     reconcile_every: float,
     modified_from_param: str,
@@ -125,6 +138,7 @@ def sync_command(
                 since=since or (until or now) - DEFAULT_LOOKBACK,
                 until=None if until is None else until - timedelta(milliseconds=1),
                 poll_interval=poll,
+                lookback=lookback,
                 refresh_every=refresh_every,
                 reconcile_every=reconcile_every,
                 modified_from=modified_from_param,
@@ -192,11 +206,15 @@ def _report(app: App, syncer: Syncer, what: str) -> None:
     stats = syncer.stats
     rows = ", ".join(f"{t} {n:,}" for t, n in sorted(stats.rows.items())) or "nothing"
     requests = sum(stats.requests.values())
+    late = sum(stats.late_events.values())
     app.display.info(
         "sync",
-        f"sync {what}: rows changed: {rows}; {requests:,} requests; "
-        f"{counted(stats.dead_letters, 'dead letter')}",
+        f"sync {what}: rows changed: {rows}; {requests:,} requests "
+        f"({stats.lookback_requests:,} re-reading the recent past); "
+        f"{counted(late, 'late event')} stored; {counted(stats.dead_letters, 'dead letter')}",
         rows=stats.rows,
         requests=stats.requests,
+        lookback_requests=stats.lookback_requests,
+        late_events=stats.late_events,
         dead_letters=stats.dead_letters,
     )

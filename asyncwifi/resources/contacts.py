@@ -29,11 +29,28 @@ from asyncwifi.models import (
 )
 from asyncwifi.ratelimit import Lane
 
-__all__ = ["MAX_SIZES", "Contacts"]
+__all__ = ["MAX_SIZES", "Contacts", "PageSize", "page_size"]
 
 #: the page sizes ``size="max"`` tries, largest first: the vendor documents up to 10,000
 #: (observed.md), the reference shows 100 (spec §4.2)
 MAX_SIZES = (10_000, 1_000, 100)
+
+#: a contact page size: ``"max"`` (the largest the server accepts, learnt) or a number
+PageSize = int | Literal["max"]
+
+
+def page_size(size: object, what: str = "size") -> PageSize:
+    """The contact list's page size, checked: the one rule for it, wherever it is given
+    (``contacts.list``, the export, the dlt source). ``"max"`` asks for the largest page
+    the server accepts (:data:`MAX_SIZES`, learnt once per client); a number must be from 1
+    to 10,000 (the vendor's documented range) and is sent as is, never changed."""
+    if size == "max":
+        return "max"
+    if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= MAX_SIZES[0]:
+        raise ValidationError(
+            f"{what} must be 'max' or an integer from 1 to {MAX_SIZES[0]:,}, got {size!r}"
+        )
+    return size
 
 
 def _contact_of(body: bytes | memoryview) -> Contact:
@@ -80,7 +97,7 @@ class Contacts:
         segment_id: str | None = None,
         sort_by: str | None = "created_absolute",
         sort_reverse: bool | None = None,
-        size: int | Literal["max"] = 100,
+        size: PageSize = "max",
         organization: str | None = None,
         resume: bool = False,
         keep_raw: bool = False,
@@ -96,15 +113,17 @@ class Contacts:
         On an expired scroll this raises :class:`~asyncwifi.errors.ScrollExpiredError`
         saying how many were delivered, unless ``resume=True``, which re-scans and skips
         the contacts already delivered (it keeps their ids in memory).
+
+        ``size`` (see :func:`page_size`): ``"max"`` by default, the largest page the server
+        accepts, learnt once per client (a refused size costs one 409, paid once).
         """
         smaller: tuple[int, ...] = ()
+        size = page_size(size)
         if size == "max":
             # the largest page the server accepts, learnt once per client: the reference
             # shows 100, the vendor documents up to 10,000 (observed.md); a 409 says no
             known = self._accepted
             size, smaller = (known, ()) if known else (MAX_SIZES[0], MAX_SIZES[1:])
-        elif not isinstance(size, int) or isinstance(size, bool) or size < 1:
-            raise ValidationError(f"size must be a positive integer or 'max', got {size!r}")
         _positive(prefetch, "prefetch")
         org = organization_segment(organization, self._org)
         params = build_query(

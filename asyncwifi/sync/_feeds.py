@@ -2,7 +2,8 @@
 
 - :class:`EventFeed` follows the organization's events from a checkpoint, up to a time or
   forever (new events as they appear), over ``dateStart``/``dateEnd`` windows sorted by
-  ``utcTime``; exact on every record shape (see ``_checkpoint``).
+  ``utcTime``; exact on every record shape (see ``_checkpoint``); with a lookback it
+  re-reads the recent past for events that appear late (see ``_lookback``).
 - :class:`ContactFeed` gives the contacts modified since a checkpoint (the vendor's
   modified-date filters and ``modified_absolute`` sort, names configurable) and full scans
   (for a server without those filters, and for the reconcile that finds deleted contacts).
@@ -15,7 +16,7 @@ set aside (a dead-letter table): it never stops a feed.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Literal, TypeGuard, TypeVar
@@ -29,6 +30,7 @@ from asyncwifi.models import Contact, Event, ItemError
 from asyncwifi.models.events import utc_time
 from asyncwifi.sync._budget import Budget
 from asyncwifi.sync._checkpoint import TimeCursor, event_times, ms_floor
+from asyncwifi.sync._lookback import LOOKBACK_EVERY, Rereads
 
 __all__ = [
     "BadRecord",
@@ -80,6 +82,9 @@ class Batch(Generic[T]):
     requests: int = 0
     #: events: each record's UTC time (or None), index for index, read once
     times: list[datetime | None] | None = None
+    #: events a re-read found late (no checkpoint): ``"lookback"``, or ``"audit"`` when
+    #: they were later than the lookback (see ``_lookback``)
+    late: str | None = None
 
 
 def _raw_id(raw: bytes, id_field: str) -> str | None:
@@ -137,6 +142,10 @@ class EventFeed:
     next poll: a late write upstream then still lands in a window not yet closed.
     Records without a UTC time are windowed (``window`` long at first, then sized to about
     ``window_records``) so the checkpoint's id set stays bounded.
+
+    ``lookback`` (seconds, 0: off) re-reads the recent past for events that appear late;
+    their batches have ``late`` set and no checkpoint (``rereads``: see
+    :class:`~asyncwifi.sync._lookback.Rereads`, ``stored`` and ``lookback_every`` too).
     """
 
     resource = "events"
@@ -155,6 +164,9 @@ class EventFeed:
         window: timedelta = timedelta(days=1),
         window_records: int = 4 * MAX_SIZE,
         budget: Budget | None = None,
+        lookback: float = 0.0,
+        lookback_every: float = LOOKBACK_EVERY,
+        stored: Callable[[list[str]], Awaitable[Collection[str]]] | None = None,
     ) -> None:
         if checkpoint is None and since is None:
             raise ValidationError("an event feed needs a checkpoint or a since")
@@ -166,6 +178,11 @@ class EventFeed:
             raise ValidationError("poll_interval and window must be positive, settle >= 0")
         self.api = api
         self.cursor = TimeCursor.start("events", checkpoint, since or datetime.now(UTC))
+        #: the re-reads of the recent past (a first run re-reads nothing before ``since``)
+        self.rereads = Rereads(
+            lookback, every=lookback_every, at=self.cursor.at, now=api.clock.now(),
+            fresh=checkpoint is None, stored=stored,
+        )  # fmt: skip
         self.until = until
         self.follow = follow
         self.poll_interval = poll_interval
@@ -203,6 +220,13 @@ class EventFeed:
                 if until is not None and cursor.at >= until:
                     return
                 await self.api.clock.sleep(self.poll_interval)
+            plan = self.rereads.due(self.api.clock.now(), cursor.at)
+            if plan is not None:  # at most one re-read a poll
+                async for found in self.rereads.read(self, plan):
+                    bad = [BadRecord.of(e, "id") for e in found.errors]
+                    bad += [BadRecord(raw, "an event with no id", None) for raw in found.no_id]
+                    yield Batch("events", found.records, bad, times=found.times,
+                                late=plan.kind, requests=found.requests)  # fmt: skip
             end = ms_floor(self._end(until))
             if cursor.at >= end:
                 if not self.follow or (until is not None and cursor.at >= until):
@@ -254,6 +278,7 @@ class EventFeed:
                 times = event_times(items)
                 records = [Record(e, r) for e, r in zip(items, raws, strict=True)]
                 cursor.add_page(idents, times)
+                self.rereads.remember(idents, times, stop, [b.raw for b in bad])
                 if None in times:
                     timed = False
                 top = max(filter(None, times), default=None)
@@ -297,6 +322,8 @@ class ContactFeed:
     ``sort_by`` the sort that orders by modification (``modified_absolute``). If the server
     turns out to ignore the filter (a contact older than the checkpoint comes back),
     ``incremental`` becomes False: use :meth:`scan` and compare with what is stored.
+    Pages are as large as the server accepts (``contacts.list(size="max")``, learnt once
+    per client: a pass pays for a refused size once).
     """
 
     resource = "contacts"
@@ -306,17 +333,13 @@ class ContactFeed:
         api: Client,
         *,
         checkpoint: str | None = None,
-        size: int = MAX_SIZE,
         modified_from: str = MODIFIED_FROM,
         modified_to: str = MODIFIED_TO,
         sort_by: str = "modified_absolute",
         budget: Budget | None = None,
     ) -> None:
-        if not isinstance(size, int) or not 1 <= size <= MAX_SIZE:
-            raise ValidationError(f"size must be an integer from 1 to {MAX_SIZE}, got {size!r}")
         self.api = api
         self.checkpoint = checkpoint
-        self.size = size
         self.modified_from = modified_from
         self.modified_to = modified_to
         self.sort_by = sort_by
@@ -376,7 +399,7 @@ class ContactFeed:
         # count records that did not decode; a resume would re-scan for them forever. A
         # shortfall that the bad records explain is the end; any other lapse is raised
         stream = self.api.contacts.list(
-            size=self.size, sort_by=sort_by, keep_raw=True, extra_params=extra_params
+            size="max", sort_by=sort_by, keep_raw=True, extra_params=extra_params
         )
         seen: set[str] = set()
         counted = bad_total = 0

@@ -1,7 +1,9 @@
 """Operability of a sync: Prometheus metrics and a health endpoint (prometheus-client, aiohttp).
 
-``/metrics``: rows synced per table, requests per resource, 429s, quota left today, lag
-behind the newest event, time of the last successful pass. ``/healthz``: 200 while the
+``/metrics``: rows synced per table, requests per resource (and those re-reading the
+recent past), late events stored (by the lookback, or by the audit: later than the
+lookback), 429s, quota left today, lag behind the newest event, time of the last
+successful pass. ``/healthz``: 200 while the
 database answers and a pass succeeded, else 503 with the reason.
 """
 
@@ -36,6 +38,21 @@ class SyncMetrics:
             "asyncwifi_sync_requests", "API requests sent, per resource", ["resource"],
             registry=registry,
         )  # fmt: skip
+        self.lookback_requests = Gauge(
+            "asyncwifi_sync_lookback_requests",
+            "API requests spent re-reading the recent past for late events (lookback and "
+            'audit; part of asyncwifi_sync_requests{resource="events"})',
+            registry=registry,
+        )
+        self.late = Counter(
+            "asyncwifi_sync_late_events",
+            "Events stored after they appeared late, by what found them: the lookback, or "
+            "the audit (later than the lookback: lengthen it)",
+            ["found_by"], registry=registry,
+        )  # fmt: skip
+        self._late_counted = dict.fromkeys(syncer.stats.late_events, 0)
+        for kind in self._late_counted:
+            self.late.labels(found_by=kind)  # shown at 0 from the start
         self.throttled = Counter(
             "asyncwifi_sync_rate_limited_responses", "429 answers received", registry=registry
         )
@@ -71,6 +88,10 @@ class SyncMetrics:
         stats = self.syncer.stats
         for resource, count in stats.requests.items():
             self.requests.labels(resource=resource).set(count)
+        self.lookback_requests.set(stats.lookback_requests)
+        for kind, count in stats.late_events.items():
+            self.late.labels(found_by=kind).inc(count - self._late_counted[kind])
+            self._late_counted[kind] = count
         day = self.api.quota.day
         self.quota_left.set(-1 if day is None or day.remaining is None else day.remaining)
         newest = stats.newest_event

@@ -18,7 +18,7 @@ checkpoints reach the database is the feed's.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -260,6 +260,14 @@ class PostgresStore(Store):
         async def get(session: _Session) -> set[str]:
             rows = await session.conn.fetch(f"SELECT id FROM {spec.name}{where}")
             return {r[0] for r in rows}
+
+        return await self._call(get)
+
+    async def existing(self, table: str, ids: Sequence[str]) -> set[str]:
+        sql = f"SELECT id FROM {TABLES[table].name} WHERE id = ANY($1::text[])"
+
+        async def get(session: _Session) -> set[str]:
+            return {r[0] for r in await session.conn.fetch(sql, list(ids))}
 
         return await self._call(get)
 

@@ -42,6 +42,7 @@ from asyncwifi.sync._feeds import (
     EventFeed,
     snapshot,
 )
+from asyncwifi.sync._lookback import DEFAULT_LOOKBACK, lookback_of
 from asyncwifi.sync._store import Store, StoreUnavailableError, Write, rows_of
 
 __all__ = ["SyncOptions", "SyncStats", "Syncer"]
@@ -87,6 +88,9 @@ class SyncOptions:
     poll_interval: float = 60.0
     #: events newer than this are left for the next poll (late writes upstream still land)
     settle: float = 60.0
+    #: events that appear up to this long after their own time are still stored: the
+    #: recent past is re-read (0: off; see ``docs/guides/sync.md``, "Late events")
+    lookback: float = DEFAULT_LOOKBACK
     #: between refreshes of contacts (changes), hotspots and segments (daemon)
     refresh_every: float = 900.0
     #: between full contact reconciles (deleted contacts), in both modes
@@ -94,11 +98,15 @@ class SyncOptions:
     #: the query names of the contacts' modified-date filters (not shown in the reference)
     modified_from: str = MODIFIED_FROM
     modified_to: str = MODIFIED_TO
-    #: records per request (spec §8: up to 10,000)
+    #: events per request (spec §8: up to 10,000); contact pages are as large as the
+    #: server accepts (``contacts.list(size="max")``, learnt once per client)
     size: int = 10_000
     #: the first and longest wait before retrying an unreachable database (real seconds)
     retry_initial: float = 0.5
     retry_max: float = 30.0
+
+    def __post_init__(self) -> None:
+        self.lookback = lookback_of(self.lookback)
 
 
 @dataclass
@@ -117,6 +125,10 @@ class SyncStats:
     quota_sleeping_until: float | None = None
     #: how many times the day's quota ran out and the sync slept until the reset
     quota_sleeps: int = 0
+    #: late events stored, by what found them: ``lookback``, or ``audit`` (later than the
+    #: lookback); and the requests the re-reads spent (within ``requests["events"]``)
+    late_events: dict[str, int] = field(default_factory=lambda: {"lookback": 0, "audit": 0})
+    lookback_requests: int = 0
 
 
 class Syncer:
@@ -216,6 +228,11 @@ class Syncer:
         self.stats.requests[batch.resource] = (
             self.stats.requests.get(batch.resource, 0) + batch.requests
         )
+        if batch.late is not None:  # a re-read: what it found was late (``_lookback``)
+            self.stats.late_events[batch.late] += len(batch.records)
+            self.stats.lookback_requests += batch.requests
+        if not (batch.records or batch.bad or checkpoints or batch.complete):
+            return  # a re-read that found nothing: no transaction
         self.stats.dead_letters += len(batch.bad)
         for bad in batch.bad:
             log.warning("sync: a %s record set aside (dead letter): %s", batch.resource, bad.error)
@@ -251,6 +268,8 @@ class Syncer:
             settle=opts.settle,
             size=opts.size,
             budget=self.budget,
+            lookback=opts.lookback,
+            stored=lambda ids: self._retrying(lambda: self.store.existing(EVENTS, ids), read=True),
         )
         before = self._total()
         try:
@@ -270,7 +289,6 @@ class Syncer:
         feed = ContactFeed(
             self.api,
             checkpoint=await self._checkpoint(CONTACTS),
-            size=opts.size,
             modified_from=opts.modified_from,
             modified_to=opts.modified_to,
             budget=self.budget,

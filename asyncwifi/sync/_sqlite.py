@@ -8,8 +8,9 @@ while the sync writes; each batch is one ``BEGIN IMMEDIATE`` .. ``COMMIT``.
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -178,6 +179,11 @@ class SqliteStore(Store):
             where = " WHERE deleted_at IS NOT NULL" if deleted else " WHERE deleted_at IS NULL"
         sql = f"SELECT id FROM {spec.name}{where}"
         return await self._run(lambda conn: {str(r[0]) for r in conn.execute(sql)})
+
+    async def existing(self, table: str, ids: Sequence[str]) -> set[str]:
+        sql = f"SELECT id FROM {TABLES[table].name} WHERE id IN (SELECT value FROM json_each(?))"
+        wanted = json.dumps(list(ids))
+        return await self._run(lambda conn: {str(r[0]) for r in conn.execute(sql, (wanted,))})
 
     async def count(self, table: str) -> int:
         sql = f"SELECT count(*) FROM {TABLES[table].name}"

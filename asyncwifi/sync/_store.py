@@ -116,6 +116,11 @@ class Store(abc.ABC):
         """The ids of ``table`` (live ones, or those marked deleted)."""
 
     @abc.abstractmethod
+    async def existing(self, table: str, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` ``table`` holds (deleted or not): a re-read of the recent
+        past asks it for records that an earlier run may have stored."""
+
+    @abc.abstractmethod
     async def count(self, table: str) -> int:
         """Rows in ``table`` (deleted ones included)."""
 

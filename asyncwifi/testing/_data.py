@@ -157,7 +157,8 @@ class SimulatorData:
     """The organization's contacts, locations, hotspots, segments and events.
 
     ``contacts`` (live, in creation order) and ``hotspots`` (by id) are the state the API
-    reads and changes; ``events`` is the event log, which only grows (:meth:`add_events`).
+    reads and changes; ``events`` is the event log, which only grows (:meth:`add_events`,
+    at the clock's now or late, in the past).
     Use :meth:`event_ids` to get exactly the ids a query would return (for exactly-once
     checks). ``clock`` is the simulator's (the default time of new events).
     """
@@ -347,14 +348,17 @@ class SimulatorData:
         at: datetime | str | float | None = None,
         until: datetime | str | float | None = None,
     ) -> list[str]:
-        """Add ``count`` new events to the log, as if they just happened; their ids.
+        """Add ``count`` new events to the log, as they reach the platform now; their ids.
 
         Their times fall in ``[at, until]``: ``at`` defaults to the clock's now and
         ``until`` to ``at`` (aware datetimes, naive ones taken as UTC, ISO strings or epoch
-        seconds), in whole seconds rounded down. Only at or after the newest event: the
-        log stays in time order and ids derive from positions, so an earlier ``at`` is a
-        ``ConfigurationError``. Queries and new scrolls serve them at once; a scroll opened
-        before keeps what it selected. :meth:`event_ids` includes them.
+        seconds), in whole seconds rounded down. An ``at`` in the past adds *late* events
+        (a visit written when the guest leaves, an access point uploading after an outage):
+        their own time lies among events served before, and ``dateStart``/``dateEnd``
+        filter on it. Either way the ids are new and unique, deterministic from the seed
+        and the number of calls so far. Queries and new scrolls serve them at once, in
+        time order (``sortBy=utcTime``); a scroll opened before keeps what it selected.
+        :meth:`event_ids` includes them.
         """
         start = self.clock.now() if at is None else to_epoch(at)
         end = start if until is None else to_epoch(until)

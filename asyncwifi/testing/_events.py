@@ -1,8 +1,11 @@
 """The event log, stored compactly and served fast (spec §2.4, §4.5).
 
-A million events fit in a few arrays: epoch seconds (sorted), a type code and an owner
-(contact index) per event. Everything else about an event (its id, its sub-object) is derived
-from its index and the seed, so nothing per event is kept as a Python object. The JSON of
+A million events fit in a few arrays: epoch seconds, a type code and an owner (contact
+index) per event. Everything else about an event (its id, its sub-object) is derived from
+its index and the seed, so nothing per event is kept as a Python object. Indices only grow:
+an event added late (its time before the newest event's: a visit written when the guest
+leaves, an access point uploading after an outage) takes the next index like any other, and
+an order of the indices by time serves the queries from then on. The JSON of
 each event is built lazily, one chunk of events at a time, and cached as one ``bytes`` blob
 with offsets; a page body is then a join of slices of those blobs.
 
@@ -101,7 +104,7 @@ class EventStore:
         self._venues = list(venues) or [("", "", "", "UTC")]
         #: the record shape served (see ``_event_records``)
         self.shape: EventShape = shape
-        #: epoch seconds of each event, ascending
+        #: epoch seconds of each event (by index): ascending until an event is added late
         self.times = poisson_times(rnd, count, float(start), float(end))
         #: the type code of each event (an index into ``EVENT_TYPES + UNDOCUMENTED_TYPES``)
         self.codes = rnd.randbytes(count).translate(CODE_TABLE)
@@ -133,6 +136,10 @@ class EventStore:
         self._encode = msgspec.json.Encoder().encode
         self._by_type: list[array[int]] | None = None
         self._by_owner: dict[int, array[int]] | None = None
+        #: the indices in time order (ties in index order), and their times; None while
+        #: that is the order of the indices (no event was added late)
+        self._order: array[int] | None = None
+        self._ordered_times: array[int] | None = None
 
     def _venues_of(self, owners: array[int]) -> bytes:
         homes = self._homes
@@ -141,24 +148,20 @@ class EventStore:
     def append(self, count: int, *, start: float, end: float) -> range:
         """Add ``count`` new events with times in ``[start, end]``; returns their indices.
 
-        Only at or after the newest event: the log is kept sorted by time and an event's
-        id derives from its index, so an event cannot be put between two others (a
-        ``start`` before the newest event's time is a ``ConfigurationError``). Times are
-        whole seconds, as every event's, rounded down (an event added at 12:00:00.7 says
-        12:00:00). The new events are drawn like the others (Poisson times, weighted
-        types, contacts and their venues), deterministic from the seed and the number of
-        appends so far. Open scrolls keep their own selection of indices: an append does
-        not change what they serve.
+        The new events take the next indices (so their ids are new, and no other event's
+        changes). A ``start`` before the newest event's time makes them *late*: their
+        times lie in the past, among events served before; queries serve them from now
+        on, in time order (ties in index order). Times are whole seconds, as every
+        event's, rounded down (an event added at 12:00:00.7 says 12:00:00). The new events
+        are drawn like the others (Poisson times, weighted types, contacts and their
+        venues), deterministic from the seed and the number of appends so far. Open
+        scrolls keep their own selection of indices: an append does not change what they
+        serve.
         """
         if count < 0 or end < start:
             raise ConfigurationError("append: count must be >= 0 and end not before start")
         n = len(self.times)
-        if n and start < self.times[-1]:
-            raise ConfigurationError(
-                f"cannot add events from {iso_z(start)}: the newest event is at "
-                f"{iso_z(self.times[-1])}, and events can only be added at or after it "
-                "(the log is kept in time order and event ids derive from the position)"
-            )
+        late = bool(n) and start < self.newest()
         if not count:
             return range(n, n)
         self.appends += 1
@@ -176,8 +179,31 @@ class EventStore:
         self._chunks.extend([None] * grow)
         self._rchunks.extend([None] * grow)
         self._business = self._by_type = self._by_owner = None
+        self.start = min(self.start, float(start))
         self.end = max(self.end, float(end))
+        if late or self._order is not None:
+            self._reorder(n, late)
         return range(n, len(self.times))
+
+    def newest(self) -> int:
+        """The newest event's time (epoch seconds); the log must not be empty."""
+        return self.times[-1] if self._order is None else self.times[self._order[-1]]
+
+    def _reorder(self, n: int, late: bool) -> None:
+        """Keep the order by time once events were added late (from index ``n`` on)."""
+        times, added = self.times, range(n, len(self.times))
+        if self._order is None or self._ordered_times is None:
+            order: array[int] = array("I", range(n))
+            ordered: array[int] = times[:n]
+        else:
+            order, ordered = self._order, self._ordered_times
+        if late:  # a stable sort of two sorted runs: ties keep the index order
+            order = array("I", sorted([*order, *added], key=times.__getitem__))
+            ordered = array("q", [times[i] for i in order])
+        else:  # at or after the newest: they go at the end
+            order.extend(added)
+            ordered.extend(times[n:])
+        self._order, self._ordered_times = order, ordered
 
     def __len__(self) -> int:
         return len(self.times)
@@ -345,9 +371,11 @@ class EventStore:
     # -- queries --------------------------------------------------------------------------
 
     def bounds(self, start: float | None, end: float | None) -> tuple[int, int]:
-        """The index range of events with ``start <= date <= end`` (spec §4.5)."""
-        lo = 0 if start is None else bisect_left(self.times, start)
-        hi = len(self.times) if end is None else bisect_right(self.times, end)
+        """The range of time-order positions of events with ``start <= date <= end`` (spec
+        §4.5): indices, while no event was added late."""
+        times = self.times if self._ordered_times is None else self._ordered_times
+        lo = 0 if start is None else bisect_left(times, start)
+        hi = len(times) if end is None else bisect_right(times, end)
         return lo, max(lo, hi)
 
     def select(
@@ -360,6 +388,20 @@ class EventStore:
         """The indices of matching events in ascending time order."""
         lo, hi = self.bounds(start, end)
         codes = None if types is None else {TYPE_CODES[t] for t in types}
+        if self._order is not None:  # events were added late: positions are not indices
+            part = self._order[lo:hi]
+            if owner is None and codes is None:
+                return part
+            owners, all_codes = self.owners, self.codes
+            return array(
+                "I",
+                [
+                    i
+                    for i in part
+                    if (owner is None or owners[i] == owner)
+                    and (codes is None or all_codes[i] in codes)
+                ],
+            )
         if owner is not None:
             mine = self._owner_index().get(owner, array("I"))
             part = mine[bisect_left(mine, lo) : bisect_left(mine, hi)]

@@ -185,6 +185,7 @@ _FLAGS = {
     "day_limit": "--day-limit",
     "rate_limit_mode": "--rate-limit-mode",
     "scroll_ttl": "--scroll-ttl",
+    "contacts_max_size": "--contacts-max-size",
     "event_shape": "--event-shape",
     "token_ttl": "--token-ttl",
     "host": "--host",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from asyncwifi import ScaledClock
-from asyncwifi.errors import ConflictError
+from asyncwifi.errors import ConflictError, ValidationError
 from asyncwifi.testing import Simulator
 from tests.client._support import client_for
 
@@ -45,3 +45,11 @@ async def test_an_explicit_size_is_never_changed_behind_the_callers_back() -> No
         with pytest.raises(ConflictError):
             _ = [c async for c in api.contacts.list(size=1_000)]
         assert api.contacts.largest_page_size is None
+
+
+async def test_a_size_outside_the_documented_range_is_refused_before_any_request() -> None:
+    async with Simulator(clock=ScaledClock(100), contacts=5) as sim, client_for(sim) as api:
+        for bad in (0, 10_001, True, "100", None):
+            with pytest.raises(ValidationError, match="'max' or an integer from 1 to 10,000"):
+                api.contacts.list(size=bad)  # type: ignore[arg-type]
+        assert sim.counters.by_endpoint.total() == 0

@@ -168,6 +168,17 @@ def test_bad_input_fails_before_any_request(dlt_home: Path) -> None:
         asyncwifi_source(client, base_url="https://example.invalid")
     with pytest.raises(ValidationError, match="after"):
         asyncwifi_source(client, date_start=END, date_end=START)
+    with pytest.raises(ValidationError, match="contacts_page_size must be 'max' or"):
+        asyncwifi_source(client, contacts_page_size=20_000)
+
+
+async def test_contacts_load_from_a_server_that_caps_their_pages(dlt_home: Path) -> None:
+    # the reference shows pages of 100; the source asks for the largest accepted, learnt
+    async with Simulator(clock=ScaledClock(100.0), contacts=250, contacts_max_size=100) as sim:
+        source = asyncwifi_source(sim.client()).with_resources("contacts")
+        await asyncio.to_thread(_pipeline(dlt_home).run, source)
+        assert _count(dlt_home, "select count(distinct cid) from wifi.contacts") == 250
+        assert sim.counters.responses_by_status[409] == 2  # 10,000 and 1,000, once each
 
 
 async def test_a_failing_resource_fails_the_run_and_closes_the_client(dlt_home: Path) -> None:

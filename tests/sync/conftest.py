@@ -11,7 +11,7 @@ import socket
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -168,6 +168,9 @@ class Wrapped(Store):
 
     async def ids(self, table: str, *, deleted: bool = False) -> set[str]:
         return await self.inner.ids(table, deleted=deleted)
+
+    async def existing(self, table: str, ids: Sequence[str]) -> set[str]:
+        return await self.inner.existing(table, ids)
 
     async def count(self, table: str) -> int:
         return await self.inner.count(table)
