@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from urllib.parse import quote
 
 from asyncwifi import _rules
+from asyncwifi._instant import format_instant, parse_timestamp
 from asyncwifi.errors import AsyncWifiError, ValidationError
-from asyncwifi.models._base import parse_timestamp
 
 __all__ = [
     "EVENT_TYPES",
@@ -100,12 +100,7 @@ def format_datetime(value: object, what: str) -> str:
         raise ValidationError(
             f"{what} has no time zone; pass an aware datetime or a string ending in Z"
         )
-    utc = value.astimezone(UTC)
-    # not strftime("%Y"): glibc does not zero-pad years before 1000
-    return (
-        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"
-        f"{utc.second:02d}.{utc.microsecond // 1000:03d}Z"
-    )
+    return format_instant(value)
 
 
 def _query_value(value: object) -> str:

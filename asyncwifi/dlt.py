@@ -22,10 +22,10 @@ from dlt.extract.resource import DltResource
 from dlt.extract.source import DltSource
 
 from asyncwifi._client import Client, ClientState
+from asyncwifi._instant import utc_time
 from asyncwifi._protocol import format_datetime
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.models import Contact, Event
-from asyncwifi.models.events import utc_time
 from asyncwifi.resources.contacts import PageSize, page_size
 from asyncwifi.resources.events import validate_event_query
 

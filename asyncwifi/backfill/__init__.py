@@ -15,7 +15,6 @@ from asyncwifi.backfill._contract import (
     Reporter,
     StreamLike,
     StreamRequest,
-    utc_text,
 )
 from asyncwifi.backfill._engine import ExportJob
 from asyncwifi.backfill._errors import (
@@ -36,7 +35,6 @@ from asyncwifi.backfill._plan import (
     Slice,
     estimate,
     even_slice_size,
-    format_ms,
     parse_duration,
     parse_instant,
     plan_slices,
@@ -75,13 +73,11 @@ __all__ = [
     "event_date",
     "events_backfill",
     "events_params",
-    "format_ms",
     "parse_duration",
     "parse_instant",
     "plan_slices",
     "preflight",
     "requests_time",
-    "utc_text",
 ]
 
 # names before the rename that gave every word one meaning across the package

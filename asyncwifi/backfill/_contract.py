@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
 from asyncwifi.backfill._plan import Slice
@@ -21,7 +20,6 @@ __all__ = [
     "StreamLike",
     "StreamRequest",
     "remaining_requests",
-    "utc_text",
 ]
 
 
@@ -140,8 +138,3 @@ def remaining_requests(states: Sequence[SliceState]) -> int | None:
         if not s.done:
             left += max(1.0, rate * (s.end - s.start).total_seconds() - s.pages)
     return round(left)
-
-
-def utc_text(epoch: float) -> str:
-    """``2026-01-02T00:00:00Z`` for an epoch time (for "resumes at ..." messages)."""
-    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

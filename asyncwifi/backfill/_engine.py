@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from asyncwifi._clock import Clock
+from asyncwifi._instant import MS, floor_ms, format_instant, read_instant
 from asyncwifi._sqlite import SqliteThread
 from asyncwifi.backfill._commit import (
     Pending,
@@ -49,8 +50,8 @@ from asyncwifi.backfill._contract import (
     remaining_requests,
 )
 from asyncwifi.backfill._errors import SliceIncompleteError
-from asyncwifi.backfill._plan import MS, Slice, format_ms
-from asyncwifi.backfill._records import Boundaries, parse_key
+from asyncwifi.backfill._plan import Slice
+from asyncwifi.backfill._records import Boundaries
 from asyncwifi.backfill._sink import JsonlOutput, RawRecord
 from asyncwifi.backfill._state import JobParams, SliceState, StateStore
 from asyncwifi.errors import (
@@ -314,10 +315,9 @@ class ExportJob:
             # the slice's records came in date order (sortBy=utcTime): what is left is dated
             # at or after the cursor; dateStart is inclusive, so records at the cursor's
             # millisecond come again and are skipped by id
-            cursor = parse_key(state.cursor)
-            cursor = cursor.replace(microsecond=cursor.microsecond - cursor.microsecond % 1000)
+            cursor = floor_ms(read_instant(state.cursor))
             if piece.start < cursor <= piece.end - MS:
-                date_start = format_ms(cursor)
+                date_start = format_instant(cursor)
         return StreamRequest(
             slice=piece,
             date_start=date_start,

@@ -14,7 +14,7 @@ for :func:`~asyncwifi.backfill.preflight` checks before a client is even created
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,8 +38,8 @@ EVENTS_PAGE_SIZE = 10_000
 #: a stand-in range for the single "slice" of a contact export (contacts are not time-sliced)
 _WHOLE = Slice(
     0,
-    datetime.fromisoformat("1970-01-01T00:00:00+00:00"),
-    datetime.fromisoformat("9999-01-01T00:00:00+00:00"),
+    datetime(1970, 1, 1, tzinfo=UTC),
+    datetime(9999, 1, 1, tzinfo=UTC),
 )
 
 #: a scroll that could not start for this long (clock seconds) waits for the day's quota,

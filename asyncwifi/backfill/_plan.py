@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
+from asyncwifi._instant import MS, floor_ms, format_instant, read_instant
 from asyncwifi.errors import ValidationError
 
 __all__ = [
@@ -22,32 +23,14 @@ __all__ = [
     "Slice",
     "estimate",
     "even_slice_size",
-    "format_ms",
     "parse_duration",
     "parse_instant",
     "plan_slices",
     "requests_time",
 ]
 
-#: the API's timestamp precision, and the gap between one slice's dateEnd and the next's dateStart
-MS = timedelta(milliseconds=1)
-
 _DURATION = re.compile(r"(\d+)\s*(w|d|h|m|s)", re.IGNORECASE)
 _UNIT_SECONDS = {"w": 604_800, "d": 86_400, "h": 3_600, "m": 60, "s": 1}
-
-
-def format_ms(value: datetime) -> str:
-    """``2026-01-01T00:00:00.000Z``: ISO 8601 UTC with milliseconds (the API's own shape)."""
-    u = value.astimezone(UTC)
-    # not strftime("%Y"): glibc does not zero-pad years before 1000
-    return (
-        f"{u.year:04d}-{u.month:02d}-{u.day:02d}T{u.hour:02d}:{u.minute:02d}:{u.second:02d}"
-        f".{u.microsecond // 1000:03d}Z"
-    )
-
-
-def _floor_ms(value: datetime) -> datetime:
-    return value.replace(microsecond=value.microsecond - value.microsecond % 1000)
 
 
 def parse_instant(text: str) -> datetime:
@@ -57,18 +40,13 @@ def parse_instant(text: str) -> datetime:
     ``2026-01-01T10:30:00+02:00`` are accepted. Raises ``ValueError`` with a message that
     says what is expected. The result is aware (UTC) and floored to the millisecond.
     """
-    raw = text.strip()
-    candidate = raw[:-1] + "+00:00" if raw.endswith(("Z", "z")) else raw
     try:
-        parsed = datetime.fromisoformat(candidate)
+        return floor_ms(read_instant(text))
     except ValueError:
         raise ValidationError(
             f"{text!r} is not an ISO 8601 date or date-time "
             "(e.g. 2026-01-01 or 2026-01-01T12:00:00Z)"
         ) from None
-    if parsed.tzinfo is None or parsed.utcoffset() is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return _floor_ms(parsed.astimezone(UTC))
 
 
 def parse_duration(text: str) -> timedelta:
@@ -105,12 +83,12 @@ class Slice:
     @property
     def date_start(self) -> str:
         """The ``dateStart`` to ask for (spec §4.5: inclusive)."""
-        return format_ms(self.start)
+        return format_instant(self.start)
 
     @property
     def date_end(self) -> str:
         """The ``dateEnd`` to ask for: ``end - 1 ms`` (spec §4.5: ``dateEnd`` is inclusive)."""
-        return format_ms(self.end - MS)
+        return format_instant(self.end - MS)
 
 
 #: more slices than this is a mistake (a one-second slice over a year), not a plan
@@ -138,8 +116,8 @@ def plan_slices(since: datetime, until: datetime, size: timedelta) -> list[Slice
         raise ValidationError("since and until must carry a time zone")
     if size <= timedelta(0):
         raise ValidationError("the slice size must be positive")
-    start = _floor_ms(since.astimezone(UTC))
-    stop = _floor_ms(until.astimezone(UTC))
+    start = floor_ms(since)
+    stop = floor_ms(until)
     if start >= stop:
         raise ValidationError("since must be before until")
     if (stop - start) / size > MAX_SLICES:

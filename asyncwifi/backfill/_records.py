@@ -11,12 +11,14 @@ ordering are advanced, which is what lets a resumed slice narrow its ``dateStart
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
+from asyncwifi._instant import format_instant, utc_time
 from asyncwifi.backfill._sink import RawRecord
 
 __all__ = [
@@ -25,8 +27,6 @@ __all__ = [
     "PageSelection",
     "date_key",
     "drop",
-    "key_of",
-    "parse_key",
     "select_general",
     "select_page",
 ]
@@ -48,23 +48,8 @@ def date_key(value: object) -> str | None:
         return value[:23] + "000Z"
     if n == 20 and value[19] == "Z" and value[10] == "T":
         return value[:19] + ".000000Z"
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return key_of(parsed)
-
-
-def key_of(moment: datetime) -> str:
-    """The :func:`date_key` of an aware ``datetime`` (no ``strftime("%Y")``: glibc does not
-    zero-pad years before 1000, which would break the order of keys)."""
-    u = moment.astimezone(UTC)
-    return (
-        f"{u.year:04d}-{u.month:02d}-{u.day:02d}T{u.hour:02d}:{u.minute:02d}:{u.second:02d}"
-        f".{u.microsecond:06d}Z"
-    )
+    moment = utc_time(value)
+    return None if moment is None else format_instant(moment, "microseconds")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +60,8 @@ class Boundaries:
 
     @classmethod
     def around(cls, moments: Sequence[datetime]) -> Boundaries:
-        return cls(
-            tuple((key_of(m - BOUNDARY_MARGIN), key_of(m + BOUNDARY_MARGIN)) for m in moments)
-        )
+        key = functools.partial(format_instant, timespec="microseconds")
+        return cls(tuple((key(m - BOUNDARY_MARGIN), key(m + BOUNDARY_MARGIN)) for m in moments))
 
     def near(self, key: str) -> bool:
         return any(lo <= key <= hi for lo, hi in self.ranges)
@@ -228,8 +212,3 @@ def drop(selection: PageSelection, ids: set[str]) -> None:
     selection.raws = [selection.raws[i] for i in keep]
     selection.ids = [selection.ids[i] for i in keep]
     selection.boundary_ids = [rid for rid in selection.boundary_ids if rid not in ids]
-
-
-def parse_key(key: str) -> datetime:
-    """The ``datetime`` of a :func:`date_key`."""
-    return datetime.strptime(key, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)

@@ -23,6 +23,7 @@ from urllib.request import pathname2url
 
 import msgspec
 
+from asyncwifi._instant import read_instant
 from asyncwifi._sqlite import migrate, statements
 from asyncwifi.backfill._errors import StateMismatchError
 from asyncwifi.backfill._plan import Slice
@@ -273,8 +274,8 @@ class StateStore:
         return [
             SliceState(
                 index=int(r[0]),
-                start=datetime.fromisoformat(r[1]),
-                end=datetime.fromisoformat(r[2]),
+                start=read_instant(r[1]),
+                end=read_instant(r[2]),
                 done=bool(r[3]),
                 records=int(r[4]),
                 pages=int(r[5]),

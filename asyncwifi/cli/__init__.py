@@ -120,6 +120,7 @@ cli.add_command(__import__("asyncwifi.cli._sync", fromlist=["_"]).sync_command)
 
 def _status_for(exc: BaseException) -> tuple[ExitCode, str] | None:
     """The exit status and one-line message for an error of the SDK, or None."""
+    from asyncwifi._instant import format_instant
     from asyncwifi.backfill import (
         OutputConflictError,
         OutputNotWritableError,
@@ -144,9 +145,8 @@ def _status_for(exc: BaseException) -> tuple[ExitCode, str] | None:
     if isinstance(exc, ValidationError):
         return ExitCode.USAGE, str(exc)
     if isinstance(exc, QuotaExhaustedError):
-        from asyncwifi.backfill import utc_text
-
-        return ExitCode.TEMPFAIL, f"the day's quota is spent; it resets at {utc_text(exc.reset_at)}"
+        when = format_instant(exc.reset_at, "seconds")
+        return ExitCode.TEMPFAIL, f"the day's quota is spent; it resets at {when}"
     if isinstance(exc, AsyncWifiError):
         return ExitCode.FAILURE, str(exc)
     if isinstance(exc, OSError):

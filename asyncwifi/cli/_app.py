@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 
+from asyncwifi._instant import format_instant
 from asyncwifi.cli._config import Settings, load_settings, shared_store
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._progress import Display, LogFormat
@@ -164,7 +165,7 @@ class _JsonFormatter(logging.Formatter):
 
         return json.dumps(
             {
-                "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"),
+                "ts": format_instant(record.created),  # as the command's own JSON lines
                 "level": record.levelname.lower(),
                 "event": "log",
                 "logger": record.name,

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from asyncwifi._instant import format_instant
 from asyncwifi._protocol import EVENT_TYPES
 from asyncwifi.backfill import (
     ExportJob,
@@ -21,7 +22,6 @@ from asyncwifi.backfill import (
     JobParams,
     StateStore,
     even_slice_size,
-    format_ms,
     parse_duration,
     parse_instant,
     plan_slices,
@@ -272,7 +272,7 @@ def backfill(
     """
     if since >= until:
         raise click.UsageError(
-            f"--since ({format_ms(since)}) must be before --until ({format_ms(until)})"
+            f"--since ({format_instant(since)}) must be before --until ({format_instant(until)})"
         )
     if slice_size is None:
         slice_size = even_slice_size(since, until, concurrency)
@@ -321,8 +321,8 @@ def backfill(
     if outcome.status != "paused" and outcome.progress.records == 0:
         app.display.warning(
             "empty",
-            f"no event at all from {format_ms(since)} to {format_ms(until)}: check the range "
-            "(a simulator serves only the range its banner shows)",
+            f"no event at all from {format_instant(since)} to {format_instant(until)}: check "
+            "the range (a simulator serves only the range its banner shows)",
         )
     _finish(app, outcome, "events", out)
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import IO, Any, Literal
 
 from rich.console import Console, Group
@@ -25,7 +25,8 @@ from rich.progress import Progress as RichProgress
 from rich.text import Text
 
 from asyncwifi._clock import Clock
-from asyncwifi.backfill import Progress, Reporter, requests_time, utc_text
+from asyncwifi._instant import format_instant
+from asyncwifi.backfill import Progress, Reporter, requests_time
 from asyncwifi.ratelimit import QuotaSnapshot
 
 __all__ = ["Display", "LogFormat", "counted", "eta_seconds", "human_duration", "plural"]
@@ -106,8 +107,7 @@ class Display:
         self.clock = clock
 
     def _ts(self) -> str:
-        now = self.clock.now() if self.clock is not None else datetime.now(UTC).timestamp()
-        return datetime.fromtimestamp(now, tz=UTC).isoformat(timespec="milliseconds")
+        return format_instant(self.clock.now() if self.clock is not None else time.time())
 
     def emit(self, level: str, event: str, message: str, **fields: Any) -> None:
         """One message; in JSON mode with ``fields``. ``info`` is dropped when quiet."""
@@ -187,9 +187,9 @@ class _JsonReporter(Reporter):
         self._emit(
             "warning",
             "quota_exhausted",
-            f"day quota spent; {verb} the reset at {utc_text(reset_at)}",
+            f"day quota spent; {verb} the reset at {format_instant(reset_at, 'seconds')}",
             progress,
-            reset_at=utc_text(reset_at),
+            reset_at=format_instant(reset_at, "seconds"),
             waiting=waiting,
         )
 
@@ -283,7 +283,7 @@ class _TextReporter(Reporter):
         self.display.warning(
             "quota_exhausted",
             f"the day's quota is spent; progress is saved ({progress.records:,} {self.noun}); "
-            f"{what} {utc_text(reset_at)} to resume",
+            f"{what} {format_instant(reset_at, 'seconds')} to resume",
         )
 
     def resumed(self, progress: Progress) -> None:

@@ -11,7 +11,7 @@ import json
 import re
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypeVar
 
 import click
@@ -19,6 +19,7 @@ import msgspec
 from rich.console import Console
 from rich.table import Table
 
+from asyncwifi._instant import format_instant
 from asyncwifi._rules import HOTSPOT_UPDATE_FORBIDDEN
 from asyncwifi.cli._app import App, pass_app, run_async
 from asyncwifi.cli._exit import CliFailure, ExitCode
@@ -264,7 +265,7 @@ def segments_list(app: App, fmt: str) -> None:
 def _when(epoch: float | None) -> str | None:
     if epoch is None:
         return None
-    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_instant(epoch, "seconds")
 
 
 @click.command("quota")

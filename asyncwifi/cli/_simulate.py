@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
 from asyncwifi._clock import Clock, ScaledClock
+from asyncwifi._instant import format_instant
 from asyncwifi.cli._config import shared_store
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._progress import Display
@@ -139,8 +140,8 @@ async def simulated_client(
         display.info(
             "simulator",
             f"simulating: embedded simulator at {sim.base_url} (seed {options.seed}, "
-            f"{len(data.events):,} events from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} "
-            f"UTC, clock x{options.speed:g}); no account is used",
+            f"{len(data.events):,} events from {format_instant(start, 'seconds')} to "
+            f"{format_instant(end, 'seconds')}, clock x{options.speed:g}); no account is used",
             base_url=sim.base_url,
             seed=options.seed,
             events=len(data.events),

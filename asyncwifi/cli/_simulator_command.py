@@ -9,11 +9,11 @@ backfill of another range finds nothing.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 import click
 
+from asyncwifi._instant import format_instant
 from asyncwifi.cli._app import App, output_options, pass_app
 from asyncwifi.cli._exit import CliFailure
 from asyncwifi.testing._limits import MODES
@@ -67,9 +67,10 @@ def _faults(ctx: click.Context, param: click.Parameter, value: str | None) -> An
 def _default_range() -> str:
     from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
 
-    start = datetime.fromtimestamp(DEFAULT_EVENTS_START, tz=UTC)
-    end = datetime.fromtimestamp(DEFAULT_EVENTS_END, tz=UTC)
-    return f"{start:%Y-%m-%d} to {end:%Y-%m-%d}"
+    start, end = (
+        format_instant(t, "seconds")[:10] for t in (DEFAULT_EVENTS_START, DEFAULT_EVENTS_END)
+    )
+    return f"{start} to {end}"
 
 
 @click.command("simulate", epilog=f"Default event range: {_default_range()} (UTC).")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from asyncwifi._instant import MS
 from asyncwifi.backfill import parse_duration, parse_instant
 from asyncwifi.cli._app import App, output_options, pass_app, run_async
 from asyncwifi.cli._exit import CliFailure, ExitCode
@@ -136,7 +137,7 @@ def sync_command(
             now = datetime.fromtimestamp(api.clock.now(), UTC)
             options = SyncOptions(
                 since=since or (until or now) - DEFAULT_LOOKBACK,
-                until=None if until is None else until - timedelta(milliseconds=1),
+                until=None if until is None else until - MS,
                 poll_interval=poll,
                 lookback=lookback,
                 refresh_every=refresh_every,

@@ -5,7 +5,8 @@ Models are hand-written msgspec Structs grouped by resource (``contacts``, ``hot
 once at import. See :mod:`asyncwifi.models._decode` for the page fallback rules.
 """
 
-from asyncwifi.models._base import KeyValue, Model, parse_timestamp
+from asyncwifi._instant import parse_timestamp
+from asyncwifi.models._base import KeyValue, Model
 from asyncwifi.models._decode import (
     DecodedPage,
     ItemError,

@@ -17,9 +17,10 @@ has ``arriving``) decodes like any other.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
-from asyncwifi.models._base import Model, parse_timestamp
+from asyncwifi._instant import parse_local, utc_time
+from asyncwifi.models._base import Model
 
 __all__ = [
     "EmailInfo",
@@ -33,7 +34,6 @@ __all__ = [
     "SmsInfo",
     "Survey",
     "Visit",
-    "utc_time",
 ]
 
 
@@ -169,6 +169,13 @@ class Event(Model):
         no UTC time (the spec's flat shape) or one that does not parse as ISO 8601."""
         return utc_time(self.time_text)
 
+    @property
+    def local_time(self) -> datetime | None:
+        """The location's wall time of the event (``when.createdAtLocal``), naive: its
+        trailing ``Z`` is dropped (observed.md: it is not UTC); ``None`` when absent."""
+        when = self.when
+        return None if when is None else parse_local(when.created_at_local)
+
 
 class EventPage(Model):
     """The event envelope (spec §2.4), with ``scrollId`` when scrolling (spec §4.5)."""
@@ -179,14 +186,3 @@ class EventPage(Model):
     events: list[Event] | None = None
     # spec §4.5: with enableScroll=true the response carries the next page's scroll id
     scroll_id: str | None = None
-
-
-def utc_time(text: str | None) -> datetime | None:
-    """An ISO 8601 UTC timestamp as an aware ``datetime`` in UTC; ``None`` if absent or
-    unparseable: a record's time guides cursors, and is never worth losing the record for.
-    A value without a zone is taken as UTC (``createdAt`` is documented as UTC)."""
-    try:
-        parsed = parse_timestamp(text)
-    except ValueError:
-        return None
-    return None if parsed is None else parsed.astimezone(UTC)

@@ -16,7 +16,8 @@ from datetime import datetime
 
 import msgspec
 
-from asyncwifi.models._base import KeyValue, Model, parse_timestamp
+from asyncwifi._instant import parse_timestamp
+from asyncwifi.models._base import KeyValue, Model
 
 __all__ = [
     "WEBHOOK_EVENT_TYPES",

@@ -22,10 +22,10 @@ import itertools
 import logging
 import math
 from collections.abc import Coroutine
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from asyncwifi._clock import Clock
+from asyncwifi._instant import format_instant
 from asyncwifi.errors import ClientStateError, ConfigurationError, QuotaExhaustedError
 from asyncwifi.ratelimit._keepalive import KeepAlive
 from asyncwifi.ratelimit._permit import HeadersLike, Lane, Permit, Waiter
@@ -41,7 +41,7 @@ _NOTHING: tuple[None, float, Reason, float] = (None, _INF, Reason(Wait.NONE), _I
 def fmt_time(t: float) -> str:
     """A clock time as UTC text for logs and errors."""
     try:
-        return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return format_instant(t, "seconds")
     except (OverflowError, OSError, ValueError):
         return f"{t:.0f}"
 

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from asyncwifi._core import RequestPipeline, Verdict
+from asyncwifi._instant import parse_day
 from asyncwifi._protocol import build_query, organization_segment, path_segment, require_text
 from asyncwifi._rules import ADDRESS_FIELDS, COUNTRY_CODES, HOTSPOT_UPDATE_FORBIDDEN, ROUTER_TYPES
 from asyncwifi.errors import NotFoundError, ValidationError
@@ -160,7 +161,7 @@ def _day(value: date | str, what: str) -> str:
     if isinstance(value, date):
         return value.isoformat()
     try:
-        return date.fromisoformat(require_text(value, what)).isoformat()
+        return parse_day(require_text(value, what)).isoformat()
     except ValueError:
         raise ValidationError(f"{what} must be a date YYYY-MM-DD, got {value!r}") from None
 

@@ -22,63 +22,16 @@ import json
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from itertools import islice
 from typing import cast
 
+from asyncwifi._instant import MS, floor_ms, format_instant, read_instant
 from asyncwifi.errors import ValidationError
-from asyncwifi.models import Event
-from asyncwifi.models.events import utc_time
 
-__all__ = ["TimeCursor", "event_time", "event_times", "ms_floor", "parse_checkpoint"]
+__all__ = ["TimeCursor", "parse_checkpoint"]
 
 _VERSION = 1
-
-
-def ms_floor(when: datetime) -> datetime:
-    """``when`` in UTC, cut to the millisecond: the precision of every ``dateStart`` sent
-    (so ids are compared at the precision the server is asked with)."""
-    if when.tzinfo is not UTC:
-        when = when.astimezone(UTC)
-    micro = when.microsecond
-    return when if not micro % 1000 else when.replace(microsecond=micro - micro % 1000)
-
-
-def event_time(event: Event) -> datetime | None:
-    """``event.time`` (aware UTC, or None), read the fast way for the usual ``...Z`` text:
-    one C call per record instead of the general parser (which remains the fallback)."""
-    text = event.time_text
-    if text is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return utc_time(text)
-    if parsed.tzinfo is None:
-        return parsed.replace(tzinfo=UTC)
-    return parsed if parsed.tzinfo is UTC else parsed.astimezone(UTC)
-
-
-def event_times(events: Sequence[Event]) -> list[datetime | None]:
-    """:func:`event_time` of each event of a page, in two C-driven passes for the usual
-    ``...Z`` texts; any other text takes the general path, record by record."""
-    texts = [
-        w.created_at if (w := e.when) is not None and w.created_at is not None else e.date
-        for e in events
-    ]
-    parse = datetime.fromisoformat
-    try:
-        times = [None if t is None else parse(t) for t in texts]
-    except ValueError:
-        return [event_time(e) for e in events]
-    for i, when in enumerate(times):
-        if when is not None and when.tzinfo is not UTC:  # no zone (UTC), or an offset
-            times[i] = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
-    return times
-
-
-def _text(when: datetime) -> str:
-    return ms_floor(when).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def parse_checkpoint(text: str, kind: str) -> dict[str, object]:
@@ -112,20 +65,20 @@ class TimeCursor:
     def start(cls, kind: str, checkpoint: str | None, since: datetime) -> TimeCursor:
         """A cursor from a stored checkpoint, else from ``since``."""
         if checkpoint is None:
-            return cls(kind, ms_floor(since))
+            return cls(kind, floor_ms(since))
         data = parse_checkpoint(checkpoint, kind)
         try:
-            at = datetime.fromisoformat(str(data["at"]).replace("Z", "+00:00"))
+            at = floor_ms(read_instant(str(data["at"])))
             carry = {str(i) for i in data.get("carry", [])}  # type: ignore[attr-defined]
             fresh = {str(i) for i in data.get("fresh", [])}  # type: ignore[attr-defined]
             to = data.get("to")
-            stop = None if to is None else datetime.fromisoformat(str(to).replace("Z", "+00:00"))
+            stop = None if to is None else floor_ms(read_instant(str(to)))
         except (KeyError, TypeError, ValueError):
             raise ValidationError(f"a damaged {kind} checkpoint: {checkpoint[:60]!r}") from None
         if stop is None:
-            return cls(kind, ms_floor(at), carry, fresh)
+            return cls(kind, at, carry, fresh)
         # saved in the middle of a window of records with no time: that window goes on
-        return cls(kind, ms_floor(at), carry, fresh, timed=False, stop=ms_floor(stop))
+        return cls(kind, at, carry, fresh, timed=False, stop=stop)
 
     @property
     def skip(self) -> set[str]:
@@ -139,9 +92,9 @@ class TimeCursor:
         (no later than ``end``), since its ids may lie anywhere up to it."""
         if self.timed or self.stop is None:
             self.timed = True
-            self.stop = ms_floor(stop)
+            self.stop = floor_ms(stop)
             return self.stop
-        return self.stop if end is None else min(self.stop, ms_floor(end))
+        return self.stop if end is None else min(self.stop, floor_ms(end))
 
     def seen(self, ident: str) -> bool:
         """Whether ``ident`` was delivered already (a replay after a resume)."""
@@ -150,7 +103,7 @@ class TimeCursor:
     def add(self, ident: str, when: datetime | None) -> None:
         """Record one delivered record (in the order the stream handed them out)."""
         if self.timed and when is not None:
-            key = ms_floor(when)
+            key = floor_ms(when)
             if key > self.at:
                 self.at, self.carry, self.fresh = key, set(), {ident}
                 return
@@ -169,10 +122,10 @@ class TimeCursor:
         if self.timed and None not in whens:
             times = cast("Sequence[datetime]", whens)
             in_order = all(map(operator.le, times, islice(times, 1, None)))
-            if in_order and ms_floor(times[0]) >= self.at:
-                last = ms_floor(times[-1])
+            if in_order and floor_ms(times[0]) >= self.at:
+                last = floor_ms(times[-1])
                 first_at_last = len(times) - 1
-                while first_at_last and ms_floor(times[first_at_last - 1]) == last:
+                while first_at_last and floor_ms(times[first_at_last - 1]) == last:
                     first_at_last -= 1
                 tail = idents[first_at_last:]
                 if last > self.at:
@@ -185,7 +138,7 @@ class TimeCursor:
 
     def complete(self, end: datetime) -> None:
         """The query ``[at, end]`` (both inclusive) delivered everything it holds."""
-        end = ms_floor(end)
+        end = floor_ms(end)
         if end <= self.at:
             return
         if self.timed:
@@ -208,14 +161,14 @@ class TimeCursor:
         state: dict[str, object] = {
             "v": _VERSION,
             "kind": self.kind,
-            "at": _text(self.at),
+            "at": format_instant(self.at),
             "carry": sorted(self.carry),
             "fresh": sorted(self.fresh),
         }
         if not self.timed and self.stop is not None:
-            state["to"] = _text(self.stop)
+            state["to"] = format_instant(self.stop)
         return json.dumps(state, separators=(",", ":"))
 
     def next_ms(self) -> datetime:
         """The first instant after ``at`` at the query precision."""
-        return self.at + timedelta(milliseconds=1)
+        return self.at + MS

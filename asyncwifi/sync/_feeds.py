@@ -24,12 +24,12 @@ from typing import Any, Generic, Literal, TypeGuard, TypeVar
 import msgspec
 
 from asyncwifi._client import Client
+from asyncwifi._instant import floor_ms, utc_time, utc_times
 from asyncwifi._scroll import Record, ScrollStream
 from asyncwifi.errors import ScrollExpiredError, ValidationError
 from asyncwifi.models import Contact, Event, ItemError
-from asyncwifi.models.events import utc_time
 from asyncwifi.sync._budget import Budget
-from asyncwifi.sync._checkpoint import TimeCursor, event_times, ms_floor
+from asyncwifi.sync._checkpoint import TimeCursor
 from asyncwifi.sync._lookback import LOOKBACK_EVERY, Rereads
 
 __all__ = [
@@ -213,7 +213,7 @@ class EventFeed:
         # without follow, "until now" is the horizon when the feed starts: a horizon read
         # anew after each window moves on while the window is fetched, and never is reached
         until = self.until if self.until is not None or self.follow else self._end(None)
-        until = None if until is None else ms_floor(until)  # the precision of ``at``
+        until = None if until is None else floor_ms(until)  # the precision of ``at``
         caught_up = False
         while True:
             if caught_up:  # following, and the last window reached the horizon: poll
@@ -227,7 +227,7 @@ class EventFeed:
                     bad += [BadRecord(raw, "an event with no id", None) for raw in found.no_id]
                     yield Batch("events", found.records, bad, times=found.times,
                                 late=plan.kind, requests=found.requests)  # fmt: skip
-            end = ms_floor(self._end(until))
+            end = floor_ms(self._end(until))
             if cursor.at >= end:
                 if not self.follow or (until is not None and cursor.at >= until):
                     return
@@ -275,7 +275,7 @@ class EventFeed:
                     idents = ids
                 else:  # rare: set aside, or skip, record by record
                     items, raws, idents = _fresh(items, raws, cursor, bad)
-                times = event_times(items)
+                times = utc_times([e.time_text for e in items])
                 records = [Record(e, r) for e, r in zip(items, raws, strict=True)]
                 cursor.add_page(idents, times)
                 self.rereads.remember(idents, times, stop, [b.raw for b in bad])
@@ -360,9 +360,9 @@ class ContactFeed:
         def keep(contact: Contact) -> bool:
             nonlocal timed
             when = utc_time(contact.modified)
-            if when is not None and ms_floor(when) == start and contact.cid in carried:
+            if when is not None and floor_ms(when) == start and contact.cid in carried:
                 return False  # delivered before, unchanged since (a later change moves it)
-            if when is None or ms_floor(when) < start:
+            if when is None or floor_ms(when) < start:
                 if self.incremental:
                     log.warning(
                         "sync: the server ignores the %s filter (or sends contacts without "

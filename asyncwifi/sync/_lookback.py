@@ -38,11 +38,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from asyncwifi._protocol import format_datetime
+from asyncwifi._instant import MS, format_instant, utc_times
 from asyncwifi._scroll import Record, ScrollStream
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import Event, ItemError
-from asyncwifi.sync._checkpoint import event_times
 
 if TYPE_CHECKING:
     from asyncwifi.sync._feeds import EventFeed
@@ -67,7 +66,6 @@ LOOKBACK_EVERY = 30.0
 #: the longest lookback (a longer one re-reads more than a day of events each time, and
 #: keeps their ids in memory: a backfill of the range is the tool for that)
 MAX_LOOKBACK = 86_400.0
-_MS = timedelta(milliseconds=1)
 
 
 def lookback_of(seconds: object) -> float:
@@ -123,18 +121,18 @@ class Lookback:
         self.audit_from = max(self.audit_from, self.lookback_from - 3 * self.span)
         audit_to = min(self.lookback_from - self.span, at)
         if audit_to - self.audit_from >= self.span:
-            return Reread("audit", self.audit_from, audit_to - _MS, now)
+            return Reread("audit", self.audit_from, audit_to - MS, now)
         if now < self._due:
             return None
         if self.lookback_from >= at:
             self._advance(now)
             return None
-        return Reread("lookback", self.lookback_from, at - _MS, now)
+        return Reread("lookback", self.lookback_from, at - MS, now)
 
     def done(self, reread: Reread) -> None:
         """``reread`` delivered everything it holds."""
         if reread.kind == "audit":
-            self.audit_from = reread.end + _MS
+            self.audit_from = reread.end + MS
         else:
             self._advance(reread.planned)
 
@@ -274,7 +272,10 @@ class Rereads:
                 no_id: list[bytes] = []
                 found: list[tuple[Event, Any, datetime | None]] = []
                 for item in zip(
-                    page.items, page.raw_items or (), event_times(page.items), strict=True
+                    page.items,
+                    page.raw_items or (),
+                    utc_times([e.time_text for e in page.items]),
+                    strict=True,
                 ):
                     ident = item[0].id
                     if ident is None:
@@ -318,7 +319,7 @@ class Rereads:
             "sync: %d events appeared more than the lookback (%g s) after their own time, "
             "dated %s to %s: the audit found and stored them, but an event that appears after "
             "its audit cannot be seen; lengthen the lookback (--lookback)",
-            late, span, format_datetime(plan.start, "start"), format_datetime(plan.end, "end"),
+            late, span, format_instant(plan.start), format_instant(plan.end),
         )  # fmt: skip
 
     def _spent(self, stream: ScrollStream[Any], spent: Callable[[ScrollStream[Any]], int]) -> int:

@@ -32,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from asyncwifi._client import Client
+from asyncwifi._instant import format_instant
 from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.sync._budget import Budget
 from asyncwifi.sync._feeds import (
@@ -381,7 +382,7 @@ class Syncer:
                 self.stats.quota_sleeps += 1
                 log.warning(
                     "sync: the day's quota is spent; sleeping until %s, then resuming",
-                    datetime.fromtimestamp(reset, UTC).isoformat(timespec="seconds"),
+                    format_instant(reset, "seconds"),
                 )
                 await self._sleep(max(0.0, reset - self.api.clock.now()))
                 self.stats.quota_sleeping_until = None

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from asyncwifi._instant import utc_time
 from asyncwifi.models import Contact, Event, Hotspot, Segment
-from asyncwifi.models.events import utc_time
-from asyncwifi.sync._checkpoint import event_time
 
 __all__ = ["MIGRATIONS", "TABLES", "Column", "Dialect", "Table", "migrations_for"]
 
@@ -69,7 +68,7 @@ TABLES: dict[str, Table] = {
         "events",
         (
             Column("type", "text", lambda e: e.type),
-            Column("time", "time", event_time),
+            Column("time", "time", lambda e: e.time),
             Column("customer_id", "text", lambda e: e.customer_id),
             Column("location_id", "text", _where("location_id")),
             Column("hotspot_id", "text", _where("hotspot_id")),

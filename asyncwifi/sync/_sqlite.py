@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import TypeVar
 
+from asyncwifi._instant import format_instant
 from asyncwifi.sync._schema import MIGRATIONS_TABLE, TABLES, migrations_for
 from asyncwifi.sync._store import Store, StoreUnavailableError, Write, digest
 
@@ -25,7 +26,7 @@ T = TypeVar("T")
 
 def _value(value: object) -> object:
     if isinstance(value, datetime):
-        return value.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        return format_instant(value, "microseconds")  # sorts like time
     return value
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, date, datetime
+
+from asyncwifi._instant import format_instant, read_instant
 
 __all__ = [
     "BadParameter",
@@ -53,18 +54,13 @@ def iso_z(t: float) -> str:
     if prefix is None:
         if len(_MINUTES) > 200_000:
             _MINUTES.clear()
-        prefix = _MINUTES[minute] = time.strftime("%Y-%m-%dT%H:%M:", time.gmtime(minute * 60))
+        prefix = _MINUTES[minute] = format_instant(minute * 60, "seconds")[:-3]
     return prefix + _SSZ[second]
 
 
 def iso_ms(t: float) -> str:
     """``t`` as ISO 8601 UTC with milliseconds: ``2024-01-05T10:00:00.123Z``."""
-    whole = int(t // 1)
-    ms = round((t - whole) * 1000)
-    if ms == 1000:
-        whole, ms = whole + 1, 0
-    tm = time.gmtime(whole)
-    return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (*tm[:6], ms)  # noqa: UP031
+    return format_instant(t)
 
 
 def to_epoch(value: datetime | date | str | float | int | None) -> float | None:
@@ -89,15 +85,12 @@ def parse_instant(text: str, name: str) -> float:
     UTC); a value with no zone is taken as UTC. Anything else is a 409.
     """
     raw = text.strip()
-    if not raw or len(raw) > 40 or raw[0] not in "0123456789":
-        raise BadParameter(f"{name} must be an ISO 8601 UTC timestamp, got {text!r}")
     try:
-        parsed = datetime.fromisoformat(raw[:-1] + "+00:00" if raw[-1] in "zZ" else raw)
+        if not raw or len(raw) > 40 or raw[0] not in "0123456789":
+            raise ValueError(raw)
+        return read_instant(raw).timestamp()
     except ValueError:
         raise BadParameter(f"{name} must be an ISO 8601 UTC timestamp, got {text!r}") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
 
 
 def parse_bool(text: str | None, name: str, default: bool = False) -> bool:

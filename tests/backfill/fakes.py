@@ -12,7 +12,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from asyncwifi.backfill import StreamRequest, format_ms
+from asyncwifi._instant import format_instant
+from asyncwifi.backfill import StreamRequest
 from asyncwifi.errors import QuotaExhaustedError, ScrollExpiredError
 
 
@@ -42,7 +43,7 @@ def make_events(n: int, start: datetime, span: timedelta, *, seed: int = 1) -> l
     for i in range(n):
         offset = timedelta(milliseconds=rnd.randrange(int(span.total_seconds() * 1000)))
         # every 17th shares its millisecond with another event
-        date = out[-1].date if i % 17 == 0 and out else format_ms(start + offset)
+        date = out[-1].date if i % 17 == 0 and out else format_instant(start + offset)
         out.append(FakeEvent(id=f"ev-{i:06d}", date=date, type=rnd.choice(["visit", "login"])))
     return out
 
@@ -106,7 +107,7 @@ class FakeServer:
         end = date_end
         if self.round_end_up:
             moment = datetime.fromisoformat(date_end).astimezone(UTC)
-            end = format_ms(moment.replace(microsecond=0) + timedelta(seconds=1))
+            end = format_instant(moment.replace(microsecond=0) + timedelta(seconds=1))
         chosen = [e for e in self.events if date_start <= e.date <= end]
         return sorted(chosen, key=lambda e: (e.date, e.id))
 

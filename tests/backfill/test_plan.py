@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from asyncwifi._instant import format_instant
 from asyncwifi.backfill import (
     estimate,
     even_slice_size,
-    format_ms,
     parse_duration,
     parse_instant,
     plan_slices,
@@ -45,8 +45,8 @@ def test_every_millisecond_of_the_range_is_in_exactly_one_slice(
     since = T0 + timedelta(milliseconds=start_ms)
     until = since + timedelta(seconds=whole * size_s, milliseconds=extra_ms % (size_s * 1000) + 1)
     slices = plan_slices(since, until, timedelta(seconds=size_s))
-    assert slices[0].date_start == format_ms(since)
-    assert slices[-1].date_end == format_ms(until - timedelta(milliseconds=1))
+    assert slices[0].date_start == format_instant(since)
+    assert slices[-1].date_end == format_instant(until - timedelta(milliseconds=1))
     for a, b in itertools.pairwise(slices):
         # a's inclusive end is the millisecond just before b's inclusive start
         end = datetime.fromisoformat(a.date_end)
@@ -75,7 +75,7 @@ def test_an_empty_or_reversed_range_is_refused() -> None:
     ],
 )
 def test_command_line_instants_without_a_zone_are_utc(text: str, expected: str) -> None:
-    assert format_ms(parse_instant(text)) == expected
+    assert format_instant(parse_instant(text)) == expected
 
 
 @pytest.mark.parametrize("text", ["yesterday", "2026-13-01", "2026-01-01T25:00", ""])

@@ -212,8 +212,6 @@ def test_a_page_added_at_once_leaves_the_cursor_as_record_by_record() -> None:
     # with no time, before ``at``: add_page must end exactly where add() one by one ends
     import random
 
-    from asyncwifi.sync._checkpoint import event_times
-
     rnd = random.Random(17)
     for case in range(600):
         base = T0 + timedelta(seconds=rnd.randrange(3))
@@ -238,16 +236,6 @@ def test_a_page_added_at_once_leaves_the_cursor_as_record_by_record() -> None:
             one.fresh,
             one.timed,
         ), case
-    # a page's times read at once equal event_time record by record, odd texts included
-    batch = _events(6)
-    texts = ["2024-01-01T00:00:00Z", "2024-01-01T01:00:00+01:00", "2024-01-01T00:00:01",
-             "not a time", None, "2024-01-01T00:00:00.123456Z"]  # fmt: skip
-    events = [msgspec.structs.replace(r.item, date=t, when=None) for r, t in
-              zip(batch.records, texts, strict=True)]  # fmt: skip
-    from asyncwifi.sync._checkpoint import event_time
-
-    assert event_times(events) == [event_time(e) for e in events]
-    assert event_times(events[:3]) == [T0, T0, T0 + timedelta(seconds=1)]
 
 
 def test_a_page_with_replays_duplicates_or_no_id_is_filtered_record_by_record() -> None:

@@ -1,0 +1,158 @@
+"""Instants in the API's form: the one place that writes, reads and floors them.
+
+The API is asked in ISO 8601 UTC with milliseconds (spec §4.5: ``dateStart``, ``dateEnd``) and
+answers in looser forms: whole seconds, milliseconds, offsets, local times with no zone, bare
+dates, epoch seconds (webhooks). observed.md adds local wall times written with a trailing
+``Z`` although they are not UTC. Whatever in the SDK writes, reads or floors an instant calls
+this module, so that one rule holds everywhere:
+
+- :func:`format_instant` writes ``2026-01-01T00:00:00.000Z`` for any year from 1 to 9999
+  (zero-padded; ``strftime``'s year is not, on glibc, below 1000), digits past the precision
+  cut, never rounded up. ``timespec="seconds"`` is the rendering of a clock time in logs and
+  messages, ``"microseconds"`` a key that sorts like time (backfill keys, SQLite columns).
+- :func:`parse_timestamp` reads every form the API sends (:func:`read_instant`, one that
+  must be there); :func:`utc_time` and :func:`utc_times` read a record's UTC time (``None``,
+  never an error: a time guides cursors, and is not worth losing a record for);
+  :func:`parse_local` reads a local wall time, its ``Z`` dropped: never UTC.
+- :func:`floor_ms` cuts an instant to the API's precision, :data:`MS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, date, datetime, timedelta
+from typing import Literal
+
+__all__ = [
+    "MS",
+    "floor_ms",
+    "format_instant",
+    "parse_day",
+    "parse_local",
+    "parse_timestamp",
+    "read_instant",
+    "utc_time",
+    "utc_times",
+]
+
+#: the API's precision: what a timestamp written to it can tell apart
+MS = timedelta(milliseconds=1)
+
+Timespec = Literal["seconds", "milliseconds", "microseconds"]
+
+
+def _utc(moment: datetime | float) -> datetime:
+    """An aware ``datetime`` in UTC (epoch seconds are UTC); a naive one is refused."""
+    if not isinstance(moment, datetime):
+        return datetime.fromtimestamp(moment, UTC)
+    if moment.tzinfo is UTC:
+        return moment
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError(f"{moment!r} has no time zone")
+    return moment.astimezone(UTC)
+
+
+def format_instant(moment: datetime | float, timespec: Timespec = "milliseconds") -> str:
+    """``moment`` (an aware ``datetime``, or epoch seconds) as ISO 8601 UTC with a ``Z``:
+    ``2026-01-01T00:00:00.000Z``, the API's form (see the module docstring for the others).
+    A naive ``datetime`` is a ``ValueError``: its zone would be a guess."""
+    return _utc(moment).replace(tzinfo=None).isoformat(timespec=timespec) + "Z"
+
+
+def floor_ms(moment: datetime) -> datetime:
+    """``moment`` in UTC, cut to the millisecond: the precision of every instant the API is
+    asked with, so that what is compared is what the server was asked."""
+    if moment.tzinfo is not UTC:
+        moment = _utc(moment)
+    micro = moment.microsecond
+    return moment.replace(microsecond=micro - micro % 1000) if micro % 1000 else moment
+
+
+def parse_timestamp(value: str | float | int | None, *, assume_utc: bool = True) -> datetime | None:
+    """Parse one of the API's timestamps into a ``datetime``.
+
+    The API mixes shapes: ISO 8601 UTC (``2024-03-01T10:00:00Z``), with milliseconds
+    (``...00.123Z``), with an offset, local business times with no zone
+    (``2024-03-01T11:00:00``), bare dates, and epoch seconds in webhooks. A value with no
+    zone is taken as UTC when ``assume_utc`` (the default), else returned naive. A local
+    wall time written with a ``Z`` (``createdAtLocal``, observed.md) is :func:`parse_local`'s.
+    ``None`` or an empty string gives ``None``; anything else that does not parse raises
+    ``ValueError``.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(float(value), tz=UTC)
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"not an ISO 8601 timestamp: {value!r}") from None
+    if parsed.tzinfo is None and assume_utc:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+def read_instant(text: str) -> datetime:
+    """:func:`parse_timestamp` of a text that must hold an instant: aware (no zone: UTC);
+    ``ValueError`` if it is empty or not ISO 8601."""
+    parsed = parse_timestamp(text)
+    if parsed is None:
+        raise ValueError("an empty timestamp")
+    return parsed
+
+
+def utc_time(text: str | None) -> datetime | None:
+    """A record's UTC time as an aware ``datetime`` in UTC; ``None`` if absent or unparseable.
+
+    A value without a zone is taken as UTC (``createdAt`` is documented as UTC).
+    """
+    try:
+        parsed = parse_timestamp(text)
+    except (TypeError, ValueError):
+        return None
+    return None if parsed is None else _as_utc(parsed)
+
+
+def _as_utc(parsed: datetime) -> datetime | None:
+    if parsed.tzinfo is UTC:
+        return parsed
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:  # year 1 or 9999 pushed past the calendar by its offset
+        return None
+
+
+def utc_times(texts: Iterable[str | None]) -> list[datetime | None]:
+    """:func:`utc_time` of each text, the usual ``...Z`` texts of a page in C-driven passes."""
+    texts = list(texts)
+    parse = datetime.fromisoformat
+    try:
+        times: list[datetime | None] = [None if t is None else parse(t) for t in texts]
+    except (TypeError, ValueError):
+        return [utc_time(t) for t in texts]
+    for i, when in enumerate(times):
+        if when is not None and when.tzinfo is not UTC:  # no zone (UTC), or an offset
+            times[i] = _as_utc(when)
+    return times
+
+
+def parse_local(text: str | None) -> datetime | None:
+    """A local wall time (``createdAtLocal``, ``startAtLocal``): a naive ``datetime`` in the
+    location's zone, ``None`` if absent or unparseable. observed.md: such times are written
+    with a trailing ``Z`` although they are not UTC; any zone written is dropped, so a local
+    time is never compared with a UTC one by mistake."""
+    try:
+        parsed = parse_timestamp(text, assume_utc=False)
+    except (TypeError, ValueError):
+        return None
+    return None if parsed is None else parsed.replace(tzinfo=None)
+
+
+def parse_day(text: str) -> date:
+    """A calendar day written ``YYYY-MM-DD`` (the hotspot filters); ``ValueError`` otherwise."""
+    return date.fromisoformat(text)
