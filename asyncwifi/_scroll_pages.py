@@ -64,8 +64,6 @@ class ScrollSpec:
     continuation: Callable[[str], dict[str, str]]
     #: ContactPage or EventPage
     page_type: type[ContactPage] | type[EventPage]
-    #: the record's identity (cid or event id), for de-duplication
-    key: Callable[[Any], str | None]
     #: contacts: totalCount; events: None
     total: Callable[[Any], int | None]
     scroll_id: Callable[[Any], str | None]

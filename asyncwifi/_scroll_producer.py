@@ -23,6 +23,7 @@ from asyncwifi._transport import BodyBuffer
 from asyncwifi.errors import ConflictError, ScrollExpiredError
 from asyncwifi.models import ItemError, decode_page
 from asyncwifi.models._chunks import chunk_page
+from asyncwifi.models._identity import record_id, record_ids
 from asyncwifi.ratelimit import Lane
 
 __all__ = ["Producer"]
@@ -99,7 +100,7 @@ class Producer:
         self.last_sent = when
 
     def _bad_item(self, error: ItemError) -> None:
-        if not self.cursor.aside(error.raw):
+        if not self.cursor.aside(error.id):
             return  # a re-scan met it again: reported once
         self.errors.append(error)
         log.warning("%s: a record did not decode and was set aside: %s", self.spec.what, error)
@@ -342,7 +343,7 @@ class Producer:
         assert spec.time_of is not None  # chunked only when ordered by time
         tail = page.chunked.tail
         self.cursor.choose_mode(spec.time_of(tail[0]))
-        self.cursor.advance_time(tail, spec.key, spec.time_of)
+        self.cursor.advance_time(tail, record_id, spec.time_of)
         self.pages += 1
         self.in_memory += 1
         self.queue.put_nowait(page)
@@ -373,20 +374,20 @@ class Producer:
         spec, cursor = self.spec, self.cursor
         items: list[Any] = decoded.items
         raws: list[msgspec.Raw] | None = decoded.raw_items
-        key, time_of = spec.key, spec.time_of
+        time_of = spec.time_of
         if items:
             cursor.choose_mode(time_of(items[0]) if time_of is not None else None)
         keep: list[int] | None = None
         fast: list[int] | bool | None = False
         if cursor.mode == "ids" and self.machine.resumes:
-            fast = cursor.fresh(list(map(key, items)))
+            fast = cursor.fresh(record_ids(items))
         if fast is not False:
             keep = fast if isinstance(fast, list) else None
         elif cursor.needs_check or self.machine.resumes:
             # the careful path, record by record: ids to skip, or a resumed scroll
             keep = []
             for index, item in enumerate(items):
-                ident = key(item)
+                ident = record_id(item)
                 when = time_of(item) if time_of is not None else None
                 if cursor.seen(ident, when):
                     continue
@@ -395,10 +396,10 @@ class Producer:
             if len(keep) == len(items):
                 keep = None
         elif cursor.mode == "ids":
-            cursor.add_ids(map(key, items))
+            cursor.add_ids(record_ids(items))
             cursor.delivered += len(items)
         elif time_of is not None and items:
-            cursor.advance_time(items, key, time_of)
+            cursor.advance_time(items, record_id, time_of)
             cursor.delivered += len(items)
         else:
             cursor.delivered += len(items)

@@ -93,8 +93,8 @@ class Cursor:
     skip: set[int] = field(default_factory=set)
     #: records skipped because the caller had them (they count toward a total)
     skipped: int = 0
-    #: hashes of the bytes of records that did not decode: set aside once, and counted
-    #: toward a total (else a contacts scroll with one bad record resumes forever)
+    #: hashes of the ids (``ItemError.id``) of records that did not decode: set aside once,
+    #: and counted toward a total (else a contacts scroll with one bad record resumes forever)
     set_aside: set[int] = field(default_factory=set)
 
     @classmethod
@@ -121,9 +121,9 @@ class Cursor:
             self.hashes = array("q")  # the set holds them from now on
         return self._lookup
 
-    def aside(self, raw: bytes) -> bool:
-        """Note a record that did not decode; False if a re-scan met it before."""
-        key = hash(bytes(raw))
+    def aside(self, ident: str) -> bool:
+        """Note a record that did not decode, by its id; False if a re-scan met it before."""
+        key = hash(ident)
         if key in self.set_aside:
             return False
         self.set_aside.add(key)

@@ -6,7 +6,7 @@
 event loop of its own; the client is opened when the first selected resource starts and
 closed when the last one ends. Records are the server's JSON, whole (dlt normalises nested
 objects into columns and lists into child tables); the source adds only ``id`` to event
-records that carry it nested and ``event_time`` (see ``docs/guides/dlt.md``).
+records that carry it nested (or none) and ``event_time`` (see ``docs/guides/dlt.md``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from asyncwifi._instant import utc_time
 from asyncwifi._protocol import format_datetime
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.models import Contact, Event
+from asyncwifi.models._identity import record_id
 from asyncwifi.resources.contacts import PageSize, page_size
 from asyncwifi.resources.events import validate_event_query
 
@@ -106,12 +107,12 @@ def _resolve(given: dict[str, Any]) -> dict[str, Any]:
 
 
 def _event_row(item: Event, raw: msgspec.Raw | None) -> dict[str, Any]:
-    """The server's record as a dict, plus ``id`` (top level, whichever shape) and
-    ``event_time`` (``ev.time``: aware UTC, or None when the record carries no UTC time)."""
+    """The server's record as a dict, plus ``id`` (top level, whichever shape: the record's
+    id by the one rule of ``asyncwifi.models._identity``, ``sha256:...`` for a record with
+    none) and ``event_time`` (``ev.time``: aware UTC, or None when it carries no UTC time)."""
     assert raw is not None
     row: dict[str, Any] = msgspec.json.decode(raw)
-    if row.get("id") is None and item.id is not None:
-        row["id"] = item.id
+    row["id"] = record_id(item, raw)
     row["event_time"] = item.time
     return row
 

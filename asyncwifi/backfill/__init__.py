@@ -7,7 +7,7 @@ job killed at any moment resumes without losing or repeating a record.
 """
 
 from asyncwifi._deprecated import renamed
-from asyncwifi.backfill._commit import default_id, event_date
+from asyncwifi.backfill._commit import event_date
 from asyncwifi.backfill._contract import (
     JobOutcome,
     PageLike,
@@ -66,7 +66,6 @@ __all__ = [
     "StreamRequest",
     "contacts_export",
     "contacts_params",
-    "default_id",
     "encode_lines",
     "estimate",
     "even_slice_size",

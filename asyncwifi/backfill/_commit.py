@@ -4,20 +4,18 @@ committed with the other pages of its group (one fsync, one SQLite transaction).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
-
 from asyncwifi.backfill._contract import Progress
 from asyncwifi.backfill._records import Boundaries, PageSelection, drop, select_page
 from asyncwifi.backfill._sink import JsonlOutput, RawRecord
 from asyncwifi.backfill._state import PageCommit, SliceState, StateStore
+from asyncwifi.models import ItemError
 
-__all__ = ["Pending", "attributes", "commit_batch", "default_id", "event_date", "with_undecoded"]
+__all__ = ["Pending", "attributes", "commit_batch", "event_date", "with_undecoded"]
 
 
 @dataclass(slots=True, eq=False)
@@ -42,53 +40,21 @@ def attributes(items: Sequence[Any], name: str) -> list[Any] | None:
         return None
 
 
-def default_id(item: Any, raw: RawRecord) -> str:
-    """The record's ``id`` (events) or ``cid`` (contacts); a hash of its bytes if it has none."""
-    rid = getattr(item, "id", None) or getattr(item, "cid", None)
-    if isinstance(rid, str) and rid:
-        return rid
-    return "sha256:" + hashlib.sha256(raw).hexdigest()
-
-
-class _Loose(msgspec.Struct, gc=False):
-    """The little the engine needs of a record that failed typed decoding."""
-
-    id: Any = None
-    cid: Any = None
-    date: Any = None
-
-
-_loose = msgspec.json.Decoder(_Loose)
-
-
 def with_undecoded(
-    items: Sequence[Any], raws: Sequence[RawRecord], errors: Sequence[Any]
+    items: Sequence[Any], raws: Sequence[RawRecord], errors: Sequence[ItemError]
 ) -> tuple[list[Any], list[RawRecord]]:
     """Put back, at their places, the records a page could not decode (``page.errors``).
 
-    An export is lossless: such a record is still written from its raw bytes, named by its
-    ``id`` (or ``cid``) read loosely, or by a hash of its bytes when even that fails.
+    An export is lossless: such a record is still written from its raw bytes, and named as
+    it would have been decoded (``ItemError.item``: its id read from its bytes, else a hash
+    of them; see ``asyncwifi.models._identity``).
     """
-    extra: list[tuple[int, Any, RawRecord]] = []
-    for error in errors:
-        raw = getattr(error, "raw", None)
-        if not raw:
-            continue
-        try:
-            loose = _loose.decode(raw)
-        except msgspec.DecodeError:
-            loose = _Loose()
-        if loose.id is not None and not isinstance(loose.id, str):
-            loose.id = str(loose.id)
-        if loose.cid is not None and not isinstance(loose.cid, str):
-            loose.cid = str(loose.cid)
-        extra.append((int(getattr(error, "index", len(items))), loose, raw))
     merged_items = list(items)
-    merged_raws = list(raws)
-    for index, loose, raw in sorted(extra, key=lambda e: e[0]):
-        at = min(index, len(merged_items))
-        merged_items.insert(at, loose)
-        merged_raws.insert(at, raw)
+    merged_raws: list[RawRecord] = list(raws)
+    for error in sorted(errors, key=operator.attrgetter("index")):
+        at = min(error.index, len(merged_items))
+        merged_items.insert(at, error.item)
+        merged_raws.insert(at, error.raw)
     return merged_items, merged_raws
 
 

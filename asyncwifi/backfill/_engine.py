@@ -37,7 +37,6 @@ from asyncwifi.backfill._commit import (
     Pending,
     attributes,
     commit_batch,
-    default_id,
     event_date,
     with_undecoded,
 )
@@ -60,6 +59,7 @@ from asyncwifi.errors import (
     QuotaExhaustedError,
     ScrollExpiredError,
 )
+from asyncwifi.models._identity import record_ids
 
 __all__ = ["ExportJob"]
 
@@ -77,11 +77,11 @@ RESET_MARGIN = 1.0
 class ExportJob:
     """One resumable export: a plan of slices, a state file and an output file.
 
-    ``id_of(item, raw)`` names a record (the engine never writes one id twice);
-    ``date_of(item)`` gives its date for cursors and boundary checks (``None`` for
-    records without dates, such as contacts). ``page_size`` is the size asked of the
-    server: a slice whose last page was full is checked once more from its cursor, since
-    a lapsed scroll answers like the end (spec §3). ``wait`` sleeps through a spent day
+    Records are named by the one rule of ``asyncwifi.models._identity`` (the engine never
+    writes one id twice); ``date_of(item)`` gives its date for cursors and boundary checks
+    (``None`` for records without dates, such as contacts). ``page_size`` is the size asked
+    of the server: a slice whose last page was full is checked once more from its cursor,
+    since a lapsed scroll answers like the end (spec §3). ``wait`` sleeps through a spent day
     quota (at most ``max_wait`` seconds) instead of returning ``paused``.
     """
 
@@ -94,7 +94,6 @@ class ExportJob:
         out_path: Path,
         open_stream: OpenStream,
         clock: Clock,
-        id_of: Callable[[Any, RawRecord], str] | None = None,
         date_of: Callable[[Any], object] | None = None,
         reporter: Reporter | None = None,
         concurrency: int = 1,
@@ -112,7 +111,6 @@ class ExportJob:
         self.out_path = out_path
         self._open_stream = open_stream
         self.clock = clock
-        self._id_of = id_of or default_id
         self._date_of = date_of
         self.reporter = reporter or Reporter()
         self.concurrency = concurrency
@@ -345,7 +343,7 @@ class ExportJob:
         if errors:
             items, raws = with_undecoded(items, raws, errors)
             self.progress.undecoded_run += len(errors)
-        ids = self._ids_of(items, raws)
+        ids = record_ids(items, raws)
         date_of = self._date_of
         if date_of is None:
             dates = None
@@ -404,17 +402,6 @@ class ExportJob:
         if self._sink is None:
             raise ClientStateError("the job is not open")
         return commit_batch(store, self._sink, batch, self.progress)
-
-    def _ids_of(self, items: Sequence[Any], raws: Sequence[RawRecord]) -> list[str]:
-        """Each record's id; a whole page at once when every record has a string ``id``."""
-        id_of = self._id_of
-        if id_of is default_id:
-            for attr in ("id", "cid"):
-                found = attributes(items, attr)
-                # every id a non-empty str, checked in C (no Python loop per record)
-                if found is not None and set(map(type, found)) <= {str} and "" not in found:
-                    return found
-        return [id_of(item, raw) for item, raw in zip(items, raws, strict=True)]
 
     async def _locked(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the state's thread, after what was queued before it; once queued it

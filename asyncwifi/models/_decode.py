@@ -24,6 +24,7 @@ import msgspec
 
 from asyncwifi.errors import DecodeError, ValidationError
 from asyncwifi.models._base import Model
+from asyncwifi.models._identity import record_id, undecoded
 from asyncwifi.models.auth import ErrorBody, LoginRequest, LoginResponse
 from asyncwifi.models.contacts import Contact, ContactPage
 from asyncwifi.models.events import Event, EventPage
@@ -185,13 +186,21 @@ class ItemError:
     """One list item that did not decode; its page's other items were kept.
 
     ``path`` is the JSON path in the whole body (``$.events[17].visit.duration``),
-    ``raw`` the item's exact bytes as the server sent them.
+    ``raw`` the item's exact bytes as the server sent them, ``item`` what could still be
+    read of it (its id and, for an event, its UTC time), and :attr:`id` its id: the same
+    the record would have had decoded (see ``asyncwifi.models._identity``).
     """
 
     index: int
     path: str
     message: str
     raw: bytes
+    item: Any = field(default=None, repr=False)
+
+    @property
+    def id(self) -> str:
+        """The record's id, read from its bytes, else ``sha256:`` and their digest."""
+        return record_id(self.item, self.raw)
 
     def to_exception(self) -> DecodeError:
         """This error as a ``DecodeError`` (to raise it, or log it with a traceback)."""
@@ -368,7 +377,7 @@ def _decode_page_slowly(
             message, sub = _split_path(str(exc))
             at = index + offset
             path = f"$.{kind.wire}[{at}]" + (sub[1:] if sub else "")
-            error = ItemError(at, path, message, bytes(raw))
+            error = ItemError(at, path, message, bytes(raw), undecoded(raw, kind.item))
             errors.append(error)
             if on_item_error is not None:
                 on_item_error(error)

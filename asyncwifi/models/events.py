@@ -147,13 +147,14 @@ class Event(Model):
     when: EventWhen | None = None
 
     def __post_init__(self) -> None:
-        # one accessor per field whichever shape arrived (a flat record pays one compare)
-        if self.id is None:
+        # one accessor per field whichever shape arrived (a flat record pays one test): the
+        # first non-empty id of ``id`` and ``event.id``, as asyncwifi.models._identity reads
+        # a record that did not decode
+        if not self.id:
             ref = self.event
-            if ref is not None:
-                self.id = ref.id
-                if self.type is None:
-                    self.type = ref.type
+            self.id = (ref.id if ref is not None else None) or None
+            if ref is not None and self.type is None:
+                self.type = ref.type
 
     @property
     def time_text(self) -> str | None:

@@ -144,7 +144,6 @@ class Contacts:
             # spec §4.2: the next request carries the latest sId, the filters unchanged
             continuation=lambda sid: {**params, "sId": sid},
             page_type=ContactPage,
-            key=lambda c: c.cid,
             total=lambda env: env.total_count,
             scroll_id=lambda env: env.s_id,
             restart=(lambda _time: dict(params)) if resume else None,

@@ -11,7 +11,6 @@ otherwise (the spec's flat records carry no time) it re-scans, skipping delivere
 from __future__ import annotations
 
 import builtins
-import operator
 from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime
 
@@ -141,7 +140,6 @@ class Events:
             # spec §4.5: the next page is fetched with scrollId; size cannot change
             continuation=lambda sid: {**params, "scrollId": sid},
             page_type=EventPage,
-            key=operator.attrgetter("id"),
             total=lambda env: None,
             scroll_id=lambda env: env.scroll_id,
             restart=restart,

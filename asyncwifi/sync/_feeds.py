@@ -28,6 +28,7 @@ from asyncwifi._instant import floor_ms, utc_time, utc_times
 from asyncwifi._scroll import Record, ScrollStream
 from asyncwifi.errors import ScrollExpiredError, ValidationError
 from asyncwifi.models import Contact, Event, ItemError
+from asyncwifi.models._identity import content_id, record_id, record_ids
 from asyncwifi.sync._budget import Budget
 from asyncwifi.sync._checkpoint import TimeCursor
 from asyncwifi.sync._lookback import LOOKBACK_EVERY, Rereads
@@ -51,15 +52,16 @@ MAX_SIZE = 10_000
 
 @dataclass(frozen=True, slots=True)
 class BadRecord:
-    """A record that could not be stored as such: its exact bytes, why, and its id if any."""
+    """A record that could not be stored as such: its exact bytes, why, and its id (by the
+    one rule: ``asyncwifi.models._identity``; ``sha256:...`` for a record with none)."""
 
     raw: bytes
     error: str
-    id: str | None = None
+    id: str
 
     @classmethod
-    def of(cls, error: ItemError, id_field: str) -> BadRecord:
-        return cls(error.raw, f"{error.path}: {error.message}", _raw_id(error.raw, id_field))
+    def of(cls, error: ItemError) -> BadRecord:
+        return cls(error.raw, f"{error.path}: {error.message}", error.id)
 
 
 @dataclass(slots=True)
@@ -87,20 +89,6 @@ class Batch(Generic[T]):
     late: str | None = None
 
 
-def _raw_id(raw: bytes, id_field: str) -> str | None:
-    """The id of a record that did not decode, when its JSON still says it."""
-    try:
-        data = msgspec.json.decode(raw)
-    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    value = data.get(id_field)
-    if value is None and isinstance(data.get("event"), dict):
-        value = data["event"].get("id")
-    return value if isinstance(value, str) else None
-
-
 def _clean(idents: list[str | None], cursor: TimeCursor) -> TypeGuard[list[str]]:
     """Whether a page's records all have an id, none twice, none delivered before."""
     if None in idents or len(set(idents)) != len(idents):
@@ -116,9 +104,9 @@ def _fresh(
     kept: tuple[list[Event], list[msgspec.Raw], list[str]] = ([], [], [])
     taken: set[str] = set()
     for event, raw in zip(items, raws, strict=True):
-        ident = event.id
+        ident = record_id(event)
         if ident is None:
-            bad.append(BadRecord(bytes(raw), "an event with no id", None))
+            bad.append(BadRecord(bytes(raw), "an event with no id", record_id(event, raw)))
         elif not (ident in taken or cursor.seen(ident)):
             taken.add(ident)
             kept[0].append(event)
@@ -223,8 +211,11 @@ class EventFeed:
             plan = self.rereads.due(self.api.clock.now(), cursor.at)
             if plan is not None:  # at most one re-read a poll
                 async for found in self.rereads.read(self, plan):
-                    bad = [BadRecord.of(e, "id") for e in found.errors]
-                    bad += [BadRecord(raw, "an event with no id", None) for raw in found.no_id]
+                    bad = [BadRecord.of(e) for e in found.errors]
+                    bad += [
+                        BadRecord(raw, "an event with no id", content_id(raw))
+                        for raw in found.no_id
+                    ]
                     yield Batch("events", found.records, bad, times=found.times,
                                 late=plan.kind, requests=found.requests)  # fmt: skip
             end = floor_ms(self._end(until))
@@ -268,8 +259,8 @@ class EventFeed:
             async for page in stream.pages():
                 items: list[Event] = page.items
                 raws: Sequence[msgspec.Raw] = page.raw_items or ()
-                bad = [BadRecord.of(e, "id") for e in page.errors]
-                ids = [e.id for e in items]
+                bad = [BadRecord.of(e) for e in page.errors]
+                ids = record_ids(items)
                 idents: Sequence[str]
                 if _clean(ids, cursor):  # the usual page: each record new, with an id
                     idents = ids
@@ -407,15 +398,18 @@ class ContactFeed:
             async with stream:
                 async for page in stream.pages():
                     records: list[Record[Contact]] = []
-                    bad = [BadRecord.of(e, "cid") for e in page.errors]
+                    bad = [BadRecord.of(e) for e in page.errors]
                     for item, raw in zip(page.items, page.raw_items or (), strict=True):
-                        if item.cid is None:
-                            bad.append(BadRecord(bytes(raw), "a contact with no cid"))
+                        cid = record_id(item)
+                        if cid is None:
+                            bad.append(
+                                BadRecord(bytes(raw), "a contact with no cid", record_id(item, raw))
+                            )
                             continue
-                        seen.add(item.cid)
+                        seen.add(cid)
                         if keep is None or keep(item):
                             records.append(Record(item, raw))
-                    seen.update(b.id for b in bad if b.id is not None)
+                    seen.update(b.id for b in bad)
                     bad_total += len(page.errors)
                     new, counted = stream.requests - counted, stream.requests
                     self._count(new)
@@ -447,20 +441,20 @@ async def snapshot(
         await budget.wait(resource, 1)
     if resource == "hotspots":
         page: Any = await api.hotspots.page(deleted=False, keep_raw=True)
-        id_field = "id"
     elif resource == "segments":
         page = await api.segments.page(keep_raw=True)
-        id_field = "id"
     else:
         raise ValidationError(f"no snapshot of {resource!r}: hotspots or segments")
     if budget is not None:
         budget.spend(resource, 1)
     records: list[Record[Any]] = []
-    bad = [BadRecord.of(e, id_field) for e in page.errors]
+    bad = [BadRecord.of(e) for e in page.errors]
+    seen = {b.id for b in bad}
     for item, raw in zip(page.items, page.raw_items or [], strict=True):
-        if item.id is None:
-            bad.append(BadRecord(bytes(raw), f"a {resource[:-1]} with no id"))
+        ident = record_id(item)
+        if ident is None:
+            bad.append(BadRecord(bytes(raw), f"a {resource[:-1]} with no id", record_id(item, raw)))
         else:
             records.append(Record(item, raw))
-    seen = frozenset([r.item.id for r in records] + [b.id for b in bad if b.id is not None])
-    return Batch(resource, records, bad, complete=True, seen=seen, requests=1)
+            seen.add(ident)
+    return Batch(resource, records, bad, complete=True, seen=frozenset(seen), requests=1)

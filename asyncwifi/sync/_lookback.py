@@ -42,6 +42,7 @@ from asyncwifi._instant import MS, format_instant, utc_times
 from asyncwifi._scroll import Record, ScrollStream
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import Event, ItemError
+from asyncwifi.models._identity import content_id, record_id
 
 if TYPE_CHECKING:
     from asyncwifi.sync._feeds import EventFeed
@@ -191,11 +192,6 @@ class Found(NamedTuple):
     requests: int
 
 
-def _bad_key(raw: bytes) -> str:
-    """A record that cannot be stored as such is known by its bytes."""
-    return "\0" + raw.hex()
-
-
 class Rereads:
     """An event feed's re-reads: when (:class:`Lookback`), against what it delivered
     (:class:`Delivered`: the ids no later re-read may ask for are forgotten at each poll,
@@ -244,10 +240,12 @@ class Rereads:
     ) -> None:
         """What a page of the feed delivered (a record with no time is keyed by the end of
         its window: until then, a re-read may ask for it again). A window that ends before
-        anything a re-read may ask for (a feed catching up) is not kept."""
+        anything a re-read may ask for (a feed catching up) is not kept. A record set aside
+        (``bad``) is remembered by its bytes (``content_id``), not by its id: the same
+        record, mended upstream, is then stored when a re-read meets it."""
         if self.delivered is not None and stop >= self.schedule.oldest:
             self.delivered.add(idents, [stop if t is None else t for t in times])
-            self.delivered.add([_bad_key(b) for b in bad], [stop] * len(bad))
+            self.delivered.add([content_id(b) for b in bad], [stop] * len(bad))
 
     async def read(self, feed: EventFeed, plan: Reread) -> AsyncIterator[Found]:
         """Re-read ``plan`` for ``feed`` (its client, page size, budget and request count):
@@ -268,7 +266,7 @@ class Rereads:
         self.reads[plan.kind] += 1
         async with stream:
             async for page in stream.pages():
-                errors = [e for e in page.errors if _bad_key(e.raw) not in delivered]
+                errors = [e for e in page.errors if content_id(e.raw) not in delivered]
                 no_id: list[bytes] = []
                 found: list[tuple[Event, Any, datetime | None]] = []
                 for item in zip(
@@ -277,9 +275,9 @@ class Rereads:
                     utc_times([e.time_text for e in page.items]),
                     strict=True,
                 ):
-                    ident = item[0].id
+                    ident = record_id(item[0])
                     if ident is None:
-                        if _bad_key(bytes(item[1])) not in delivered:
+                        if content_id(bytes(item[1])) not in delivered:
                             no_id.append(bytes(item[1]))
                     elif ident not in delivered:
                         found.append(item)
@@ -293,7 +291,7 @@ class Rereads:
                 delivered.add(
                     [str(e.id) for e, _, _ in found], [t or plan.end for _, _, t in found]
                 )
-                delivered.add([_bad_key(e.raw) for e in errors] + [_bad_key(r) for r in no_id],
+                delivered.add([content_id(e.raw) for e in errors] + [content_id(r) for r in no_id],
                               [plan.end] * (len(errors) + len(no_id)))  # fmt: skip
                 late += len(found) - uncounted
                 records = [Record(e, r) for e, r, _ in found]

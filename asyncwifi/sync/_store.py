@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from asyncwifi.errors import AsyncWifiError, ValidationError
+from asyncwifi.models._identity import record_id
 from asyncwifi.sync._feeds import BadRecord, Batch
 from asyncwifi.sync._schema import TABLES
 
@@ -57,7 +58,8 @@ def rows_of(batch: Batch[Any], synced_at: datetime | None = None) -> list[Sequen
         item = record.item
         raw = record.raw
         assert raw is not None  # the feeds always keep the bytes
-        ident = item.id if batch.resource != "contacts" else item.cid
+        ident = record_id(item)
+        assert ident is not None  # the feeds set a record with no id aside
         rows.append(values(item, ident, str(raw, "utf-8"), now))
     return rows
 

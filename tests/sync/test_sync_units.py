@@ -14,6 +14,7 @@ from asyncwifi import Event
 from asyncwifi._clock import ScaledClock
 from asyncwifi._scroll import Record
 from asyncwifi.errors import ValidationError
+from asyncwifi.models._identity import content_id
 from asyncwifi.sync import TABLES, Batch, Budget, TimeCursor, Write, open_store, rows_of
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
 from tests.sync.conftest import sim_client
@@ -258,4 +259,6 @@ def test_a_page_with_replays_duplicates_or_no_id_is_filtered_record_by_record() 
     assert idents == ["e0000", "e0002", "e0003", "e0005"]
     assert [e.id for e in kept] == idents
     assert kept_raws == [raws[0], raws[2], raws[3], raws[5]]
-    assert [(b.error, b.raw) for b in bad] == [("an event with no id", bytes(raws[4] or b""))]
+    nameless_raw = bytes(raws[4] or b"")
+    assert [(b.error, b.raw) for b in bad] == [("an event with no id", nameless_raw)]
+    assert bad[0].id == content_id(nameless_raw)  # the one rule: named by its content
