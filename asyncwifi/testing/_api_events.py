@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import msgspec
 from aiohttp import web
 
 from asyncwifi.testing._api import DEFAULT_PAGE, JSON, PAGE_MAX, ApiBase, ApiFault, touch
-from asyncwifi.testing._events import EVENT_TYPES, Selection
+from asyncwifi.testing._events import EVENT_TYPES, EventStore, Selection
 from asyncwifi.testing._scroll import ScrollSession
 from asyncwifi.testing._util import BadParameter, iso_ms, parse_bool, parse_instant, parse_int
 
-__all__ = ["EVENT_SORTS", "EventsApi"]
+__all__ = ["EVENT_SORTS", "EventsApi", "patch_event"]
 
 EVENT_SORTS = ("businessTime", "utcTime")
+
+
+def patch_event(events: EventStore, i: int, **fields: Any) -> None:
+    """Serve event ``i`` with top-level ``fields`` set, or removed when ``None`` (tests: a
+    record that does not decode, ``visit="broken"``; one with no id, ``id=None``, or
+    ``event={"type": "visit"}`` in the nested shape). Its time and place stay."""
+    record = {**events.record(i), **fields}
+    events._patched[i] = msgspec.json.encode({k: v for k, v in record.items() if v is not None})
+    k = i // events.CHUNK
+    events._chunks[k] = events._rchunks[k] = None  # built again, with the patch
 
 
 class _EventQuery(NamedTuple):

@@ -133,6 +133,7 @@ class EventStore:
         n_chunks = -(-count // self.CHUNK) if count else 0
         self._chunks: list[tuple[bytes, array[int]] | None] = [None] * n_chunks
         self._rchunks: list[tuple[bytes, array[int]] | None] = [None] * n_chunks
+        self._patched: dict[int, bytes] = {}  # events served as changed (``patch_event``)
         self._encode = msgspec.json.Encoder().encode
         self._by_type: list[array[int]] | None = None
         self._by_owner: dict[int, array[int]] | None = None
@@ -289,6 +290,8 @@ class EventStore:
         hi = min(len(self.times), lo + self.CHUNK)
         enc, build = self._encode, self._build
         parts = [enc(build(i)) for i in range(lo, hi)]
+        for i in (j for j in self._patched if lo <= j < hi):
+            parts[i - lo] = self._patched[i]
         parts.append(b"")
         blob = b",".join(parts)  # every event followed by a comma
         offsets = array("I", accumulate((len(p) + 1 for p in parts[:-1]), initial=0))

@@ -1,0 +1,79 @@
+"""One record, one id, whoever reads it (issue 23), over real HTTP against the simulator on
+every record shape: an event that does not decode, one that does not decode and has no id,
+and one that decodes with no id get the same id from the backfill (the ids it commits), the
+sync (its dead letters) and the stream (``stream.errors``): the rule of
+``asyncwifi.models._identity``, the record's own id else ``sha256:`` of its bytes."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from asyncwifi.backfill import StateStore, events_backfill
+from asyncwifi.models._identity import content_id
+from asyncwifi.sync import Syncer, SyncOptions, open_store
+from asyncwifi.testing._api_events import patch_event
+from tests.sync.conftest import sim_client
+
+SINCE = datetime(2024, 1, 1, tzinfo=UTC)
+UNTIL = SINCE + timedelta(days=1)
+
+
+@pytest.mark.parametrize("shape", ["nested", "flat", "dated"])
+async def test_the_backfill_the_sync_and_the_stream_name_an_odd_event_alike(
+    tmp_path: Path, shape: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    options: dict[str, Any] = {"events_start": SINCE, "events_end": UNTIL, "event_shape": shape}
+    async with sim_client(events=300, **options) as (sim, api):
+        events = sim.data.events
+        no_id = {"event": {"type": "visit"}} if shape == "nested" else {"id": None}
+        patch_event(events, 10, visit="broken")  # does not decode; its id is still there
+        patch_event(events, 20, visit="broken", **no_id)  # does not decode, and has no id
+        patch_event(events, 30, **no_id)  # decodes, with no id
+        expected = {
+            events.event_json(10): events.event_id(10),
+            events.event_json(20): content_id(events.event_json(20)),
+            events.event_json(30): content_id(events.event_json(30)),
+        }
+
+        # the backfill: the ids it commits, line for line with what it writes
+        committed: list[str] = []
+        commit_pages = StateStore.commit_pages
+
+        def spy(self: StateStore, *, offset: int, pages: Any) -> None:
+            committed.extend(i for page in pages for i in page.ids)
+            commit_pages(self, offset=offset, pages=pages)
+
+        monkeypatch.setattr(StateStore, "commit_pages", spy)
+        out = tmp_path / "events.jsonl"
+        job = events_backfill(
+            api, since=SINCE, until=UNTIL, out=out, state=tmp_path / "state", concurrency=1
+        )
+        assert (await job.run()).status == "done"
+        written = dict(zip(out.read_bytes().splitlines(), committed, strict=True))
+        assert len(written) == 300  # every record once, the odd ones too
+        assert {raw: written[raw] for raw in expected} == expected
+
+        # the sync: the three set aside, under the same ids
+        url = f"sqlite:///{tmp_path / 'sync.db'}"
+        store = open_store(url)
+        await store.open()
+        try:
+            await Syncer(api, store, options=SyncOptions(since=SINCE, until=UNTIL)).sync_events()
+        finally:
+            await store.close()
+        with sqlite3.connect(tmp_path / "sync.db") as conn:
+            letters = dict(conn.execute("SELECT raw, record_id FROM sync_dead_letters"))
+        assert {bytes(raw): ident for raw, ident in letters.items()} == expected
+
+        # the stream: the two that do not decode, on stream.errors, under the same ids
+        stream = api.events.list(date_start=SINCE, date_end=UNTIL, keep_raw=True)
+        async with stream:
+            assert len([r async for r in stream.records()]) == 298
+        assert {e.raw: e.id for e in stream.errors} == {
+            raw: ident for raw, ident in expected.items() if raw != events.event_json(30)
+        }
