@@ -23,7 +23,7 @@ from asyncwifi._transport import BodyBuffer
 from asyncwifi.errors import ConflictError, ScrollExpiredError
 from asyncwifi.models import ItemError, decode_page
 from asyncwifi.models._chunks import chunk_page
-from asyncwifi.models._identity import record_id, record_ids
+from asyncwifi.models._identity import record_ids
 from asyncwifi.ratelimit import Lane
 
 __all__ = ["Producer"]
@@ -343,7 +343,7 @@ class Producer:
         assert spec.time_of is not None  # chunked only when ordered by time
         tail = page.chunked.tail
         self.cursor.choose_mode(spec.time_of(tail[0]))
-        self.cursor.advance_time(tail, record_id, spec.time_of)
+        self.cursor.advance_time(tail, None, spec.time_of)
         self.pages += 1
         self.in_memory += 1
         self.queue.put_nowait(page)
@@ -380,14 +380,13 @@ class Producer:
         keep: list[int] | None = None
         fast: list[int] | bool | None = False
         if cursor.mode == "ids" and self.machine.resumes:
-            fast = cursor.fresh(record_ids(items))
+            fast = cursor.fresh(record_ids(items, raws))
         if fast is not False:
             keep = fast if isinstance(fast, list) else None
         elif cursor.needs_check or self.machine.resumes:
             # the careful path, record by record: ids to skip, or a resumed scroll
             keep = []
-            for index, item in enumerate(items):
-                ident = record_id(item)
+            for index, (item, ident) in enumerate(zip(items, record_ids(items, raws), strict=True)):
                 when = time_of(item) if time_of is not None else None
                 if cursor.seen(ident, when):
                     continue
@@ -396,10 +395,10 @@ class Producer:
             if len(keep) == len(items):
                 keep = None
         elif cursor.mode == "ids":
-            cursor.add_ids(record_ids(items))
+            cursor.add_ids(record_ids(items, raws))
             cursor.delivered += len(items)
         elif time_of is not None and items:
-            cursor.advance_time(items, record_id, time_of)
+            cursor.advance_time(items, raws, time_of)
             cursor.delivered += len(items)
         else:
             cursor.delivered += len(items)

@@ -30,9 +30,11 @@ from __future__ import annotations
 
 import enum
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from asyncwifi.models._identity import record_id
 
 __all__ = ["Cursor", "Decision", "PageOutcome", "ScrollMachine"]
 
@@ -165,7 +167,7 @@ class Cursor:
             elif when == self.time:
                 self.ids_at_time.add(h)
 
-    def fresh(self, keys: list[str | None]) -> list[int] | bool | None:
+    def fresh(self, keys: Sequence[str | None]) -> list[int] | bool | None:
         """``"ids"`` mode with nothing to skip (a re-scan): the indices of the keys not
         delivered before (``None``: all of them), recorded as delivered, in C-speed steps;
         ``False`` when the page needs the careful path (a missing or repeated id)."""
@@ -186,19 +188,20 @@ class Cursor:
             self.hashes.extend(map(hash, keys))  # a None key's hash is never looked up
 
     def advance_time(
-        self, items: list[Any], key: Callable[[Any], str | None], time_of: Callable[[Any], Any]
+        self, items: list[Any], raws: list[Any] | None, time_of: Callable[[Any], Any]
     ) -> None:
         """Move the time cursor to the end of ``items`` (in UTC order; the caller counts
-        them): only the tail matters, the last time and the ids delivered at it."""
+        them): only the tail matters, the last time and the ids delivered at it (by the one
+        rule, ``record_id``: with ``raws``, a record with no id is named by its bytes)."""
         last = time_of(items[-1])
         if last is None:
             self.mode = "broken"  # a record without a time in a time-ordered stream
             return
         tail: set[int] = set()
-        for item in reversed(items):
-            if time_of(item) != last:
+        for k in range(len(items) - 1, -1, -1):
+            if time_of(items[k]) != last:
                 break
-            tail.add(hash(key(item)))
+            tail.add(hash(record_id(items[k], None if raws is None else raws[k])))
         if self.time is None or last > self.time:
             self.time, self.ids_at_time = last, tail
         elif last == self.time:

@@ -1,8 +1,10 @@
 """One record, one id, whoever reads it (issue 23), over real HTTP against the simulator on
-every record shape: an event that does not decode, one that does not decode and has no id,
-and one that decodes with no id get the same id from the backfill (the ids it commits), the
-sync (its dead letters) and the stream (``stream.errors``): the rule of
-``asyncwifi.models._identity``, the record's own id else ``sha256:`` of its bytes."""
+every record shape, with scroll ids that live as documented and ones that expire at once:
+an event that does not decode, one that does not decode and has no id, and one that
+decodes with no id get the same id from the backfill (the ids it commits), the sync (its
+dead letters) and the stream (``stream.errors``), once each however often a resumed scroll
+meets them: the rule of ``asyncwifi.models._identity``, the record's own id else
+``sha256:`` of its bytes."""
 
 from __future__ import annotations
 
@@ -23,12 +25,14 @@ SINCE = datetime(2024, 1, 1, tzinfo=UTC)
 UNTIL = SINCE + timedelta(days=1)
 
 
+@pytest.mark.parametrize("ttl", [60.0, 0.001])
 @pytest.mark.parametrize("shape", ["nested", "flat", "dated"])
 async def test_the_backfill_the_sync_and_the_stream_name_an_odd_event_alike(
-    tmp_path: Path, shape: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, shape: str, ttl: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     options: dict[str, Any] = {"events_start": SINCE, "events_end": UNTIL, "event_shape": shape}
-    async with sim_client(events=300, **options) as (sim, api):
+    # pages of 100: with ids that expire at once, every continuation lapses and resumes
+    async with sim_client(events=300, scroll_ttl=ttl, **options) as (sim, api):
         events = sim.data.events
         no_id = {"event": {"type": "visit"}} if shape == "nested" else {"id": None}
         patch_event(events, 10, visit="broken")  # does not decode; its id is still there
@@ -51,7 +55,13 @@ async def test_the_backfill_the_sync_and_the_stream_name_an_odd_event_alike(
         monkeypatch.setattr(StateStore, "commit_pages", spy)
         out = tmp_path / "events.jsonl"
         job = events_backfill(
-            api, since=SINCE, until=UNTIL, out=out, state=tmp_path / "state", concurrency=1
+            api,
+            since=SINCE,
+            until=UNTIL,
+            out=out,
+            state=tmp_path / "state",
+            concurrency=1,
+            page_size=100,
         )
         assert (await job.run()).status == "done"
         written = dict(zip(out.read_bytes().splitlines(), committed, strict=True))
@@ -63,7 +73,8 @@ async def test_the_backfill_the_sync_and_the_stream_name_an_odd_event_alike(
         store = open_store(url)
         await store.open()
         try:
-            await Syncer(api, store, options=SyncOptions(since=SINCE, until=UNTIL)).sync_events()
+            options = SyncOptions(since=SINCE, until=UNTIL, size=100)
+            await Syncer(api, store, options=options).sync_events()
         finally:
             await store.close()
         with sqlite3.connect(tmp_path / "sync.db") as conn:
@@ -71,7 +82,7 @@ async def test_the_backfill_the_sync_and_the_stream_name_an_odd_event_alike(
         assert {bytes(raw): ident for raw, ident in letters.items()} == expected
 
         # the stream: the two that do not decode, on stream.errors, under the same ids
-        stream = api.events.list(date_start=SINCE, date_end=UNTIL, keep_raw=True)
+        stream = api.events.list(date_start=SINCE, date_end=UNTIL, size=100, keep_raw=True)
         async with stream:
             assert len([r async for r in stream.records()]) == 298
         assert {e.raw: e.id for e in stream.errors} == {
