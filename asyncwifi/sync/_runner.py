@@ -35,15 +35,9 @@ from asyncwifi._client import Client
 from asyncwifi._instant import format_instant
 from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.sync._budget import Budget
-from asyncwifi.sync._feeds import (
-    MODIFIED_FROM,
-    MODIFIED_TO,
-    Batch,
-    ContactFeed,
-    EventFeed,
-    snapshot,
-)
+from asyncwifi.sync._feeds import Batch, EventFeed
 from asyncwifi.sync._lookback import DEFAULT_LOOKBACK, lookback_of
+from asyncwifi.sync._snapshots import MODIFIED_FROM, MODIFIED_TO, ContactFeed, snapshot
 from asyncwifi.sync._store import Store, StoreUnavailableError, Write, rows_of
 
 __all__ = ["SyncOptions", "SyncStats", "Syncer"]
