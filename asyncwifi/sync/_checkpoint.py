@@ -110,7 +110,7 @@ class TimeCursor:
             return cls(kind, ms_floor(since))
         data = parse_checkpoint(checkpoint, kind)
         try:
-            at = datetime.fromisoformat(str(data["at"]).replace("Z", "+00:00"))
+            at = datetime.fromisoformat(str(data["at"]))  # "...Z" too (Python >= 3.11)
             carry = {str(i) for i in data.get("carry", [])}  # type: ignore[attr-defined]
             fresh = {str(i) for i in data.get("fresh", [])}  # type: ignore[attr-defined]
         except (KeyError, TypeError, ValueError):
