@@ -12,7 +12,6 @@ size): resuming with different ones is refused, since the committed prefix would
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -418,12 +417,3 @@ def _show(key: str, value: object) -> str:
     if isinstance(value, tuple | list):
         return ",".join(str(v) for v in value)
     return str(value)
-
-
-def fsync_dir(path: Path) -> None:
-    """fsync a directory so that a newly created file's entry survives a power loss."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
