@@ -39,7 +39,7 @@ configure() {
         tests=(tests/backfill)
         ;;
     sync)
-        modules=(asyncwifi/sync/_checkpoint.py asyncwifi/sync/_feeds.py)
+        modules=(asyncwifi/sync/_checkpoint.py asyncwifi/sync/_feeds.py asyncwifi/sync/_snapshots.py)
         # not test_follow.py (17 s a mutant on a scaled real-time clock): follow mode is
         # covered on a virtual clock by test_feeds_mutants.py
         tests=(tests/sync/test_sync_units.py tests/sync/test_feeds.py
