@@ -8,6 +8,7 @@ import contextlib
 import fcntl
 import os
 import socket
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -231,3 +232,13 @@ def http_get(url: str) -> tuple[int, str]:
         return exc.code, exc.read().decode()
     except OSError:
         return 0, ""
+
+
+@pytest.fixture
+def zone_new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The machine's local zone is not UTC (a server in New York)."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()

@@ -4,8 +4,6 @@ machine's zone), the checkpoint text and its refusals, and the cursor's fields."
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 
 import msgspec
@@ -33,16 +31,6 @@ def event_times(events: list[Event]) -> list[datetime | None]:
 
 def _event(date: str | None) -> Event:
     return msgspec.json.decode(msgspec.json.encode({"id": "e1", "date": date}), type=Event)
-
-
-@pytest.fixture
-def zone_new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The machine's local zone is not UTC (a server in New York)."""
-    monkeypatch.setenv("TZ", "America/New_York")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,7 @@ import itertools
 import json
 import logging
 import re
-import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
@@ -274,15 +273,6 @@ def feed_of(api: FakeApi, **options: Any) -> EventFeed:
 @pytest.fixture
 def api() -> FakeApi:
     return FakeApi()
-
-
-@pytest.fixture
-def zone_new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TZ", "America/New_York")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 # -- records set aside ---------------------------------------------------------------------------
