@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from asyncwifi._auth import check_url
 from asyncwifi.errors import ConfigurationError
+from asyncwifi.ratelimit._redis import redis_asyncio
 
 if TYPE_CHECKING:
     import redis.asyncio
@@ -119,12 +120,7 @@ class RedisDeduplicator:
         #: key prefix; receivers that must agree share it
         self.prefix = prefix
         if client is None:
-            try:
-                import redis.asyncio as aioredis  # optional extra: imported lazily
-            except ImportError as exc:  # pragma: no cover - depends on the install
-                raise ConfigurationError(
-                    "RedisDeduplicator needs the redis extra: pip install 'asyncwifi[redis]'"
-                ) from exc
+            aioredis = redis_asyncio("RedisDeduplicator")  # the optional extra, or a clear error
             check_url(url, "Redis")
             client = aioredis.Redis.from_url(url)
             self._owns_client = True

@@ -96,7 +96,7 @@ def test_without_the_redis_extra_the_error_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "redis.asyncio", None)  # import redis.asyncio fails
     with pytest.raises(
         ConfigurationError,
-        match=exactly("RedisDeduplicator needs the redis extra: pip install 'asyncwifi[redis]'"),
+        match=exactly("RedisDeduplicator needs the redis package: pip install 'asyncwifi[redis]'"),
     ):
         RedisDeduplicator()
 
