@@ -1,21 +1,13 @@
 """Resumable bulk exports: event backfills in time slices and contact exports, exactly once.
 
-The plan (:func:`plan_slices`, :func:`estimate`) is sans-I/O; :class:`ExportJob` streams the
-slices concurrently through the client, writes each record as the server's own JSON (JSON
-Lines, optionally gzip) and commits progress to a SQLite state file after every page, so a
-job killed at any moment resumes without losing or repeating a record.
+The plan (:func:`plan_slices`, :func:`estimate`) is sans-I/O; :class:`ExportJob` runs the
+sync's engine (its feeds, its one loop) into a JSON Lines destination: each record as the
+server's own JSON (optionally gzip), each batch committed with its checkpoint to a SQLite
+state file, so a job killed at any moment resumes without losing or repeating a record.
 """
 
 from asyncwifi._deprecated import renamed
-from asyncwifi.backfill._commit import event_date
-from asyncwifi.backfill._contract import (
-    JobOutcome,
-    PageLike,
-    Progress,
-    Reporter,
-    StreamLike,
-    StreamRequest,
-)
+from asyncwifi.backfill._contract import JobOutcome, Progress, Reporter
 from asyncwifi.backfill._engine import ExportJob
 from asyncwifi.backfill._errors import (
     BackfillError,
@@ -42,7 +34,7 @@ from asyncwifi.backfill._plan import (
 )
 from asyncwifi.backfill._preflight import preflight
 from asyncwifi.backfill._sink import JsonlOutput, encode_lines
-from asyncwifi.backfill._state import JobParams, SliceState, StateInfo, StateStore
+from asyncwifi.backfill._state import JobParams, StateInfo, StateStore
 
 __all__ = [
     "BackfillError",
@@ -52,24 +44,19 @@ __all__ = [
     "JsonlOutput",
     "OutputConflictError",
     "OutputNotWritableError",
-    "PageLike",
     "PlanEstimate",
     "Progress",
     "Reporter",
     "Slice",
     "SliceIncompleteError",
-    "SliceState",
     "StateInfo",
     "StateMismatchError",
     "StateStore",
-    "StreamLike",
-    "StreamRequest",
     "contacts_export",
     "contacts_params",
     "encode_lines",
     "estimate",
     "even_slice_size",
-    "event_date",
     "events_backfill",
     "events_params",
     "parse_duration",

@@ -1,11 +1,10 @@
-"""The two exports built on the engine, wired to a :class:`~asyncwifi.Client`.
+"""The two exports, wired to a :class:`~asyncwifi.Client`: the sync's feeds, part by part.
 
 - :func:`events_backfill`: the organization's events over ``[since, until)``, in time
-  slices streamed concurrently (``sortBy=utcTime`` so a resumed slice can narrow its start
-  when the records carry a UTC time); each slice's stream owns the scroll's rules (lapses,
-  resumes, proving its end), the engine only commits what it hands out;
-- :func:`contacts_export`: every contact, through one scroll; a lapsed scroll (or a
-  restart) starts again in the client's resume mode, skipping what was written.
+  slices streamed concurrently, each an :class:`~asyncwifi.sync._feeds.EventFeed` of its
+  range resumed from its checkpoint (the one cursor: exact on every record shape);
+- :func:`contacts_export`: every contact, through the contact feed's full scan; a lapsed
+  scroll or a restart scans again, and the destination drops what it already wrote.
 
 ``events_params`` / ``contacts_params`` give the :class:`JobParams` a state file is bound to,
 for :func:`~asyncwifi.backfill.preflight` checks before a client is even created.
@@ -14,19 +13,21 @@ for :func:`~asyncwifi.backfill.preflight` checks before a client is even created
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from asyncwifi.backfill._commit import event_date
-from asyncwifi.backfill._contract import Reporter, StreamLike, StreamRequest
-from asyncwifi.backfill._engine import ExportJob
+from asyncwifi._instant import MS
+from asyncwifi.backfill._contract import Reporter
+from asyncwifi.backfill._engine import ExportJob, Opened, Part
 from asyncwifi.backfill._plan import Slice, even_slice_size, plan_slices
-from asyncwifi.backfill._state import JobParams
+from asyncwifi.backfill._state import JobParams, StateStore
 from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.ratelimit import Lane
 from asyncwifi.resources.contacts import PageSize
 from asyncwifi.resources.contacts import page_size as contacts_page_size
+from asyncwifi.sync._feeds import EventFeed
+from asyncwifi.sync._snapshots import ContactFeed
 
 if TYPE_CHECKING:
     from asyncwifi._client import Client
@@ -35,16 +36,23 @@ __all__ = ["contacts_export", "contacts_params", "events_backfill", "events_para
 
 #: spec §8: events pages hold up to 10,000; quota binds, so fewer, fuller pages
 EVENTS_PAGE_SIZE = 10_000
-#: a stand-in range for the single "slice" of a contact export (contacts are not time-sliced)
-_WHOLE = Slice(
-    0,
-    datetime(1970, 1, 1, tzinfo=UTC),
-    datetime(9999, 1, 1, tzinfo=UTC),
-)
-
 #: a scroll that could not start for this long (clock seconds) waits for the day's quota,
 #: not for the minute's: the job pauses instead (minute pacing never needs this long)
 START_WAIT_LIMIT = 120.0
+
+
+class _ScrollRoom:
+    """The feeds' allowance in an export: before each scroll, :func:`_refuse_if_spent`."""
+
+    def __init__(self, api: Client) -> None:
+        self.api = api
+
+    async def wait(self, resource: str, need: int = 1) -> bool:
+        _refuse_if_spent(self.api)
+        return True
+
+    def spend(self, resource: str, requests: int) -> None:
+        """Nothing to count: the client's quota counts every request."""
 
 
 def _refuse_if_spent(api: Client) -> None:
@@ -123,38 +131,43 @@ def events_backfill(
     if slice_size is None:
         slice_size = even_slice_size(since, until, concurrency)
     wanted = sorted(set(types)) if types else None
-    events = api.events
+    room = _ScrollRoom(api)
+    options = {"types": wanted, "prefetch": prefetch, "lane": Lane.BULK}
 
-    def open_stream(request: StreamRequest) -> StreamLike:
-        _refuse_if_spent(api)
-        return events.list(
-            date_start=request.date_start,
-            date_end=request.date_end,
-            types=wanted,
-            size=page_size,
-            sort_by="utcTime",
-            keep_raw=True,
-            skip_ids=request.skip_ids,
-            prefetch=prefetch,
-            lane=Lane.BULK,
-        )
+    def part(piece: Slice) -> Part:
+        def open_feed(checkpoint: str | None) -> Opened:
+            feed = EventFeed(
+                api,
+                checkpoint=checkpoint,
+                since=piece.start,
+                until=piece.end - MS,  # the feed's end is inclusive, the slice's is not
+                settle=None,  # the range asked for, whatever the clock says
+                size=page_size,
+                window=piece.end - piece.start,  # one scroll, while records carry a time
+                budget=room,
+                list_options=options,
+            )
+            return feed.__aiter__(), lambda: feed.requests
 
+        span = (piece.end - piece.start).total_seconds()
+        describe = f"slice {piece.index} ({piece.date_start} .. {piece.date_end})"
+        return Part(piece.index, describe, open_feed, span)
+
+    params = events_params(
+        out=out, since=since, until=until, types=wanted, slice_size=slice_size, gzip=gzip
+    )
+    slices = plan_slices(since, until, slice_size)
+    store = StateStore(
+        state, out, params, parts=len(slices), concurrency=concurrency, fsync=fsync
+    )
     return ExportJob(
-        params=events_params(
-            out=out, since=since, until=until, types=wanted, slice_size=slice_size, gzip=gzip
-        ),
-        slices=plan_slices(since, until, slice_size),
-        state_path=state,
-        out_path=out,
-        open_stream=open_stream,
-        clock=api.clock,
-        date_of=event_date,
-        page_size=page_size,
+        api,
+        store,
+        [part(piece) for piece in slices],
         reporter=reporter,
         concurrency=concurrency,
         wait=wait,
         max_wait=max_wait,
-        fsync=fsync,
     )
 
 
@@ -174,39 +187,26 @@ def contacts_export(
 ) -> ExportJob:
     """Every contact into ``out`` (JSON Lines), resumable via ``state``.
 
-    One scroll; when it lapses (``ScrollExpiredError``) or the job restarts, a new scroll is
-    opened in the client's resume mode and the contacts already written are skipped by id.
-    ``page_size="max"`` (the default) asks for the largest page the server accepts, learnt
-    once per client (``api.contacts.largest_page_size``); a number is sent as is.
+    One full scan of the contact feed; when its scroll lapses (``ScrollExpiredError``) or
+    the job restarts, the scan starts again and the contacts already written are dropped
+    by id. ``page_size="max"`` (the default) asks for the largest page the server accepts,
+    learnt once per client (``api.contacts.largest_page_size``); a number is sent as is.
     """
     page_size = contacts_page_size(page_size, "page_size")  # checked before any request
-    contacts = api.contacts
+    room = _ScrollRoom(api)
 
-    def open_stream(request: StreamRequest) -> StreamLike:
-        # the engine skips what it already wrote; the client is not given those ids, so that
-        # its own expiry check (delivered < totalCount) counts every record it hands out
-        _refuse_if_spent(api)
-        return contacts.list(
-            has_email=has_email,
+    def open_scan(checkpoint: str | None) -> Opened:
+        feed = ContactFeed(
+            api,
+            budget=room,
             size=page_size,
-            keep_raw=True,
-            resume=request.resume,
-            prefetch=prefetch,
+            list_options={"has_email": has_email, "prefetch": prefetch},
         )
+        return feed.scan(), lambda: feed.requests
 
+    params = contacts_params(out=out, gzip=gzip, has_email=has_email)
+    store = StateStore(state, out, params, fsync=fsync)
     return ExportJob(
-        params=contacts_params(out=out, gzip=gzip, has_email=has_email),
-        slices=[_WHOLE],
-        state_path=state,
-        out_path=out,
-        open_stream=open_stream,
-        clock=api.clock,
-        date_of=None,
-        # contact pages carry totalCount: the client tells a lapse from the end by itself
-        page_size=None,
-        reporter=reporter,
-        concurrency=1,
-        wait=wait,
-        max_wait=max_wait,
-        fsync=fsync,
-    )
+        api, store, [Part(0, "the contact scan", open_scan)], reporter=reporter,
+        wait=wait, max_wait=max_wait,
+    )  # fmt: skip

@@ -1,58 +1,98 @@
-"""The job's state file: a small SQLite database (WAL) that makes a backfill resumable.
+"""The JSON Lines destination: an output file and its state file, one :class:`Store`.
 
-One transaction per committed page records the output's new length, the slice's progress
-and the ids it delivered. The output bytes are written and fsync'ed *before* that
-transaction, so after a kill at any moment the state describes a prefix of the output:
-truncating the output to the committed length and resuming each unfinished slice while
-skipping its delivered ids writes every record exactly once.
+A batch is written like any store writes it (``Store.write``: its records and its
+checkpoints in one transaction), here as lines of the server's own bytes appended to the
+output, fsync'ed, and then, in one SQLite transaction of the state file, the output's new
+length, the ids written (the primary key that makes a record written twice a no-op) and the
+checkpoints. After a kill at any moment the state describes a prefix of the output: the
+output is cut back to the committed length on open and the feeds resume from their
+checkpoints, so every record is written exactly once.
 
-The state also pins the job's parameters (kind, range, types, output, compression, slice
-size): resuming with different ones is refused, since the committed prefix would not match.
+Writes queued while one commits are committed together (one fsync, one transaction): the
+slices of a backfill share their commits. The state also pins the job's parameters: a
+resume with other options is refused, since the committed prefix would not match.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.request import pathname2url
 
 import msgspec
 
-from asyncwifi._instant import read_instant
-from asyncwifi._sqlite import migrate, statements
+from asyncwifi._instant import floor_ms, read_instant
+from asyncwifi._sqlite import SqliteThread, migrate, statements
 from asyncwifi.backfill._errors import StateMismatchError
-from asyncwifi.backfill._plan import Slice
-from asyncwifi.errors import SchemaVersionError
+from asyncwifi.backfill._sink import JsonlOutput, RawRecord
+from asyncwifi.errors import ClientStateError, SchemaVersionError
+from asyncwifi.models._identity import record_ids
+from asyncwifi.sync._checkpoint import TimeCursor
+from asyncwifi.sync._feeds import Batch
+from asyncwifi.sync._store import Store, Write
 
-__all__ = ["JobParams", "PageCommit", "SliceState", "StateInfo", "StateStore"]
+__all__ = ["DONE", "JobParams", "StateInfo", "StateStore"]
 
-SCHEMA_VERSION = 1
+#: the checkpoint of a part (a slice, the contact scan) that finished
+DONE = "done"
 
-_SCHEMA = """
+_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS slices (
-    idx INTEGER PRIMARY KEY,
-    start_at TEXT NOT NULL,
-    end_at TEXT NOT NULL,
-    done INTEGER NOT NULL DEFAULT 0,
-    records INTEGER NOT NULL DEFAULT 0,
-    pages INTEGER NOT NULL DEFAULT 0,
-    cursor TEXT,
-    ordered INTEGER NOT NULL DEFAULT 1
+    idx INTEGER PRIMARY KEY, start_at TEXT NOT NULL, end_at TEXT NOT NULL,
+    done INTEGER NOT NULL DEFAULT 0, records INTEGER NOT NULL DEFAULT 0,
+    pages INTEGER NOT NULL DEFAULT 0, cursor TEXT, ordered INTEGER NOT NULL DEFAULT 1
 );
 CREATE TABLE IF NOT EXISTS delivered (slice INTEGER NOT NULL, ids BLOB NOT NULL);
-CREATE INDEX IF NOT EXISTS delivered_slice ON delivered (slice);
 CREATE TABLE IF NOT EXISTS boundary (id TEXT PRIMARY KEY);
 """
 
-#: the file's schema by ``PRAGMA user_version`` (see ``_sqlite.migrate``): step ``i`` takes
-#: a file from version ``i`` to ``i + 1``. Version 0 is a new file or one written before the
-#: file carried a version (its tables already exist: the step's IF NOT EXISTS keeps them)
-_MIGRATIONS = (statements(_SCHEMA),)
+_V2 = """
+CREATE TABLE checkpoints (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE written (id TEXT PRIMARY KEY) WITHOUT ROWID
+"""
+
+
+def _v1_to_v2(conn: sqlite3.Connection) -> None:
+    """Carry a state written by the per-slice engine over: each slice's cursor becomes its
+    checkpoint (a slice that came in time order resumes at its cursor, any other from its
+    start), and every delivered id is ``written`` (so nothing is written twice)."""
+    statements(_V2)(conn)
+    kind = conn.execute("SELECT value FROM meta WHERE key = 'params'").fetchone()
+    events = kind is not None and msgspec.json.decode(kind[0])["kind"] == "events"
+    rows = conn.execute("SELECT idx, start_at, done, cursor, ordered FROM slices")
+    for idx, start, done, cursor, ordered in rows.fetchall():
+        if done:
+            value = DONE
+        elif not events:
+            continue
+        else:
+            at = read_instant(start)
+            if ordered and cursor is not None:
+                at = max(at, floor_ms(read_instant(cursor)))
+            value = TimeCursor("events", at).encode()
+        conn.execute("INSERT INTO checkpoints VALUES (?, ?)", (_part(events, idx), value))
+    for (blob,) in conn.execute("SELECT ids FROM delivered").fetchall():
+        ids = msgspec.json.decode(blob, type=list[str])
+        conn.executemany("INSERT OR IGNORE INTO written VALUES (?)", [(i,) for i in ids])
+    conn.execute("INSERT OR IGNORE INTO written SELECT id FROM boundary")
+    for table in ("slices", "delivered", "boundary"):
+        conn.execute(f"DROP TABLE {table}")
+    conn.execute("DELETE FROM meta WHERE key = 'version'")  # PRAGMA user_version says it
+
+
+def _part(events: bool, index: int) -> str:
+    return f"events:{index}" if events else "contacts"
+
+
+#: the file's schema by ``PRAGMA user_version`` (``_sqlite.migrate``, the one scheme of the
+#: package's SQLite files): version 1 is the per-slice state of 0.x, carried over by step 2
+_MIGRATIONS = (statements(_V1), _v1_to_v2)
 
 
 class JobParams(msgspec.Struct, frozen=True, kw_only=True):
@@ -72,37 +112,9 @@ class JobParams(msgspec.Struct, frozen=True, kw_only=True):
         fields = msgspec.structs.asdict(self)
         return ", ".join(f"{k}={_show(k, v)}" for k, v in fields.items() if v is not None)
 
-
-@dataclass(slots=True)
-class SliceState:
-    """A slice and its committed progress."""
-
-    index: int
-    start: datetime
-    end: datetime
-    done: bool = False
-    records: int = 0
-    pages: int = 0
-    #: the latest record date committed in the slice (a sortable UTC key), if any
-    cursor: str | None = None
-    #: whether every committed record came in non-decreasing date order
-    ordered: bool = True
-
-    @property
-    def slice(self) -> Slice:
-        return Slice(self.index, self.start, self.end)
-
-
-@dataclass(frozen=True, slots=True)
-class PageCommit:
-    """One page of a group commit: its slice, what it delivered, and the slice's cursor."""
-
-    index: int
-    ids: Sequence[str]
-    cursor: str | None
-    ordered: bool
-    requests: int
-    boundary_ids: Sequence[str] = ()
+    def part(self, index: int) -> str:
+        """The checkpoint name of part ``index`` (a slice; the contact scan is one part)."""
+        return _part(self.kind == "events", index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,18 +134,53 @@ class StateInfo:
         return _diff(self.params, wanted)
 
 
-_ids_encoder = msgspec.json.Encoder()
-_ids_decoder = msgspec.json.Decoder(list[str])
+@dataclass(slots=True, eq=False)
+class _Queued:
+    write: Write
+    future: asyncio.Future[int]
 
 
-class StateStore:
-    """The SQLite state of one job. Not thread-safe: the engine serialises every call."""
+class StateStore(Store):
+    """``out`` (JSON Lines, optionally gzip) and its state file ``path``: a sync destination
+    (see the module docstring). ``parts`` is how many checkpoints the job has (slices),
+    ``concurrency`` how many of them stream at once."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+    dialect = "jsonl"
+
+    def __init__(
+        self,
+        path: Path,
+        out: Path,
+        params: JobParams,
+        *,
+        parts: int = 1,
+        concurrency: int = 1,
+        compresslevel: int = 6,
+        fsync: bool = True,
+    ) -> None:
         self.path = path
-        self._conn = conn
+        self.out = out
+        self.params = params
+        self.parts = parts
+        #: writes in flight at once (one per concurrent slice): they share commits, and
+        #: a feed waits for its earlier pages' commit before it hands out more
+        self.concurrency = concurrency
+        self._output = JsonlOutput(out, gzip=params.gzip, compresslevel=compresslevel, fsync=fsync)
+        self._bridge: SqliteThread | None = None
+        self._queue: list[_Queued] = []
+        self._committer: asyncio.Future[None] | None = None
+        self._failed: BaseException | None = None
+        #: whether the state existed (a resume), and what it held when opened
+        self.resumed = False
+        self.records = 0
+        self.requests = 0
+        #: records a write found already written (a resumed scan, a server repeating itself)
+        self.repeats = 0
 
-    # -- opening ---------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return f"StateStore({str(self.path)!r})"
+
+    # -- reading without opening ----------------------------------------------------------
 
     @classmethod
     def exists(cls, path: Path) -> bool:
@@ -163,234 +210,267 @@ class StateStore:
                     f"state file {path}", found=found, supported=len(_MIGRATIONS)
                 )
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-            total, done = conn.execute(
-                "SELECT COUNT(*), COALESCE(SUM(done), 0) FROM slices"
-            ).fetchone()
+            if found < len(_MIGRATIONS):  # written by 0.x: counted as it counted
+                total, done = conn.execute("SELECT COUNT(*), SUM(done) FROM slices").fetchone()
+            else:
+                done = conn.execute(
+                    "SELECT COUNT(*) FROM checkpoints WHERE value = ?", (DONE,)
+                ).fetchone()[0]
+                total = int(meta.get("parts", 1))
         finally:
             conn.close()
         return StateInfo(
             params=msgspec.json.decode(str(meta["params"]).encode(), type=JobParams),
-            version=int(meta.get("version", 0)),
+            version=found,
             offset=int(meta.get("offset", 0)),
             records=int(meta.get("records", 0)),
             done=meta.get("done") == "1",
             slices_total=int(total),
-            slices_done=int(done),
+            slices_done=int(done or 0),
         )
 
-    @classmethod
-    def open(
-        cls, path: Path, params: JobParams, *, slices: Sequence[Slice] = ()
-    ) -> tuple[StateStore, bool]:
-        """Open (creating if needed) the state at ``path`` for ``params``.
+    # -- the Store ------------------------------------------------------------------------
 
-        Returns the store and whether it was just created. Raises
-        :class:`StateMismatchError` when the file belongs to another job.
-        """
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    async def open(self) -> None:
+        """Open (or create) the state and the output; refuse a state of another job."""
+        if self._bridge is not None:
+            return
+        self.resumed = StateStore.exists(self.path)
+        created = not self.path.exists()
         try:
+            bridge = SqliteThread(self._connect, name="asyncwifi-backfill-state")
+            await bridge.start()
+            self._bridge = bridge
+            meta = await self._run(lambda c: dict(c.execute("SELECT key, value FROM meta")))
+            self.records, self.requests = int(meta["records"]), int(meta["requests"])
+            self._output.open(int(meta["offset"]))
+        except BaseException:
+            await self.close()
+            if created:  # a refused job leaves nothing behind
+                _remove(self.path)
+            raise
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            # first: a file of a newer release is refused before anything changes in it
+            migrate(conn, _MIGRATIONS, what=f"state file {self.path}")
             conn.execute("PRAGMA journal_mode=WAL")
-            # WAL + NORMAL: a kill never loses a commit (it is in the OS's cache); a power
-            # loss may lose the last ones, which only rolls the job back to an earlier
-            # consistent point (the output is fsync'ed *before* each commit, so the state
-            # never claims bytes the disk does not have): exactly once either way, without
-            # an fsync of the WAL per page
+            # WAL + NORMAL: a kill never loses a commit; a power loss may lose the last ones,
+            # which only rolls the job back to an earlier consistent point (the output is
+            # fsync'ed before each commit, so the state never claims bytes the disk lacks)
             conn.execute("PRAGMA synchronous=NORMAL")
-            migrate(conn, _MIGRATIONS, what=f"state file {path}")
-            store = cls(path, conn)
-            existing = store._meta("params")
-            if existing is None:
-                store._initialise(params, slices)
-                return store, True
-            version = int(store._meta("version") or 0)
-            if version != SCHEMA_VERSION:
-                raise StateMismatchError(
-                    f"state file {path} has format {version}; "
-                    f"this asyncwifi writes {SCHEMA_VERSION}"
+            row = conn.execute("SELECT value FROM meta WHERE key = 'params'").fetchone()
+            if row is None:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.executemany(
+                    "INSERT INTO meta VALUES (?, ?)",
+                    [
+                        ("params", msgspec.json.encode(self.params).decode()),
+                        ("parts", str(self.parts)),
+                        *((k, "0") for k in ("offset", "records", "requests", "done")),
+                    ],
                 )
-            stored = msgspec.json.decode(existing.encode(), type=JobParams)
-            if stored != params:
-                raise StateMismatchError(
-                    f"state file {path} belongs to another job ({_diff(stored, params)}); "
-                    "use the same options, or another --state"
-                )
-            return store, False
+                conn.execute("COMMIT")
+            else:
+                stored = msgspec.json.decode(row[0].encode(), type=JobParams)
+                if stored != self.params:
+                    raise StateMismatchError(
+                        f"state file {self.path} belongs to another job "
+                        f"({_diff(stored, self.params)}); use the same options, or another --state"
+                    )
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('parts', ?)", (str(self.parts),))
         except BaseException:
             conn.close()
             raise
+        return conn
 
-    def _initialise(self, params: JobParams, slices: Sequence[Slice]) -> None:
-        with self._transaction() as cur:
-            cur.execute(
-                "INSERT INTO meta VALUES ('params', ?), ('version', ?), ('offset', '0'),"
-                " ('records', '0'), ('requests', '0'), ('done', '0')",
-                (msgspec.json.encode(params).decode(), str(SCHEMA_VERSION)),
-            )
-            cur.executemany(
-                "INSERT INTO slices (idx, start_at, end_at) VALUES (?, ?, ?)",
-                [(s.index, s.start.isoformat(), s.end.isoformat()) for s in slices],
-            )
+    async def close(self) -> None:
+        committer = self._committer
+        if committer is not None and not committer.done():
+            await asyncio.wait([committer])  # a commit in progress finishes first
+        self._output.close()
+        bridge, self._bridge = self._bridge, None
+        if bridge is not None:
+            await bridge.close()
 
-    @property
-    def connection(self) -> sqlite3.Connection:
-        """The state's connection (its owner, the engine's SQLite thread, closes it)."""
-        return self._conn
+    async def _run(self, fn: Any) -> Any:
+        """``fn(conn)`` on the state's thread; once queued it completes, even if the caller
+        is cancelled (a commit is never half done)."""
+        if self._bridge is None:
+            raise ClientStateError("the state file is not open")
+        future = self._bridge.submit(fn)
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if not future.done():
+                await asyncio.wait([future])
+            raise
 
-    def close(self) -> None:
-        self._conn.close()
-
-    # -- reading ---------------------------------------------------------------------------
-
-    def _meta(self, key: str) -> str | None:
-        row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    async def checkpoint(self, name: str) -> str | None:
+        row = await self._run(
+            lambda c: c.execute("SELECT value FROM checkpoints WHERE name = ?", (name,)).fetchone()
+        )
         return None if row is None else str(row[0])
 
-    @property
-    def offset(self) -> int:
-        """Length of the output that is committed (bytes)."""
-        return int(self._meta("offset") or 0)
+    def rows(self, batch: Batch[Any]) -> list[Sequence[object]]:
+        """A batch as ``(id, bytes)`` lines; records that did not decode are kept too (an
+        export is lossless), named by the one rule (``asyncwifi.models._identity``)."""
+        raws = [r.raw for r in batch.records]
+        ids = batch.ids
+        if ids is None:
+            ids = record_ids([r.item for r in batch.records], raws)  # type: ignore[arg-type]
+        rows: list[Sequence[object]] = list(zip(ids, raws, strict=True))
+        rows += [(bad.id, bad.raw) for bad in batch.bad]
+        return rows
 
-    @property
-    def records(self) -> int:
-        """Records committed so far, over every run."""
-        return int(self._meta("records") or 0)
+    async def write(self, write: Write, after: Awaitable[object] | None = None) -> int:
+        """Queue ``write``; writes queued meanwhile share its commit, in queue order (so
+        ``after``, queued earlier, is never committed later)."""
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())
+        queued = _Queued(write, future)
+        self._queue.append(queued)
+        if self._committer is None or self._committer.done():
+            self._committer = asyncio.ensure_future(self._commit_loop())
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if queued in self._queue:
+                self._queue.remove(queued)
+                future.cancel()
+            elif not future.done():
+                await asyncio.wait([future])
+            raise
 
-    @property
-    def requests(self) -> int:
-        """Requests spent by committed work, over every run (an approximate count)."""
-        return int(self._meta("requests") or 0)
+    async def _commit_loop(self) -> None:
+        while self._queue:
+            group, self._queue = self._queue, []
+            try:
+                if self._failed is not None:
+                    raise self._failed  # the same cause: that write is what failed
+                counts = await self._run(lambda c, g=group: self._commit(c, [q.write for q in g]))
+            except BaseException as exc:
+                # nothing after a failed write may commit: its checkpoint would pass records
+                # that were never written (the next run resumes from the last commit)
+                self._failed = self._failed or exc
+                if not isinstance(exc, Exception):  # the loop ends: nobody is left waiting
+                    group, self._queue = group + self._queue, []
+                for queued in group:
+                    if not queued.future.done():
+                        queued.future.set_exception(exc)
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            for queued, count in zip(group, counts, strict=True):
+                if not queued.future.done():
+                    queued.future.set_result(count)
 
-    @property
-    def done(self) -> bool:
-        """Whether the whole job finished."""
-        return self._meta("done") == "1"
-
-    def slices(self) -> list[SliceState]:
-        rows = self._conn.execute(
-            "SELECT idx, start_at, end_at, done, records, pages, cursor, ordered"
-            " FROM slices ORDER BY idx"
-        ).fetchall()
-        return [
-            SliceState(
-                index=int(r[0]),
-                start=read_instant(r[1]),
-                end=read_instant(r[2]),
-                done=bool(r[3]),
-                records=int(r[4]),
-                pages=int(r[5]),
-                cursor=r[6],
-                ordered=bool(r[7]),
+    def _commit(self, conn: sqlite3.Connection, writes: Sequence[Write]) -> list[int]:
+        """Append the new lines, fsync once, then commit ids, length and checkpoints."""
+        output = self._output
+        before = output.offset
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            chunks: list[bytes] = []
+            counts: list[int] = []
+            for write in writes:
+                fresh = _fresh(conn, write.rows)
+                self.repeats += len(write.rows) - len(fresh)
+                counts.append(len(fresh))
+                if fresh:
+                    chunks.append(output.encode(fresh))
+            offset = output.append_many(chunks) if chunks else before
+            written = sum(counts)
+            requests = sum(w.requests for w in writes)
+            conn.executemany(
+                "UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key = ?",
+                [(written, "records"), (requests, "requests")],
             )
-            for r in rows
-        ]
-
-    def delivered_ids(self, index: int) -> set[str]:
-        """The ids committed so far by the unfinished slice ``index``."""
-        ids: set[str] = set()
-        for (blob,) in self._conn.execute("SELECT ids FROM delivered WHERE slice = ?", (index,)):
-            ids.update(_ids_decoder.decode(blob))
-        return ids
-
-    def seen_at_boundary(self, ids: Iterable[str]) -> set[str]:
-        """Which of ``ids`` (records dated near a slice boundary) were already written."""
-        wanted = list(ids)
-        seen: set[str] = set()
-        for i in range(0, len(wanted), 500):
-            chunk = wanted[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self._conn.execute(f"SELECT id FROM boundary WHERE id IN ({marks})", chunk)
-            seen.update(str(r[0]) for r in rows)
-        return seen
-
-    # -- writing ---------------------------------------------------------------------------
-
-    def commit_pages(self, *, offset: int, pages: Sequence[PageCommit]) -> None:
-        """Record pages written to the output (already flushed and fsync'ed) at once.
-
-        One transaction for the whole group: the output's new length, and per page the
-        slice's progress and the ids it delivered.
-        """
-        with self._transaction() as cur:
-            cur.execute("UPDATE meta SET value = ? WHERE key = 'offset'", (str(offset),))
-            cur.execute(
-                "UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key = 'records'",
-                (sum(len(p.ids) for p in pages),),
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'offset'", (str(offset),))
+            conn.executemany(
+                "INSERT OR REPLACE INTO checkpoints VALUES (?, ?)",
+                [item for w in writes for item in w.checkpoints.items()],
             )
-            cur.execute(
-                "UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key = 'requests'",
-                (sum(p.requests for p in pages),),
+            conn.execute("COMMIT")
+        except BaseException:
+            # disk full, a SQLite error...: these bytes must not be counted by a later
+            # commit; the records are fetched again by the next run
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            output.rollback(before)
+            raise
+        self.records += written
+        self.requests += requests
+        return counts
+
+    async def mark_done(self) -> None:
+        """The whole job finished: a run of the same job sends nothing."""
+        await self._run(lambda c: c.execute("UPDATE meta SET value = '1' WHERE key = 'done'"))
+
+    async def ids(self, table: str, *, deleted: bool = False) -> set[str]:
+        if deleted:
+            return set()
+        found: set[str] = await self._run(
+            lambda c: {str(r[0]) for r in c.execute("SELECT id FROM written")}
+        )
+        return found
+
+    async def existing(self, table: str, ids: Sequence[str]) -> set[str]:
+        found: set[str] = await self._run(lambda c: _existing(c, ids))
+        return found
+
+    async def count(self, table: str) -> int:
+        return int(
+            await self._run(lambda c: c.execute("SELECT COUNT(*) FROM written").fetchone()[0])
+        )
+
+    async def schema_version(self) -> int:
+        return int(await self._run(lambda c: c.execute("PRAGMA user_version").fetchone()[0]))
+
+
+_ids_json = msgspec.json.Encoder()
+
+
+def _existing(conn: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
+    query = "SELECT id FROM written WHERE id IN (SELECT value FROM json_each(?))"
+    return {str(r[0]) for r in conn.execute(query, (_ids_json.encode(list(ids)),))}
+
+
+def _fresh(conn: sqlite3.Connection, rows: Sequence[Sequence[object]]) -> list[RawRecord]:
+    """The lines of ``rows`` never written before (the first of a repeated id), their ids
+    now written: in one statement when none was (the usual page)."""
+    ids = [str(row[0]) for row in rows]
+    raws: list[RawRecord] = [row[1] for row in rows]  # type: ignore[misc]
+    if not ids:
+        return []
+    if len(set(ids)) == len(ids):
+        with contextlib.suppress(sqlite3.IntegrityError):
+            conn.execute(
+                "INSERT INTO written SELECT value FROM json_each(?)", (_ids_json.encode(ids),)
             )
-            for page in pages:
-                cur.execute(
-                    "UPDATE slices SET records = records + ?, pages = pages + 1, cursor = ?,"
-                    " ordered = ? WHERE idx = ?",
-                    (len(page.ids), page.cursor, int(page.ordered), page.index),
-                )
-                if page.ids:
-                    cur.execute(
-                        "INSERT INTO delivered (slice, ids) VALUES (?, ?)",
-                        (page.index, _ids_encoder.encode(list(page.ids))),
-                    )
-                if page.boundary_ids:
-                    cur.executemany(
-                        "INSERT OR IGNORE INTO boundary (id) VALUES (?)",
-                        [(i,) for i in page.boundary_ids],
-                    )
-
-    def add_requests(self, requests: int) -> None:
-        """Count requests that produced no committed page (the empty page ending a scroll)."""
-        if requests:
-            with self._transaction() as cur:
-                cur.execute(
-                    "UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key = 'requests'",
-                    (requests,),
-                )
-
-    def finish_slice(self, index: int, *, requests: int = 0) -> None:
-        """Mark a slice complete; its delivered ids are no longer needed."""
-        with self._transaction() as cur:
-            cur.execute("UPDATE slices SET done = 1 WHERE idx = ?", (index,))
-            cur.execute("DELETE FROM delivered WHERE slice = ?", (index,))
-            cur.execute(
-                "UPDATE meta SET value = CAST(value AS INTEGER) + ? WHERE key = 'requests'",
-                (requests,),
-            )
-
-    def mark_done(self) -> None:
-        """Mark the whole job complete."""
-        with self._transaction() as cur:
-            cur.execute("UPDATE meta SET value = '1' WHERE key = 'done'")
-
-    def _transaction(self) -> _Transaction:
-        return _Transaction(self._conn)
+            return raws
+    taken = _existing(conn, ids)
+    fresh: list[RawRecord] = []
+    new: list[tuple[str]] = []
+    for ident, raw in zip(ids, raws, strict=True):
+        if ident not in taken:
+            taken.add(ident)
+            fresh.append(raw)
+            new.append((ident,))
+    conn.executemany("INSERT INTO written VALUES (?)", new)
+    return fresh
 
 
-class _Transaction:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on error)."""
-
-    __slots__ = ("_conn",)
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-
-    def __enter__(self) -> sqlite3.Cursor:
-        self._conn.execute("BEGIN IMMEDIATE")
-        return self._conn.cursor()
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None:
-            self._conn.execute("COMMIT")
-        else:
-            self._conn.execute("ROLLBACK")
+def _remove(path: Path) -> None:
+    """Remove a state file and SQLite's companions of it."""
+    for extra in ("", "-wal", "-shm"):
+        Path(f"{path}{extra}").unlink(missing_ok=True)
 
 
 def _read_only_uri(path: Path) -> str:
-    """A URI that reads ``path`` without creating anything next to it.
-
-    A state closed cleanly has no ``-wal`` file and is opened ``immutable`` (SQLite then
-    creates no ``-shm``/``-wal``); after a kill the ``-wal`` holds committed pages and must be
-    read, so the files that already exist are used as they are.
-    """
+    """A URI that reads ``path`` without creating anything next to it (a state closed
+    cleanly is opened ``immutable``; after a kill its ``-wal`` holds commits and is read)."""
     uri = "file:" + pathname2url(str(path.resolve()))
     if Path(f"{path}-wal").exists():
         return uri + "?mode=ro"

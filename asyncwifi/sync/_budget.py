@@ -17,12 +17,13 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
+from typing import Protocol
 
 from asyncwifi._clock import Clock
 from asyncwifi.errors import ValidationError
 from asyncwifi.sync._ledger import BudgetLedger
 
-__all__ = ["DEFAULT_SHARES", "Budget"]
+__all__ = ["DEFAULT_SHARES", "Allowance", "Budget"]
 
 log = logging.getLogger("asyncwifi.sync")
 
@@ -34,6 +35,15 @@ DEFAULT_SHARES: Mapping[str, float] = {
     "hotspots": 0.05,
     "segments": 0.05,
 }
+
+
+class Allowance(Protocol):
+    """What a feed asks before it spends requests (:class:`Budget`, or a backfill's check
+    that the day's quota can still keep a scroll alive)."""
+
+    async def wait(self, resource: str, need: int = 1) -> bool: ...
+
+    def spend(self, resource: str, requests: int) -> None: ...
 
 
 class Budget:

@@ -13,7 +13,7 @@ set aside (a dead-letter table): it never stops a feed.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeGuard, TypeVar
@@ -26,7 +26,7 @@ from asyncwifi._scroll import Record, ScrollStream
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import Event, ItemError
 from asyncwifi.models._identity import content_id, record_id, record_ids
-from asyncwifi.sync._budget import Budget
+from asyncwifi.sync._budget import Allowance
 from asyncwifi.sync._checkpoint import TimeCursor
 from asyncwifi.sync._lookback import LOOKBACK_EVERY, Rereads
 
@@ -76,6 +76,8 @@ class Batch(Generic[T]):
     #: events a re-read found late (no checkpoint): ``"lookback"``, or ``"audit"`` when
     #: they were later than the lookback (see ``_lookback``)
     late: str | None = None
+    #: each record's id (by ``asyncwifi.models._identity``), index for index, when known
+    ids: list[str] | None = None
 
 
 def _clean(idents: list[str | None], cursor: TimeCursor) -> TypeGuard[list[str]]:
@@ -116,7 +118,8 @@ class EventFeed:
     ``since`` is where a feed with no checkpoint starts; ``until`` where it stops (inclusive;
     default: now, or never with ``follow=True``, which then polls every ``poll_interval``
     clock seconds for new events). Events newer than ``settle`` seconds are left for the
-    next poll: a late write upstream then still lands in a window not yet closed.
+    next poll: a late write upstream then still lands in a window not yet closed; with
+    ``settle=None`` an ``until`` is read whole, even past now (a backfill's range).
     Records without a UTC time are windowed (``window`` long at first, then sized to about
     ``window_records``) so the checkpoint's id set stays bounded.
 
@@ -136,14 +139,15 @@ class EventFeed:
         until: datetime | None = None,
         follow: bool = False,
         poll_interval: float = 60.0,
-        settle: float = 0.0,
+        settle: float | None = 0.0,
         size: int = MAX_SIZE,
         window: timedelta = timedelta(days=1),
         window_records: int = 4 * MAX_SIZE,
-        budget: Budget | None = None,
+        budget: Allowance | None = None,
         lookback: float = 0.0,
         lookback_every: float = LOOKBACK_EVERY,
         stored: Callable[[list[str]], Awaitable[Collection[str]]] | None = None,
+        list_options: Mapping[str, Any] | None = None,
     ) -> None:
         if checkpoint is None and since is None:
             raise ValidationError("an event feed needs a checkpoint or a since")
@@ -151,7 +155,7 @@ class EventFeed:
         _aware(until, "until")
         if since is not None and until is not None and since > until:
             raise ValidationError("since is after until")
-        if poll_interval <= 0 or settle < 0 or window <= timedelta(0) or window_records < 1:
+        if poll_interval <= 0 or (settle or 0) < 0 or window <= timedelta(0) or window_records < 1:
             raise ValidationError("poll_interval and window must be positive, settle >= 0")
         self.api = api
         self.cursor = TimeCursor.start("events", checkpoint, since or datetime.now(UTC))
@@ -168,6 +172,8 @@ class EventFeed:
         self.window = window
         self.window_records = window_records
         self.budget = budget
+        #: more keyword arguments of ``events.list`` (``types``, ``lane``, ``prefetch``)
+        self.list_options = dict(list_options or {})
         #: None until a window shows whether the records carry a UTC time
         self.timed_shape: bool | None = None
         self.requests = 0
@@ -181,7 +187,9 @@ class EventFeed:
         return datetime.fromtimestamp(self.api.clock.now(), UTC)
 
     def _end(self, until: datetime | None) -> datetime:
-        horizon = self._now() - timedelta(seconds=self.settle)
+        if until is not None and self.settle is None:
+            return until  # a range read whole, even past the clock's now (a backfill)
+        horizon = self._now() - timedelta(seconds=self.settle or 0.0)
         return horizon if until is None else min(until, horizon)
 
     async def __aiter__(self) -> AsyncIterator[Batch[Event]]:
@@ -239,38 +247,45 @@ class EventFeed:
             sort_by="utcTime",
             size=self.size,
             keep_raw=True,
-            skip_ids=cursor.skip,
+            **self.list_options,
         )
         held: Batch[Event] | None = None
         timed, any_record = True, False
         newest = self.newest
-        async with stream:
-            async for page in stream.pages():
-                items: list[Event] = page.items
-                raws: Sequence[msgspec.Raw] = page.raw_items or ()
-                bad = [BadRecord.of(e) for e in page.errors]
-                ids = record_ids(items)
-                idents: Sequence[str]
-                if _clean(ids, cursor):  # the usual page: each record new, with an id
-                    idents = ids
-                else:  # rare: set aside, or skip, record by record
-                    items, raws, idents = _fresh(items, raws, cursor, bad)
-                times = utc_times([e.time_text for e in items])
-                records = [Record(e, r) for e, r in zip(items, raws, strict=True)]
-                cursor.add_page(idents, times)
-                self.rereads.remember(idents, times, stop, [b.raw for b in bad])
-                if None in times:
-                    timed = False
-                top = max(filter(None, times), default=None)
-                if top is not None and (newest is None or top > newest):
-                    newest = top
-                any_record = any_record or bool(records)
-                self.newest = newest
-                if held is not None:
-                    yield held
-                # held back one page: the window's last batch carries its completion
-                held = Batch("events", records, bad, cursor.encode(), times=times)
-                held.requests = self._spent(stream)
+        try:
+            async with stream:
+                async for page in stream.pages():
+                    items: list[Event] = page.items
+                    raws: Sequence[msgspec.Raw] = page.raw_items or ()
+                    bad = [BadRecord.of(e) for e in page.errors]
+                    ids = record_ids(items)
+                    idents: Sequence[str]
+                    if _clean(ids, cursor):  # the usual page: each record new, with an id
+                        idents = ids
+                    else:  # rare: set aside, or skip, record by record
+                        items, raws, idents = _fresh(items, raws, cursor, bad)
+                    times = utc_times([e.time_text for e in items])
+                    records = [Record(e, r) for e, r in zip(items, raws, strict=True)]
+                    cursor.add_page(idents, times)
+                    self.rereads.remember(idents, times, stop, [b.raw for b in bad])
+                    if None in times:
+                        timed = False
+                    top = max(filter(None, times), default=None)
+                    if top is not None and (newest is None or top > newest):
+                        newest = top
+                    any_record = any_record or bool(records)
+                    self.newest = newest
+                    if held is not None:
+                        yield held
+                    # held back one page: the window's last batch carries its completion
+                    held = Batch(
+                        "events", records, bad, cursor.encode(), times=times, ids=list(idents)
+                    )
+                    held.requests = self._spent(stream)
+        except Exception:
+            if held is not None:  # paid for: stored with its checkpoint before the error
+                yield held
+            raise
         requests = self._spent(stream)
         if not timed:
             self.timed_shape = False
@@ -278,7 +293,7 @@ class EventFeed:
             self.timed_shape = True
         cursor.complete(stop)
         if held is None:
-            held = Batch("events", [], [], times=[])
+            held = Batch("events", [], [], times=[], ids=[])
         held.checkpoint = cursor.encode()
         held.requests += requests
         yield held

@@ -38,7 +38,7 @@ from asyncwifi.sync._budget import Budget
 from asyncwifi.sync._feeds import Batch, EventFeed
 from asyncwifi.sync._lookback import DEFAULT_LOOKBACK, lookback_of
 from asyncwifi.sync._snapshots import MODIFIED_FROM, MODIFIED_TO, ContactFeed, snapshot
-from asyncwifi.sync._store import Store, StoreUnavailableError, Write, rows_of
+from asyncwifi.sync._store import Store, StoreUnavailableError, Write
 
 __all__ = ["SyncOptions", "SyncStats", "Syncer"]
 
@@ -204,9 +204,28 @@ class Syncer:
         """Wait (with backoff) until the database answers: before any API request."""
         await self._retrying(self.store.open, read=True)
 
-    async def _checkpoint(self, name: str) -> str | None:
+    async def checkpoint(self, name: str) -> str | None:
         """A stored checkpoint, waiting (with backoff) while the database is unreachable."""
         return await self._retrying(lambda: self.store.checkpoint(name), read=True)
+
+    async def copy(
+        self,
+        batches: AsyncIterator[Batch[Any]],
+        name: str | None,
+        each: Callable[[Batch[Any]], object] | None = None,
+    ) -> int:
+        """The engine's one loop: every batch of a feed written with its checkpoint (saved
+        as ``name``) in one transaction, pipelined, until the feed ends or a stop; the rows
+        changed. ``each(batch)`` sees each batch before it is written."""
+        before = self._total()
+        try:
+            async for batch in self._until_stopped(batches):
+                if each is not None:
+                    each(batch)
+                await self._apply(batch, name)
+        finally:
+            await self._flush()
+        return self._total() - before
 
     def _total(self) -> int:
         return sum(self.stats.rows.values())
@@ -231,7 +250,14 @@ class Syncer:
         self.stats.dead_letters += len(batch.bad)
         for bad in batch.bad:
             log.warning("sync: a %s record set aside (dead letter): %s", batch.resource, bad.error)
-        write = Write(batch.resource, rows_of(batch), list(batch.bad), None, checkpoints)
+        write = Write(
+            batch.resource,
+            self.store.rows(batch),
+            list(batch.bad),
+            None,
+            checkpoints,
+            batch.requests,
+        )
         if batch.complete:
             write.seen = batch.seen
         # events only add rows (ids never repeat between batches): they may load side by
@@ -250,7 +276,7 @@ class Syncer:
     async def sync_events(self, *, follow: bool = False) -> int:
         """Events from the checkpoint (else ``since``) to ``until`` (or now, or forever)."""
         opts = self.options
-        checkpoint = await self._checkpoint(EVENTS)
+        checkpoint = await self.checkpoint(EVENTS)
         now = datetime.fromtimestamp(self.api.clock.now(), UTC)
         since = opts.since or now - timedelta(days=1)
         feed = EventFeed(
@@ -266,15 +292,12 @@ class Syncer:
             lookback=opts.lookback,
             stored=lambda ids: self._retrying(lambda: self.store.existing(EVENTS, ids), read=True),
         )
-        before = self._total()
-        try:
-            async for batch in self._until_stopped(feed.__aiter__()):
-                await self._apply(batch, EVENTS)
-                if feed.newest is not None:
-                    self.stats.newest_event = feed.newest
-        finally:
-            await self._flush()
-        return self._total() - before
+
+        def newest(_: Batch[Any]) -> None:
+            if feed.newest is not None:
+                self.stats.newest_event = feed.newest
+
+        return await self.copy(feed.__aiter__(), EVENTS, newest)
 
     @_stoppable
     async def sync_contacts(self, *, reconcile: bool | None = None) -> int:
@@ -283,25 +306,24 @@ class Syncer:
         opts = self.options
         feed = ContactFeed(
             self.api,
-            checkpoint=await self._checkpoint(CONTACTS),
+            checkpoint=await self.checkpoint(CONTACTS),
             modified_from=opts.modified_from,
             modified_to=opts.modified_to,
             budget=self.budget,
         )
         before = self._total()
-        async for batch in self._until_stopped(feed.changes()):
-            await self._apply(batch, CONTACTS if batch.checkpoint else None)
-        await self._flush()
+        await self.copy(feed.changes(), CONTACTS)
         if reconcile is None:
-            last = await self._checkpoint(RECONCILED)
+            last = await self.checkpoint(RECONCILED)
             now = self.api.clock.now()
             reconcile = last is None or now - float(last) >= opts.reconcile_every
         if (reconcile or not feed.incremental) and not self._stopping.is_set():
-            async for batch in self._until_stopped(feed.scan()):
-                if batch.complete:
+
+            def stamp(batch: Batch[Any]) -> None:
+                if batch.complete:  # when the full scan was done
                     batch.checkpoint = repr(self.api.clock.now())
-                await self._apply(batch, RECONCILED if batch.complete else None)
-        await self._flush()
+
+            await self.copy(feed.scan(), RECONCILED, stamp)
         return self._total() - before
 
     @_stoppable

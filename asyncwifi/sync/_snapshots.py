@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -19,7 +19,8 @@ from asyncwifi._scroll import Record
 from asyncwifi.errors import ScrollExpiredError, ValidationError
 from asyncwifi.models import Contact
 from asyncwifi.models._identity import record_id
-from asyncwifi.sync._budget import Budget
+from asyncwifi.resources.contacts import PageSize, page_size
+from asyncwifi.sync._budget import Allowance
 from asyncwifi.sync._checkpoint import TimeCursor
 from asyncwifi.sync._feeds import BadRecord, Batch, _aware
 
@@ -54,9 +55,15 @@ class ContactFeed:
         modified_from: str = MODIFIED_FROM,
         modified_to: str = MODIFIED_TO,
         sort_by: str = "modified_absolute",
-        budget: Budget | None = None,
+        budget: Allowance | None = None,
+        size: PageSize = "max",
+        list_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.api = api
+        #: the page size asked (``"max"``: the largest the server accepts, learnt)
+        self.size = page_size(size, "size")
+        #: more keyword arguments of ``contacts.list`` (``has_email``, ``prefetch``)
+        self.list_options = dict(list_options or {})
         self.checkpoint = checkpoint
         self.modified_from = modified_from
         self.modified_to = modified_to
@@ -117,7 +124,11 @@ class ContactFeed:
         # count records that did not decode; a resume would re-scan for them forever. A
         # shortfall that the bad records explain is the end; any other lapse is raised
         stream = self.api.contacts.list(
-            size="max", sort_by=sort_by, keep_raw=True, extra_params=extra_params
+            size=self.size,
+            sort_by=sort_by,
+            keep_raw=True,
+            extra_params=extra_params,
+            **self.list_options,
         )
         seen: set[str] = set()
         counted = bad_total = 0
@@ -161,7 +172,7 @@ async def snapshot(
     api: Client,
     resource: Literal["hotspots", "segments"],
     *,
-    budget: Budget | None = None,
+    budget: Allowance | None = None,
 ) -> Batch[Any]:
     """Every live hotspot (``deleted: false``) or segment, in one ``complete`` batch."""
     if budget is not None:

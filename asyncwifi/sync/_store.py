@@ -39,6 +39,8 @@ class Write:
     #: a complete snapshot's ids: live rows of ``table`` not among them are marked deleted
     seen: frozenset[str] | None = None
     checkpoints: dict[str, str] = field(default_factory=dict)
+    #: the requests the batch cost (a destination that keeps its own count adds them)
+    requests: int = 0
 
 
 def digest(raw: bytes) -> str:
@@ -102,6 +104,10 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def close(self) -> None:
         """Disconnect."""
+
+    def rows(self, batch: Batch[Any]) -> list[Sequence[object]]:
+        """The rows of a batch as this destination stores them (a table's columns)."""
+        return rows_of(batch)
 
     @abc.abstractmethod
     async def checkpoint(self, name: str) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -59,7 +60,7 @@ class DiskLog:
 def spy_on_disk(out: Path) -> Iterator[DiskLog]:
     """Log the output's syncs (with the file's size then) and the state's page commits."""
     log = DiskLog(out)
-    real_commit = StateStore.commit_pages
+    real_commit = StateStore._commit
 
     def syncing(real: Callable[[int], None]) -> Callable[[int], None]:
         def sync(fd: int) -> None:
@@ -69,13 +70,21 @@ def spy_on_disk(out: Path) -> Iterator[DiskLog]:
 
         return sync
 
-    def commit(self: StateStore, *, offset: int, pages: Any) -> None:
-        log.add("commit", offset)
-        real_commit(self, offset=offset, pages=pages)
+    def commit(self: StateStore, conn: sqlite3.Connection, writes: Any) -> list[int]:
+        # logged when SQLite runs the COMMIT itself, with the length the state then records
+        def trace(sql: str) -> None:
+            if sql.strip().upper() == "COMMIT":
+                log.add("commit", self._output.offset)
+
+        conn.set_trace_callback(trace)
+        try:
+            return real_commit(self, conn, writes)
+        finally:
+            conn.set_trace_callback(None)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(os, "fsync", syncing(os.fsync))
         if hasattr(os, "fdatasync"):
             mp.setattr(os, "fdatasync", syncing(os.fdatasync))
-        mp.setattr(StateStore, "commit_pages", commit)
+        mp.setattr(StateStore, "_commit", commit)
         yield log

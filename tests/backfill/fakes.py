@@ -1,5 +1,8 @@
 """A small fake of the events scroll for engine tests: real filtering rules, no HTTP.
 
+:class:`FakeApi` stands for the client the backfill's feeds use (``events.list``, the
+clock, the scheduler's "can a scroll start" check); each stream it opens is logged.
+
 It follows spec §4.5 as the simulator does (dateStart and dateEnd inclusive, compared at
 millisecond precision, sorted by date), counts one request per page plus the empty page
 that ends a scroll, and can run out of quota, repeat records or lapse, on demand.
@@ -11,9 +14,9 @@ import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from asyncwifi._instant import format_instant
-from asyncwifi.backfill import StreamRequest
 from asyncwifi.errors import QuotaExhaustedError, ScrollExpiredError
 
 
@@ -32,6 +35,16 @@ class FakeEvent:
 class FakePage:
     items: list[FakeEvent]
     raw_items: list[bytes]
+    errors: list[Any] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """What one stream was asked: ``dateStart`` / ``dateEnd`` as sent (inclusive)."""
+
+    date_start: str
+    date_end: str
+    skip_ids: frozenset[str] = frozenset()
 
 
 def make_events(n: int, start: datetime, span: timedelta, *, seed: int = 1) -> list[FakeEvent]:
@@ -91,7 +104,7 @@ class FakeServer:
     requests: int = 0
     day_used: int = 0
     day: int = 0
-    opened: list[StreamRequest] = field(default_factory=list)
+    opened: list[Query] = field(default_factory=list)
     on_page: Callable[[], None] | None = None
 
     def _spend(self) -> None:
@@ -111,13 +124,41 @@ class FakeServer:
         chosen = [e for e in self.events if date_start <= e.date <= end]
         return sorted(chosen, key=lambda e: (e.date, e.id))
 
-    def open(self, request: StreamRequest) -> FakeStream:
+    def open(self, request: Query) -> FakeStream:
         self.opened.append(request)
         return FakeStream(self, request)
 
 
+class FakeEvents:
+    """``api.events`` of :class:`FakeApi`."""
+
+    scroll_window = 60.0
+
+    def __init__(self, server: FakeServer) -> None:
+        self.server = server
+
+    def list(self, *, date_start: datetime, date_end: datetime, **_: Any) -> FakeStream:
+        query = Query(format_instant(date_start), format_instant(date_end))
+        return self.server.open(query)
+
+
+class FakeScheduler:
+    def can_meet(self, *_: Any, **__: Any) -> bool:
+        return True
+
+
+class FakeApi:
+    """The client as the backfill uses it, over a :class:`FakeServer`."""
+
+    def __init__(self, server: FakeServer) -> None:
+        self.server = server
+        self.clock = server.clock
+        self.events = FakeEvents(server)
+        self.scheduler = FakeScheduler()
+
+
 class FakeStream:
-    def __init__(self, server: FakeServer, request: StreamRequest) -> None:
+    def __init__(self, server: FakeServer, request: Query) -> None:
         self.server = server
         self.request = request
         self.requests = 0
@@ -147,3 +188,9 @@ class FakeStream:
 
     async def aclose(self) -> None:
         self.closed = True
+
+    async def __aenter__(self) -> FakeStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from asyncwifi._instant import format_instant
 from asyncwifi.backfill import (
     ExportJob,
     JobParams,
@@ -25,12 +26,12 @@ from asyncwifi.backfill import (
     StateMismatchError,
     StateStore,
     encode_lines,
-    event_date,
+    events_backfill,
     plan_slices,
     preflight,
 )
 from tests.backfill._disk import spy_on_disk
-from tests.backfill.fakes import FakeClock, FakeServer, make_events, raw_of
+from tests.backfill.fakes import FakeApi, FakeClock, FakeServer, make_events, raw_of
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DAYS = 4
@@ -79,14 +80,16 @@ def params(tmp_path: Path, **kw: Any) -> JobParams:
 
 def job(tmp_path: Path, server: FakeServer, **kw: Any) -> ExportJob:
     p = kw.pop("params", None) or params(tmp_path, gzip=kw.pop("gzip", False))
-    return ExportJob(
-        params=p,
-        slices=plan_slices(T0, T0 + timedelta(days=DAYS), timedelta(days=1)),
-        state_path=tmp_path / "out.state",
-        out_path=Path(p.out),
-        open_stream=server.open,
-        clock=server.clock,
-        date_of=event_date,
+    kw.setdefault("page_size", server.page_size)
+    return events_backfill(
+        FakeApi(server),  # type: ignore[arg-type]
+        since=T0,
+        until=T0 + timedelta(days=DAYS),
+        slice_size=timedelta(days=1),
+        out=Path(p.out),
+        gzip=p.gzip,
+        types=p.types,
+        state=tmp_path / "out.state",
         **kw,
     )
 
@@ -151,7 +154,7 @@ async def test_crash_at_random_moments_then_resume_writes_each_event_once(
     out = tmp_path / ("out.jsonl.gz" if compress else "out.jsonl")
     p = params(tmp_path, out=str(out), gzip=compress)
     original_append = JsonlOutput.append_many
-    original_commit = StateStore.commit_pages
+    original_commit = StateStore._commit
     crashes = 0
     for attempt in range(40):
         kinds = ["mid-write", "after-write", "mid-stream"] + (["none"] if attempt >= 4 else [])
@@ -172,10 +175,10 @@ async def test_crash_at_random_moments_then_resume_writes_each_event_once(
                 raise Crash  # written and fsync'ed, never committed
             return offset
 
-        def commit(self: StateStore, _k: Kill = kill, **kw: Any) -> None:
+        def commit(self: StateStore, conn: Any, writes: Any, _k: Kill = kill) -> list[int]:
             if _k.dead:
                 raise Crash
-            original_commit(self, **kw)
+            return original_commit(self, conn, writes)
 
         def rollback(self: JsonlOutput, offset: int, _k: Kill = kill) -> None:
             assert _k.dead
@@ -189,7 +192,7 @@ async def test_crash_at_random_moments_then_resume_writes_each_event_once(
             with pytest.MonkeyPatch.context() as mp:
                 mp.setattr(JsonlOutput, "append_many", append)
                 mp.setattr(JsonlOutput, "rollback", rollback)
-                mp.setattr(StateStore, "commit_pages", commit)
+                mp.setattr(StateStore, "_commit", commit)
                 outcome = await job(tmp_path, server, params=p, concurrency=2).run()
         except BaseException as exc:
             if not crashed(exc):
@@ -295,9 +298,8 @@ async def test_a_resumed_slice_narrows_its_start_to_the_cursor_and_skips_what_it
     server.opened.clear()
     await job(tmp_path, server).run()
     first = server.opened[0]
-    assert first.resume
-    assert first.date_start > first.slice.date_start
-    assert len(first.skip_ids) == 60  # three committed pages of 20
+    # slice 0 reads on from its cursor (what is at the cursor comes again: dropped by id)
+    assert first.date_start > format_instant(T0)
     assert_exactly_once(tmp_path / "out.jsonl", events)
 
 
@@ -313,9 +315,8 @@ async def test_an_end_after_a_short_page_costs_no_extra_request(
     tmp_path: Path, events: list[Any]
 ) -> None:
     server = FakeServer(events, page_size=1_000)  # every slice fits in one short page
-    outcome = await job(tmp_path, server, page_size=1_000).run()
+    await job(tmp_path, server, page_size=1_000).run()
     assert_exactly_once(tmp_path / "out.jsonl", events)
-    assert outcome.progress.verifications_run == 0
     assert server.requests == DAYS * 2  # one page and the empty page ending each slice
 
 
@@ -393,7 +394,7 @@ async def test_a_failed_write_is_cut_back_and_the_next_run_writes_each_event_onc
     def flaky(self: JsonlOutput, chunks: list[bytes]) -> int:
         nonlocal calls
         calls += 1
-        if calls == 5:
+        if calls == 2:  # a group commit in the middle of the job
             original(self, [b"".join(chunks)[:100]])  # part of it reached the file
             raise OSError(28, "No space left on device")
         return original(self, chunks)
@@ -431,9 +432,10 @@ async def test_concurrent_slices_share_fsyncs(tmp_path: Path, events: list[Any])
     disk.check_order()
     pages, syncs = outcome.progress.pages_run, len(disk.syncs())
     commits = disk.commits()
-    # every commit here writes bytes (a fake page is never empty), and each is one group
+    # every commit of pages writes bytes (a fake page is never empty), and each is one
+    # group; the others only say a slice is done (a checkpoint, no bytes, no fsync)
     growing = sum(1 for before, after in itertools.pairwise([0, *commits]) if after > before)
-    assert growing == len(commits)
+    assert len(commits) - growing <= DAYS
     assert syncs == growing  # exactly one fsync per group commit
     # a worker waits for its page's commit before its next page: a group holds at most one
     # page per concurrent slice, so at least pages / concurrency groups; sharing: fewer

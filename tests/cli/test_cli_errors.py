@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Callable
@@ -128,10 +129,14 @@ def test_a_state_file_for_another_job_exits_65(creds: Path, run: Callable[..., R
         slice_size=timedelta(days=1),
         gzip=False,
     )
-    store, _ = StateStore.open(
-        creds / "events.jsonl.state", params, slices=plan_slices(since, until, timedelta(days=1))
+    store = StateStore(
+        creds / "events.jsonl.state",
+        creds / "events.jsonl",
+        params,
+        parts=len(plan_slices(since, until, timedelta(days=1))),
     )
-    store.close()
+    asyncio.run(store.open())
+    asyncio.run(store.close())
     before = {p.name: p.stat().st_mtime_ns for p in creds.iterdir()}
     result = run(*BACKFILL, "--types", "login", "--out", "events.jsonl")
     assert result.code == ExitCode.DATA

@@ -44,15 +44,15 @@ async def test_the_backfill_the_sync_and_the_stream_name_an_odd_event_alike(
             events.event_json(30): content_id(events.event_json(30)),
         }
 
-        # the backfill: the ids it commits, line for line with what it writes
-        committed: list[str] = []
-        commit_pages = StateStore.commit_pages
+        # the backfill: the id it gives each line it writes (its destination's primary key)
+        named: dict[bytes, str] = {}
+        commit = StateStore._commit
 
-        def spy(self: StateStore, *, offset: int, pages: Any) -> None:
-            committed.extend(i for page in pages for i in page.ids)
-            commit_pages(self, offset=offset, pages=pages)
+        def spy(self: StateStore, conn: Any, writes: Any) -> list[int]:
+            named.update((bytes(raw), ident) for w in writes for ident, raw in w.rows)
+            return commit(self, conn, writes)
 
-        monkeypatch.setattr(StateStore, "commit_pages", spy)
+        monkeypatch.setattr(StateStore, "_commit", spy)
         out = tmp_path / "events.jsonl"
         job = events_backfill(
             api,
@@ -64,8 +64,10 @@ async def test_the_backfill_the_sync_and_the_stream_name_an_odd_event_alike(
             page_size=100,
         )
         assert (await job.run()).status == "done"
-        written = dict(zip(out.read_bytes().splitlines(), committed, strict=True))
-        assert len(written) == 300  # every record once, the odd ones too
+        lines = out.read_bytes().splitlines()
+        assert len(set(lines)) == len(lines) == 300  # every record once, the odd ones too
+        written = {line: named[line] for line in lines}
+        assert len(set(written.values())) == 300
         assert {raw: written[raw] for raw in expected} == expected
 
         # the sync: the three set aside, under the same ids
