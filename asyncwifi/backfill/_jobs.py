@@ -157,9 +157,7 @@ def events_backfill(
         out=out, since=since, until=until, types=wanted, slice_size=slice_size, gzip=gzip
     )
     slices = plan_slices(since, until, slice_size)
-    store = StateStore(
-        state, out, params, parts=len(slices), concurrency=concurrency, fsync=fsync
-    )
+    store = StateStore(state, out, params, parts=len(slices), concurrency=concurrency, fsync=fsync)
     return ExportJob(
         api,
         store,

@@ -3,11 +3,12 @@
 The state file says "the output holds ``offset`` bytes"; a power loss right after that
 commit must not leave a shorter output behind (the next run would refuse the file, or,
 worse, count bytes that are not there). So every commit of the state
-(``StateStore._commit``) must come after an fsync of the output made when the file already held ``offset`` bytes. A spy on the
-syncs (``os.fsync`` and ``os.fdatasync``, on the output's inode only) and on the state's
-commit writes one ordered log; the log is checked commit by commit. Over real HTTP against
-the simulator, on every record shape, with concurrent slices (group commits), gzip, a
-contact export, and a resume that cuts back a torn tail first.
+(``StateStore._commit``) must come after an fsync of the output made when the file already
+held ``offset`` bytes. A spy on the syncs (``os.fsync`` and ``os.fdatasync``, on the
+output's inode only) and on the state's commit writes one ordered log; the log is checked
+commit by commit. Over real HTTP against the simulator, on every record shape, with
+concurrent slices (group commits), gzip, a contact export, and a resume that cuts back a
+torn tail first.
 """
 
 from __future__ import annotations
