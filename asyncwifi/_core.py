@@ -293,8 +293,8 @@ class RequestPipeline:
             nonlocal replay, failure, decision
             try:
                 if replay is not None:
-                    first, replay = replay, None
-                    raise first  # the attempt that ran before tenacity took over
+                    replayed, replay = replay, None
+                    raise replayed  # the attempt that ran before tenacity took over
                 return await self._once(call, decode)
             except Exception as exc:
                 decided = classify(exc, write=write)
