@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Awaitable, Callable
 
@@ -148,7 +147,6 @@ def _failed(error: BaseException, attempt: int) -> RetryCallState:
 
 
 def test_the_clients_wait_is_full_jitter_except_after_a_refused_429() -> None:
-    random.seed(23)
     wait = ClientWait(RetryPolicy(backoff_base=0.5, backoff_max=4.0))
     boom = ServerError("x", status=503)
     for attempt, ceiling in ((1, 0.5), (2, 1.0), (3, 2.0), (4, 4.0), (9, 4.0)):
