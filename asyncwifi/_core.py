@@ -2,21 +2,18 @@
 
 An attempt acquires a scheduler slot, sends, parses the rate-limit headers once (fed to
 the scheduler and to :func:`~asyncwifi._response.error_from_response`), and maps an error
-status to its exception. One loop (:meth:`RequestPipeline._call`) then asks the policy's
-classifier (:func:`~asyncwifi._retry.classify`) what a failure calls for: retry, verify
-(a write whose outcome is unknown is repeated only after a resource-specific ``verify``
-shows it did not happen) or raise; one give-up rule bounds reads and writes alike. Every
-attempt, logins and verifications included, goes through the scheduler.
+status to its exception. A failure is classified by one rule
+(:func:`~asyncwifi._retry.classify`): retry, verify (a write whose outcome is unknown is
+repeated only after a resource-specific ``verify`` shows it did not happen) or raise; one
+give-up rule bounds reads and writes alike. Every attempt, logins and verifications
+included, goes through the scheduler.
 
-Why a hand-written loop and not tenacity: a call through ``AsyncRetrying`` costs ~47 us
-of setup even when nothing fails (``benchmarks/client.py --profile``, with tenacity
-installed), three times this whole pipeline's own CPU per call (~16 us:
-``benchmarks/client.py --pipeline``) and about half of the client's overhead over a
-hand-written aiohttp loop, which would put the client past its 1.5x bound. The earlier
-compromise (tenacity only after a first failure, writes in a loop of their own) kept two
-copies of the give-up rule, and they drifted apart (a ``Retry-After`` date was honoured by
-one and not the other). The loop below is the whole retry machinery: classify, give up or
-wait, repeat.
+tenacity is the one retry engine (policies built in :mod:`asyncwifi._backoff`, on the
+client's clock). The first attempt runs without it: a call that succeeds, or fails for
+good, pays nothing for retrying; only a retryable failure builds an ``AsyncRetrying``,
+which replays that failure as its own first attempt so that every failure is judged by
+the same stop and wait. Measured (``benchmarks/client.py --pipeline``): ~25 us of CPU for
+a call that succeeds, as before; ~+120 us for one that meets a failure and retries.
 """
 
 from __future__ import annotations
@@ -25,14 +22,15 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NoReturn, TypeVar
 
 import msgspec
 
 from asyncwifi._auth import Token, TokenManager
+from asyncwifi._backoff import client_retrying
 from asyncwifi._clock import Clock
 from asyncwifi._response import error_from_response
-from asyncwifi._retry import Decision, RetryPolicy, classify
+from asyncwifi._retry import Decision, RetryPolicy, classify, refused
 from asyncwifi._scopes import Scope, attempt_scope, call_scope
 from asyncwifi._transport import BodyBuffer, Request, Response, Transport
 from asyncwifi.errors import (
@@ -247,6 +245,16 @@ class RequestPipeline:
             limits=limits,
         )
 
+    async def _once(self, call: _Call, decode: Callable[[bytes | memoryview], T]) -> T:
+        """One attempt and its decoding."""
+        response = await self._attempt(call)
+        try:
+            return decode(response.body)
+        except DecodeError as exc:
+            # a body that is not even JSON was cut in transit: worth one more read
+            exc.retryable = not _is_json(response.body)
+            raise
+
     async def _call(
         self,
         call: _Call,
@@ -255,44 +263,63 @@ class RequestPipeline:
         *,
         write: bool,
     ) -> T:
-        """Attempt, classify a failure, then give up, verify or retry: the one retry loop."""
-        policy = self.retry
+        """The first attempt, bare; a retryable failure hands the call over to tenacity."""
         call.started = self.clock.now()
-        attempts = 0
-        while True:
-            attempts += 1
+        try:
+            return await self._once(call, decode)
+        except Exception as exc:
+            if classify(exc, write=write) is Decision.RAISE:
+                raise
+            first = exc
+        return await self._retrying(call, first, decode, verify, write=write)
+
+    async def _retrying(
+        self,
+        call: _Call,
+        first: Exception,
+        decode: Callable[[bytes | memoryview], T],
+        verify: Callable[[], Awaitable[Verdict[T]]] | None,
+        *,
+        write: bool,
+    ) -> T:
+        """The call from its first failure on: each failure is classified, counted and (a
+        write's) verified here; tenacity gives up, waits and repeats per the policy."""
+        replay: Exception | None = first
+        #: the last failure that may be repeated, and what it called for
+        failure: BaseException | None = None
+        decision = Decision.RETRY
+
+        async def attempt() -> T:
+            nonlocal replay, failure, decision
             try:
-                response = await self._attempt(call)
-                try:
-                    return decode(response.body)
-                except DecodeError as exc:
-                    # a body that is not even JSON was cut in transit: worth one more read
-                    exc.retryable = not _is_json(response.body)
-                    raise
+                if replay is not None:
+                    replayed, replay = replay, None
+                    raise replayed  # the attempt that ran before tenacity took over
+                return await self._once(call, decode)
             except Exception as exc:
-                decision = classify(exc, write=write)
-                if decision is Decision.RAISE:
+                decided = classify(exc, write=write)
+                if decided is Decision.RAISE:
                     raise
-                error = exc
-            if isinstance(error, RateLimitedError) and not error.bodyless:
-                call.rate_limited += 1
+                if refused(exc):
+                    call.rate_limited += 1
+                if decided is Decision.VERIFY:
+                    verdict = await self._verify(call, exc, verify)
+                    if verdict.done:
+                        assert verdict.result is not None
+                        return verdict.result
+                failure, decision = exc, decided
+                raise
+
+        def give_up(error: BaseException, attempts: int) -> NoReturn:
             if decision is Decision.VERIFY:
-                verdict = await self._verify(call, error, verify)
-                if verdict.done:
-                    assert verdict.result is not None
-                    return verdict.result
-            elapsed = self.clock.now() - call.started
-            if policy.gives_up(
-                error, attempts=attempts, rate_limited=call.rate_limited, elapsed=elapsed
-            ):
-                if decision is Decision.VERIFY:
-                    raise AmbiguousWriteError(
-                        f"the write did not take effect after {attempts} attempts",
-                        method=call.method,
-                        path=call.path,
-                    ) from error
-                raise error
-            wait = policy.wait(error, attempts)
+                raise AmbiguousWriteError(
+                    f"the write did not take effect after {attempts} attempts",
+                    method=call.method,
+                    path=call.path,
+                ) from error
+            raise error
+
+        def before_sleep(error: BaseException, attempts: int, wait: float) -> None:
             described = type(error).__name__
             log.warning(
                 "%s %s failed (%s: %s); retry %d in %.2f s",
@@ -308,7 +335,18 @@ class RequestPipeline:
                     self.hooks.on_retry,
                     RetryInfo(call.method, call.path, attempts, wait, described),
                 )
-            await self.clock.sleep(wait)
+
+        retrying = client_retrying(
+            self.retry,
+            self.clock,
+            started=call.started,
+            rate_limited=lambda: call.rate_limited,
+            retry=lambda error: error is failure,
+            before_sleep=before_sleep,
+            give_up=give_up,
+        )
+        result: T = await retrying(attempt)
+        return result
 
     async def _verify(
         self,

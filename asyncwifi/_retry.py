@@ -1,20 +1,17 @@
-"""The retry policy of every request, reads and writes: classify a failure, wait, give up.
+"""The retry policy of every request, reads and writes: classify a failure, give up.
 
 One classifier (:func:`classify`) says what a failed attempt calls for: ``RETRY`` (nothing
 was executed, or repeating is harmless), ``VERIFY`` (a write may have been executed: look
 before repeating it) or ``RAISE``. One give-up rule (:meth:`RetryPolicy.gives_up`) bounds
 every call: attempts and clock time, and for 429s the count and the server's named wait.
-A 429 is retried without a backoff of our own: the scheduler has already paused every
-request until the reset the server named, so the next attempt cannot go out before it.
-Backoff is exponential with full jitter (AWS architecture blog: "Exponential Backoff And
-Jitter").
+The waits, and the loop that applies this rule, are tenacity's: see :mod:`asyncwifi._backoff`.
 """
 
 from __future__ import annotations
 
 import enum
-import random
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from asyncwifi.errors import (
     ConfigurationError,
@@ -24,18 +21,23 @@ from asyncwifi.errors import (
     TransportError,
 )
 
-__all__ = ["Decision", "RetryPolicy", "classify"]
+__all__ = ["Decision", "RetryPolicy", "classify", "refused"]
 
 
 class Decision(enum.Enum):
     """What a failed attempt calls for."""
 
-    #: try again after :meth:`RetryPolicy.wait`
+    #: try again after the policy's wait (:class:`asyncwifi._backoff.ClientWait`)
     RETRY = "retry"
     #: a write may have taken effect: ask whether it did before repeating it
     VERIFY = "verify"
     #: give the error to the caller
     RAISE = "raise"
+
+
+def refused(exc: BaseException) -> TypeGuard[RateLimitedError]:
+    """A 429 with a body: the gateway refused the request before the API saw it."""
+    return isinstance(exc, RateLimitedError) and not exc.bodyless
 
 
 def classify(exc: BaseException, *, write: bool) -> Decision:
@@ -99,11 +101,6 @@ class RetryPolicy:
                     f"RetryPolicy.{name} must be a number of seconds >= 0, got {value!r}"
                 )
 
-    def backoff(self, attempt: int, rng: random.Random | None = None) -> float:
-        """Full-jitter backoff before retry number ``attempt`` (1 = the first retry)."""
-        ceiling = min(self.backoff_max, self.backoff_base * (2 ** (attempt - 1)))
-        return (rng or random).uniform(0.0, ceiling)
-
     def gives_up(
         self, error: BaseException, *, attempts: int, rate_limited: int, elapsed: float
     ) -> bool:
@@ -113,14 +110,7 @@ class RetryPolicy:
         server's wait: ``Retry-After`` in seconds or as an HTTP date, else
         ``RateLimit-Reset``); any other failure against ``max_attempts`` and ``max_elapsed``.
         """
-        if isinstance(error, RateLimitedError) and not error.bodyless:
-            wait = error.retry_after or 0.0
+        if refused(error):
+            wait = error.retry_after or 0.0  # one reading of Retry-After: _response.py
             return rate_limited > self.max_rate_limited or wait > self.max_rate_limit_wait
         return attempts >= self.max_attempts or elapsed > self.max_elapsed
-
-    def wait(self, error: BaseException, attempts: int) -> float:
-        """The pause before the next attempt: none after a refused 429 (the scheduler holds
-        every request until the server's reset), else the backoff."""
-        if isinstance(error, RateLimitedError) and not error.bodyless:
-            return 0.0
-        return self.backoff(attempts)

@@ -198,10 +198,8 @@ async def components(api: Any, info: dict[str, Any], ids: list[str]) -> None:
     """Microseconds per call of the client's per-request steps, measured without a profiler."""
     import logging
 
-    try:  # not a dependency any more: measured when installed, to show why (see _core.py)
-        from tenacity import AsyncRetrying, retry_if_exception
-    except ImportError:
-        AsyncRetrying = None
+    # what the first attempt would cost if it ran inside tenacity (see _core.py: it does not)
+    from tenacity import AsyncRetrying, retry_if_exception
 
     from asyncwifi.models import HotspotEnvelope, decode
     from asyncwifi.ratelimit._headers import RateLimitHeaders
@@ -216,8 +214,6 @@ async def components(api: Any, info: dict[str, Any], ids: list[str]) -> None:
         return 1
 
     async def retrying() -> None:
-        if AsyncRetrying is None:
-            return
         for _ in range(n):
             await AsyncRetrying(
                 retry=retry_if_exception(lambda e: False),
@@ -255,12 +251,7 @@ async def components(api: Any, info: dict[str, Any], ids: list[str]) -> None:
 
     log = logging.getLogger("asyncwifi.http")
     rows = [
-        (
-            "tenacity AsyncRetrying(...)(coro), no retry"
-            if AsyncRetrying is not None
-            else "tenacity (not installed: not measured)",
-            await timed(retrying),
-        ),
+        ("tenacity AsyncRetrying(...)(coro), no retry", await timed(retrying)),
         ("scheduler.slot() + permit.observe(headers)", await timed(slots)),
         ("scheduler.slot() alone", await timed(slots_bare)),
         (

@@ -18,6 +18,7 @@ import contextlib
 import logging
 from dataclasses import dataclass
 
+from asyncwifi._backoff import delay_after, exponential
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.webhooks._receiver import Receiver, Rejection, WebhookContext
 from asyncwifi.webhooks._spool import EventOutcome, Spool, SpooledEvent
@@ -32,8 +33,9 @@ class RetryPolicy:
     """How often and how patiently a failing handler is retried (durable mode).
 
     Attempt ``n`` (1-based) that fails is retried after
-    ``min(max_delay, initial_delay * multiplier ** (n - 1))`` seconds of the receiver's clock;
-    the ``max_attempts``-th failure moves the event to the dead-letter table.
+    ``min(max_delay, initial_delay * multiplier ** (n - 1))`` seconds of the receiver's clock
+    (tenacity's exponential wait, built by :mod:`asyncwifi._backoff`); the
+    ``max_attempts``-th failure moves the event to the dead-letter table.
     """
 
     max_attempts: int = 8
@@ -49,7 +51,8 @@ class RetryPolicy:
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number ``attempt``."""
-        return min(self.max_delay, self.initial_delay * self.multiplier ** max(0, attempt - 1))
+        wait = exponential(self.initial_delay, self.max_delay, multiplier=self.multiplier)
+        return delay_after(wait, attempt)
 
 
 def _describe(exc: BaseException) -> str:

@@ -7,8 +7,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from tenacity import RetryCallState, Retrying
 
 from asyncwifi import RetryInfo, RetryPolicy, ScaledClock
+from asyncwifi._backoff import ClientWait
 from asyncwifi._retry import Decision, classify
 from asyncwifi.errors import (
     AmbiguousWriteError,
@@ -96,7 +98,9 @@ def test_the_give_up_rule_reads_the_servers_wait_and_counts() -> None:
     assert not policy.gives_up(boom, attempts=2, rate_limited=0, elapsed=0.0)
     assert policy.gives_up(boom, attempts=3, rate_limited=0, elapsed=0.0)
     assert policy.gives_up(boom, attempts=1, rate_limited=0, elapsed=301.0)
-    assert policy.wait(near, 1) == 0.0
+    failed = RetryCallState(Retrying(), None, (), {})
+    failed.set_exception((type(near), near, None))
+    assert ClientWait(policy)(failed) == 0.0
 
 
 async def test_a_write_that_never_takes_effect_is_retried_by_the_same_rule(
