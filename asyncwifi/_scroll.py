@@ -18,23 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection, Iterable
 from typing import Any, Generic, TypeVar
 
-import msgspec
-
 from asyncwifi._core import RequestPipeline
-from asyncwifi._scroll_pages import (
-    END,
-    SCROLL_WINDOW,
-    Chunked,
-    Failure,
-    Record,
-    ScrollPage,
-    ScrollSpec,
-)
+from asyncwifi._scroll_pages import SCROLL_WINDOW, Chunked, Record, ScrollPage, ScrollSpec
 from asyncwifi._scroll_producer import Producer
-from asyncwifi._scroll_spill import SPILL_BUDGET, Spilled
+from asyncwifi._scroll_spill import SPILL_BUDGET
 from asyncwifi.errors import AsyncWifiError, ValidationError
 from asyncwifi.models import ItemError
 from asyncwifi.ratelimit import Lane
@@ -57,29 +47,25 @@ async def _view(stream: ScrollStream[Any], kind: str) -> AsyncIterator[Any]:
     read_chunked = stream._producer.read_chunked
     try:
         while (page := await next_page()) is not None:
-            if kind == "items":
-                # a chunked page (only record iteration gets them) comes a chunk at a time
-                batches = read_chunked(page) if isinstance(page, Chunked) else (page.items,)
-                del page
-                for items in batches:
-                    items.reverse()
-                    pop = items.pop
-                    while items:
-                        yield pop()
-                del batches
-            elif kind == "pages":
+            if kind == "pages":
                 yield page
                 del page  # not held while the next page is awaited
+                continue
+            batches: Iterable[list[Any]]
+            if isinstance(page, Chunked):  # only record iteration gets them: chunk by chunk
+                batches = read_chunked(page)
+            elif kind == "items":
+                batches = (page.items,)
             else:
-                assert isinstance(page, ScrollPage)  # records() never gets a chunked page
-                raws: list[msgspec.Raw | None] = (
-                    list(page.raw_items) if page.raw_items is not None else [None] * len(page.items)
-                )
-                items = page.items
-                del page
-                for item, raw in zip(items, raws, strict=True):
-                    yield Record(item, raw)
-                del items, raws
+                raws = page.raw_items if page.raw_items is not None else [None] * page.count
+                batches = (list(map(Record, page.items, raws)),)
+            del page
+            for items in batches:
+                items.reverse()
+                pop = items.pop
+                while items:
+                    yield pop()
+            del batches
     finally:
         stream._stop()
 
@@ -124,22 +110,15 @@ class ScrollStream(Generic[ItemT]):
         )
         self._task: asyncio.Task[None] | None = None
         self._finished = False
-        self._iterating = False
+        self._kind: str | None = None
 
     # -- iteration ---------------------------------------------------------------------
-    def _start(self) -> None:
-        if self._task is None and not self._finished:
-            self._task = asyncio.get_running_loop().create_task(
-                self._producer.run(), name=f"asyncwifi-scroll-{self._producer.spec.what}"
-            )
-
     def _view(self, kind: str) -> AsyncIterator[Any]:
-        if self._iterating:
+        if self._kind is not None:
             raise AsyncWifiError("a scroll stream can be iterated only once")
         if kind == "records" and not self._producer.keep_raw:
             raise AsyncWifiError("records() needs keep_raw=True")
-        self._iterating = True
-        self._producer.chunked = kind == "items"
+        self._kind = kind
         return _view(self, kind)
 
     def __aiter__(self) -> AsyncIterator[ItemT]:
@@ -156,30 +135,23 @@ class ScrollStream(Generic[ItemT]):
     async def _next_page(self) -> ScrollPage[ItemT] | Chunked | None:
         if self._finished:
             return None
-        self._start()
-        producer = self._producer
-        got = await producer.queue.get()
-        if isinstance(got, Spilled):
-            got = producer.read_spilled(got)
-        elif got is not END and not isinstance(got, Failure):
-            producer.in_memory -= 1
-        producer.taken.set()
-        # let the producer send its next request now, while this page is consumed: a
-        # consumer that never suspends mid-page would otherwise keep it waiting to the end
-        await asyncio.sleep(0)
-        if got is END:
-            self._finished = True
-            producer.spill.close()
-            return None
-        if isinstance(got, Failure):
+        if self._task is None:
+            run = self._producer.run(chunked=self._kind == "items")
+            name = f"asyncwifi-scroll-{self._producer.spec.what}"
+            self._task = asyncio.get_running_loop().create_task(run, name=name)
+        try:
+            page = await self._producer.take()
+        except BaseException:
             self._stop()
-            raise got.error
-        page: ScrollPage[ItemT] | Chunked = got
+            raise
+        if page is None:
+            self._finished = True
+            self._producer.close()
         return page
 
     def _stop(self) -> None:
         self._finished = True
-        self._producer.spill.close()
+        self._producer.close()
         task = self._task
         if task is not None and not task.done():
             with contextlib.suppress(RuntimeError):  # the loop may be closed already

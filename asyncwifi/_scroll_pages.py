@@ -1,9 +1,9 @@
-"""What a scroll stream is made of: how a scroll is asked for (:class:`ScrollSpec`) and what
-it hands out (:class:`ScrollPage`, :class:`Record`), shared by the stream and its task."""
+"""What a scroll stream is made of: how a scroll is asked for (:class:`ScrollSpec`, read
+only) and what it hands out (:class:`ScrollPage`, :class:`Record`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeVar
 
@@ -13,7 +13,7 @@ from asyncwifi._transport import BodyBuffer
 from asyncwifi.models import ContactPage, EventPage, ItemError
 from asyncwifi.models._chunks import ChunkedPage
 
-__all__ = ["END", "SCROLL_WINDOW", "Chunked", "Failure", "Record", "ScrollPage", "ScrollSpec"]
+__all__ = ["SCROLL_WINDOW", "Chunked", "Record", "ScrollPage", "ScrollSpec"]
 
 ItemT = TypeVar("ItemT")
 
@@ -53,14 +53,17 @@ class ScrollPage(Generic[ItemT]):
         return len(self.items)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ScrollSpec:
-    """How one kind of scroll is asked for and read (built by the resources)."""
+    """How one kind of scroll is asked for and read (built by the resources; never changed:
+    the page size in use is the stream's own, sent as ``size`` with every request)."""
 
     path: str
-    #: query of the first request
-    params: dict[str, str]
-    #: the query of a continuation, given the latest scroll id
+    #: query of the first request, without ``size``
+    params: Mapping[str, str]
+    #: the page size of the first request
+    size: int
+    #: the query of a continuation (without ``size``), given the latest scroll id
     continuation: Callable[[str], dict[str, str]]
     #: ContactPage or EventPage
     page_type: type[ContactPage] | type[EventPage]
@@ -73,15 +76,14 @@ class ScrollSpec:
     time_of: Callable[[Any], str | None] | None = None
     #: whether the query is in UTC order, so that a time is a safe restart point
     ordered: bool = False
-    #: the page size asked for, when a shorter page proves the end (events)
-    size: int | None = None
-    #: the page size (``size``) of a re-scan (events: the maximum), for it and what follows:
-    #: reads again what was delivered in as few requests as it can, and its first page,
-    #: when shorter, proves the end in one request
+    #: whether a page shorter than the size asked for proves the end (events)
+    short_ends: bool = False
+    #: the page size of a re-scan (events: the maximum), for it and what follows: it reads
+    #: again what was delivered in few requests, and its first page, when short, proves the end
     rescan_size: int | None = None
-    #: smaller page sizes to fall back to, in order, when the server refuses the first
-    #: request's ``size`` with a 409 (contacts asked for the largest page it accepts)
-    smaller_sizes: tuple[int, ...] = ()
+    #: the size to ask for after the server refused one with a 409 (None: give up); the
+    #: owner of the rule is the resource (contacts' ``size="max"``, while not learnt)
+    smaller: Callable[[int], int | None] | None = None
     #: told the page size the server accepted for the first request (to remember it)
     on_size: Callable[[int], None] | None = None
     #: whether an expiry may be resumed (events always; contacts when resume=True)
@@ -96,14 +98,3 @@ class Chunked:
 
     chunked: ChunkedPage
     buffer: BodyBuffer
-
-
-@dataclass(slots=True)
-class Failure:
-    """The background task's error, queued for the consumer to raise."""
-
-    error: BaseException
-
-
-#: queued after the last page
-END = object()

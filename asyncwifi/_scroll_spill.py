@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Any
 
+from asyncwifi._scroll_pages import ScrollPage
 from asyncwifi.errors import ClientStateError
-from asyncwifi.models import ItemError
 
 __all__ = ["SPILL_BUDGET", "Spill", "Spilled"]
 
@@ -33,10 +33,8 @@ class Spilled:
     length: int
     #: indices (among the decoded records) to hand out; None: all of them
     keep: list[int] | None
-    errors: list[ItemError]
-    number: int
-    scroll_id: str | None
-    total: int | None
+    #: the page, its records left out until it is read back
+    page: ScrollPage[Any]
 
 
 class Spill:

@@ -85,6 +85,11 @@ class Contacts:
         """The page size the server accepted for ``size="max"``, once a list learnt it."""
         return self._accepted
 
+    def _smaller(self, refused: int) -> int | None:
+        """For ``size="max"``: the size to ask for once the server refused ``refused`` (409),
+        the next of :data:`MAX_SIZES`; None when none is left (the refusal stands)."""
+        return next((size for size in MAX_SIZES if size < refused), None)
+
     def _remember(self, size: int) -> None:
         self._accepted = size
 
@@ -117,20 +122,18 @@ class Contacts:
         ``size`` (see :func:`page_size`): ``"max"`` by default, the largest page the server
         accepts, learnt once per client (a refused size costs one 409, paid once).
         """
-        smaller: tuple[int, ...] = ()
         size = page_size(size)
+        learning = size == "max" and self._accepted is None
         if size == "max":
             # the largest page the server accepts, learnt once per client: the reference
             # shows 100, the vendor documents up to 10,000 (observed.md); a 409 says no
-            known = self._accepted
-            size, smaller = (known, ()) if known else (MAX_SIZES[0], MAX_SIZES[1:])
+            size = self._accepted or MAX_SIZES[0]
         _positive(prefetch, "prefetch")
         org = organization_segment(organization, self._org)
         params = build_query(
             {
                 "sortBy": sort_by,
                 "sortReverse": sort_reverse,
-                "size": size,
                 "hasEmail": has_email,
                 "hasPhone": has_phone,
                 "ageVerification": age_verification,
@@ -141,6 +144,7 @@ class Contacts:
         spec = ScrollSpec(
             path=f"/v2/customers/organizations/{org}",
             params=params,
+            size=size,
             # spec §4.2: the next request carries the latest sId, the filters unchanged
             continuation=lambda sid: {**params, "sId": sid},
             page_type=ContactPage,
@@ -150,8 +154,8 @@ class Contacts:
             time_of=None,
             resumable=resume,
             what="contacts",
-            smaller_sizes=smaller,
-            on_size=self._remember,
+            smaller=self._smaller if learning else None,
+            on_size=self._remember if learning else None,
         )
         return ScrollStream(
             self._api,

@@ -121,6 +121,8 @@ class Events:
         if not isinstance(prefetch, int) or prefetch < 1:
             raise ValidationError(f"prefetch must be a positive integer, got {prefetch!r}")
         path = f"/v1/organizations/{self._organization(organization)}/events"
+        # the page size is the stream's to send: a re-scan asks for the maximum
+        query.pop("size")
         params = build_query(
             {**query, "sortReverse": sort_reverse, "enableScroll": True}, extra_params
         )
@@ -137,6 +139,7 @@ class Events:
         spec = ScrollSpec(
             path=path,
             params=params,
+            size=size,
             # spec §4.5: the next page is fetched with scrollId; size cannot change
             continuation=lambda sid: {**params, "scrollId": sid},
             page_type=EventPage,
@@ -145,7 +148,7 @@ class Events:
             restart=restart,
             time_of=lambda e: e.time_text,
             ordered=ordered,
-            size=size,
+            short_ends=True,
             rescan_size=MAX_SIZE,
             resumable=True,
             what="events",
