@@ -18,16 +18,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Collection, Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any, Generic, TypeVar
 
 from asyncwifi._core import RequestPipeline
-from asyncwifi._scroll_pages import SCROLL_WINDOW, Chunked, Record, ScrollPage, ScrollSpec
+from asyncwifi._scroll_pages import (
+    SCROLL_WINDOW,
+    SPILL_BUDGET,
+    Chunked,
+    Record,
+    ScrollPage,
+    ScrollSpec,
+)
 from asyncwifi._scroll_producer import Producer
-from asyncwifi._scroll_spill import SPILL_BUDGET
-from asyncwifi.errors import AsyncWifiError, ValidationError
+from asyncwifi.errors import AsyncWifiError
 from asyncwifi.models import ItemError
-from asyncwifi.ratelimit import Lane
 
 __all__ = ["SCROLL_WINDOW", "SPILL_BUDGET", "Record", "ScrollPage", "ScrollSpec", "ScrollStream"]
 
@@ -80,34 +85,8 @@ class ScrollStream(Generic[ItemT]):
     records that did not decode are on ``errors``.
     """
 
-    def __init__(
-        self,
-        api: RequestPipeline,
-        spec: ScrollSpec,
-        *,
-        keep_raw: bool = False,
-        prefetch: int = 1,
-        max_buffered: int = 4,
-        window: float = SCROLL_WINDOW,
-        skip_ids: Collection[str] = (),
-        on_item_error: Callable[[ItemError], None] | None = None,
-        lane: Lane = Lane.DEFAULT,
-        spill_budget: int = SPILL_BUDGET,
-    ) -> None:
-        if not isinstance(spill_budget, int) or spill_budget < 0:
-            raise ValidationError(f"spill_budget must be bytes >= 0, got {spill_budget!r}")
-        self._producer = Producer(
-            api,
-            spec,
-            keep_raw=keep_raw,
-            prefetch=prefetch,
-            max_buffered=max(max_buffered, prefetch),
-            window=window,
-            skip_ids=skip_ids,
-            on_item_error=on_item_error,
-            lane=lane,
-            spill_budget=spill_budget,
-        )
+    def __init__(self, api: RequestPipeline, spec: ScrollSpec) -> None:
+        self._producer = Producer(api, spec)
         self._task: asyncio.Task[None] | None = None
         self._finished = False
         self._kind: str | None = None
@@ -116,7 +95,7 @@ class ScrollStream(Generic[ItemT]):
     def _view(self, kind: str) -> AsyncIterator[Any]:
         if self._kind is not None:
             raise AsyncWifiError("a scroll stream can be iterated only once")
-        if kind == "records" and not self._producer.keep_raw:
+        if kind == "records" and not self._producer.spec.keep_raw:
             raise AsyncWifiError("records() needs keep_raw=True")
         self._kind = kind
         return _view(self, kind)
@@ -139,14 +118,12 @@ class ScrollStream(Generic[ItemT]):
             run = self._producer.run(chunked=self._kind == "items")
             name = f"asyncwifi-scroll-{self._producer.spec.what}"
             self._task = asyncio.get_running_loop().create_task(run, name=name)
+        page = None
         try:
             page = await self._producer.take()
-        except BaseException:
-            self._stop()
-            raise
-        if page is None:
-            self._finished = True
-            self._producer.close()
+        finally:
+            if page is None:  # the end, or the task's error (raised): it is over
+                self._stop()
         return page
 
     def _stop(self) -> None:

@@ -1,24 +1,29 @@
-"""What a scroll stream is made of: how a scroll is asked for (:class:`ScrollSpec`, read
-only) and what it hands out (:class:`ScrollPage`, :class:`Record`)."""
+"""What a scroll stream is made of: how a scroll is asked for and consumed
+(:class:`ScrollSpec`, read only, checked once) and what it hands out (:class:`ScrollPage`,
+:class:`Record`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import msgspec
 
 from asyncwifi._transport import BodyBuffer
+from asyncwifi.errors import ValidationError
 from asyncwifi.models import ContactPage, EventPage, ItemError
 from asyncwifi.models._chunks import ChunkedPage
+from asyncwifi.ratelimit import Lane
 
-__all__ = ["SCROLL_WINDOW", "Chunked", "Record", "ScrollPage", "ScrollSpec"]
+__all__ = ["SCROLL_WINDOW", "SPILL_BUDGET", "Chunked", "Record", "ScrollPage", "ScrollSpec"]
 
 ItemT = TypeVar("ItemT")
 
 # spec §8: 60 seconds at most between two scroll requests
 SCROLL_WINDOW = 60.0
+#: default disk budget of one stream's spilled pages (1 GiB: ~400 pages of 10,000 events)
+SPILL_BUDGET = 1 << 30
 
 
 class Record(NamedTuple, Generic[ItemT]):
@@ -55,7 +60,7 @@ class ScrollPage(Generic[ItemT]):
 
 @dataclass(frozen=True, slots=True)
 class ScrollSpec:
-    """How one kind of scroll is asked for and read (built by the resources; never changed:
+    """How one scroll is asked for and consumed (built by the resources; never changed:
     the page size in use is the stream's own, sent as ``size`` with every request)."""
 
     path: str
@@ -90,6 +95,22 @@ class ScrollSpec:
     resumable: bool = False
     what: str = "records"
     objects: str | None = None
+    # the caller's options (events.list, contacts.list): see docs/guides/streams.md
+    keep_raw: bool = False
+    prefetch: int = 1
+    max_buffered: int = 4
+    window: float = SCROLL_WINDOW
+    skip_ids: Collection[str] = ()
+    on_item_error: Callable[[ItemError], None] | None = None
+    lane: Lane = Lane.DEFAULT
+    spill_budget: int = SPILL_BUDGET
+
+    def __post_init__(self) -> None:
+        prefetch, budget = self.prefetch, self.spill_budget
+        if not isinstance(prefetch, int) or isinstance(prefetch, bool) or prefetch < 1:
+            raise ValidationError(f"prefetch must be a positive integer, got {prefetch!r}")
+        if not isinstance(budget, int) or budget < 0:
+            raise ValidationError(f"spill_budget must be bytes >= 0, got {budget!r}")
 
 
 @dataclass(slots=True)

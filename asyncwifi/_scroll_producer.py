@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from asyncwifi._core import RequestPipeline
@@ -41,32 +41,14 @@ class Producer:
     to the stream or its views. The consumer's side calls :meth:`take`, :meth:`read_chunked`
     and :meth:`close`."""
 
-    def __init__(
-        self,
-        api: RequestPipeline,
-        spec: ScrollSpec,
-        *,
-        keep_raw: bool,
-        prefetch: int,
-        max_buffered: int,
-        window: float,
-        skip_ids: Collection[str],
-        on_item_error: Callable[[ItemError], None] | None,
-        lane: Lane,
-        spill_budget: int,
-    ) -> None:
+    def __init__(self, api: RequestPipeline, spec: ScrollSpec) -> None:
         self.api = api
         self.spec = spec
-        self.keep_raw = keep_raw
-        self.prefetch = prefetch
-        self.max_buffered = max_buffered
-        self.window = window
+        self.max_buffered = max(spec.max_buffered, spec.prefetch)
         #: a continuation must reach the server within the window: keep 5 % for the road
-        self.horizon = window * 0.95
+        self.horizon = spec.window * 0.95
         #: the scroll's place in the limiter's short windows for its next request
         self.keepalive = api.scheduler.keepalive(self.horizon)
-        self.on_item_error = on_item_error
-        self.lane = lane
         #: the page size asked for: the first query's, a smaller one the server accepted
         #: (learnt through ``spec.smaller`` until the first page came), or a re-scan's
         self.size = spec.size
@@ -81,13 +63,11 @@ class Producer:
         self.taken = asyncio.Event()
         self.cursor = Cursor.create(
             ordered=spec.ordered and spec.time_of is not None,
-            skip_ids=skip_ids,
-            ids=spec.time_of is None and (spec.resumable or bool(skip_ids)),
+            skip_ids=spec.skip_ids,
+            ids=spec.time_of is None and (spec.resumable or bool(spec.skip_ids)),
         )
-        self.machine = ScrollMachine(self.cursor, window=window, resumable=spec.resumable)
-        self.spill = Spill(spill_budget)
-        #: pages queued in memory (spilled ones are not)
-        self.in_memory = 0
+        self.machine = ScrollMachine(self.cursor, window=spec.window, resumable=spec.resumable)
+        self.spill = Spill(spec.spill_budget)
         self._last_length = 0
         self.errors: list[ItemError] = []
         self.requests = 0
@@ -107,8 +87,6 @@ class Producer:
         got = await self.queue.get()
         if isinstance(got, Spilled):
             got = self._read_spilled(got)
-        elif isinstance(got, ScrollPage | Chunked):
-            self.in_memory -= 1
         self.taken.set()
         # let the task send its next request now, while this page is consumed: a consumer
         # that never suspends mid-page would otherwise keep it waiting to the end
@@ -132,7 +110,7 @@ class Producer:
     def _read_spilled(self, entry: Spilled) -> ScrollPage[Any]:
         """A spilled page, read back and decoded again; only its fresh records."""
         body = self.spill.take(entry.offset, entry.length)
-        decoded = decode_page(body, self.spec.page_type, keep_raw=self.keep_raw)
+        decoded = decode_page(body, self.spec.page_type, keep_raw=self.spec.keep_raw)
         return _kept(entry.page, decoded, entry.keep)
 
     # -- the task ------------------------------------------------------------------------
@@ -216,14 +194,14 @@ class Producer:
         deadline = None
         if continuation and previous is not None:
             deadline = previous + self.horizon
-        buffer = None if self.keep_raw else (self.spare.pop() if self.spare else BodyBuffer())
+        buffer = None if self.spec.keep_raw else (self.spare.pop() if self.spare else BodyBuffer())
         fetched: Fetched | None = None
         try:
             fetched = await self.api.read(
                 "GET",
                 self.spec.path,
                 params=params,
-                lane=Lane.SCROLL if continuation else self.lane,
+                lane=Lane.SCROLL if continuation else self.spec.lane,
                 deadline=deadline,
                 objects=self.spec.objects,
                 on_sent=self._sent,
@@ -267,7 +245,7 @@ class Producer:
                 # the time cursor needs every record at the last time: all in the tail
                 if last is not None and time_of(tail[0]) != last:
                     return Chunked(chunked, buffer)
-        return decode_page(body, spec.page_type, keep_raw=self.keep_raw)
+        return decode_page(body, spec.page_type, keep_raw=self.spec.keep_raw)
 
     def _deliver(
         self, page: Any, body: bytes | memoryview, continuation: bool, gap: float
@@ -281,7 +259,7 @@ class Producer:
             assert spec.time_of is not None  # chunked only when ordered by time
             cursor.deliver_tail(page.chunked.tail, spec.time_of)
             self.pages += 1
-            self._queue(page)
+            self.queue.put_nowait(page)
             scroll_id = spec.scroll_id(page.chunked.envelope)
             count = getattr(page.chunked.envelope, "count", None)
             records = count if isinstance(count, int) else self.size
@@ -309,53 +287,53 @@ class Producer:
             if self._spills(len(body)):
                 self.queue.put_nowait(Spilled(*self.spill.put(body), keep, queued))
             else:
-                self._queue(_kept(queued, page, keep))
+                self.queue.put_nowait(_kept(queued, page, keep))
         outcome = PageOutcome(records, fresh, continuation, bool(scroll_id), gap, total, size)
         return outcome, scroll_id
 
-    def _queue(self, page: ScrollPage[Any] | Chunked) -> None:
-        self.in_memory += 1
-        self.queue.put_nowait(page)
-
     def _spills(self, length: int) -> bool:
         """Whether a page of ``length`` bytes goes to the spill file: memory is full."""
-        return self.in_memory >= self.max_buffered and self.spill.room_for(length)
+        return not self._in_memory_room() and self.spill.room_for(length)
+
+    def _in_memory_room(self) -> bool:
+        """Whether memory has room for one more page (queued pages not spilled)."""
+        return self.queue.qsize() - self.spill.live < self.max_buffered
 
     def _bad_item(self, error: ItemError) -> None:
         if not self.cursor.aside(error.id):
             return  # a re-scan met it again: reported once
         self.errors.append(error)
         log.warning("%s: a record did not decode and was set aside: %s", self.spec.what, error)
-        if self.on_item_error is not None:
-            self.on_item_error(error)
+        if self.spec.on_item_error is not None:
+            self.spec.on_item_error(error)
 
     async def _await_room(self) -> None:
         """Do not start a scroll that the budget cannot keep alive: wait for room."""
         scheduler = self.api.scheduler
         clock = self.api.clock
-        while not scheduler.can_meet(clock.now() + self.window * 0.5, lane=Lane.SCROLL):
+        while not scheduler.can_meet(clock.now() + self.spec.window * 0.5, lane=Lane.SCROLL):
             wait = scheduler.earliest_admission(lane=Lane.SCROLL) - clock.now()
-            if wait > self.window:
+            if wait > self.spec.window:
                 # not congestion but a spent quota or a pause: the first request's own
                 # admission waits for it, or raises in on_quota_exhausted="raise" mode
                 return
             log.info("%s: waiting %.1f s for room to keep a scroll alive", self.spec.what, wait)
-            await clock.sleep(max(wait, self.window * 0.05))
+            await clock.sleep(max(wait, self.spec.window * 0.05))
 
     async def _until_needed(self) -> None:
         """Wait until the consumer wants another page, or the window needs the next request
         (the scroll's pace: the page goes to the spill file if memory is full)."""
         clock = self.api.clock
         while True:
-            if self.queue.qsize() < self.prefetch:
+            if self.queue.qsize() < self.spec.prefetch:
                 return
             self.taken.clear()
-            room = self.in_memory < self.max_buffered or self.spill.room_for(self._last_length)
+            room = self._in_memory_room() or self.spill.room_for(self._last_length)
             if not room or self.last_sent is None:
                 await self.taken.wait()  # past the disk budget: the scroll may lapse
                 continue
             # keep the scroll alive: ask for the next page half-way through the window
-            remaining = self.last_sent + self.window * 0.5 - clock.now()
+            remaining = self.last_sent + self.spec.window * 0.5 - clock.now()
             if remaining <= 0:
                 return
             # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
@@ -385,7 +363,7 @@ class Producer:
         # past the window the id certainly lapsed (worth a warning); within it, an empty
         # page after a full one is only ambiguous, and settling it is routine (one request)
         log.log(
-            logging.WARNING if gap > self.window else logging.INFO,
+            logging.WARNING if gap > self.spec.window else logging.INFO,
             "%s scroll: an empty or expired page after %d records (gap %.1f s); resuming "
             "by %s (resume %d, %d resume requests so far)",
             spec.what,

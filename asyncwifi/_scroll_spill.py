@@ -19,10 +19,7 @@ from typing import IO, Any
 from asyncwifi._scroll_pages import ScrollPage
 from asyncwifi.errors import ClientStateError
 
-__all__ = ["SPILL_BUDGET", "Spill", "Spilled"]
-
-#: default disk budget of one stream's spilled pages (1 GiB: ~400 pages of 10,000 events)
-SPILL_BUDGET = 1 << 30
+__all__ = ["Spill", "Spilled"]
 
 
 @dataclass(slots=True)
@@ -40,14 +37,15 @@ class Spilled:
 class Spill:
     """An append-only temporary file of page bodies, within a byte budget."""
 
-    __slots__ = ("_file", "_live", "budget", "pages", "size")
+    __slots__ = ("_file", "budget", "live", "pages", "size")
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
         self._file: IO[bytes] | None = None
         #: bytes in the file (reset to 0 when every spilled page was read)
         self.size = 0
-        self._live = 0
+        #: spilled pages not read back yet
+        self.live = 0
         #: pages ever spilled (a counter for the stream)
         self.pages = 0
 
@@ -64,7 +62,7 @@ class Spill:
         self._file.write(body)
         length = len(body)
         self.size += length
-        self._live += 1
+        self.live += 1
         self.pages += 1
         return offset, length
 
@@ -74,8 +72,8 @@ class Spill:
             raise ClientStateError("the spill file is closed")
         self._file.seek(offset)
         body = self._file.read(length)
-        self._live -= 1
-        if self._live == 0:
+        self.live -= 1
+        if self.live == 0:
             self.size = 0
             self._file.truncate(0)
         return body
@@ -87,6 +85,6 @@ class Spill:
     def close(self) -> None:
         """Close (and so delete) the file; idempotent."""
         file, self._file = self._file, None
-        self.size = self._live = 0
+        self.size = self.live = 0
         if file is not None:
             file.close()

@@ -128,7 +128,6 @@ class Contacts:
             # the largest page the server accepts, learnt once per client: the reference
             # shows 100, the vendor documents up to 10,000 (observed.md); a 409 says no
             size = self._accepted or MAX_SIZES[0]
-        _positive(prefetch, "prefetch")
         org = organization_segment(organization, self._org)
         params = build_query(
             {
@@ -156,10 +155,6 @@ class Contacts:
             what="contacts",
             smaller=self._smaller if learning else None,
             on_size=self._remember if learning else None,
-        )
-        return ScrollStream(
-            self._api,
-            spec,
             keep_raw=keep_raw,
             prefetch=prefetch,
             max_buffered=max_buffered,
@@ -167,6 +162,7 @@ class Contacts:
             skip_ids=skip_ids,
             on_item_error=on_item_error,
         )
+        return ScrollStream(self._api, spec)
 
     async def get(self, cid: str) -> Contact:
         """One contact by id (response shape "not shown": see the module doc)."""
@@ -251,8 +247,3 @@ class Contacts:
         return await self._api.write(
             "DELETE", path, decode=lambda b: decode_generic(b, what="delete"), verify=verify
         )
-
-
-def _positive(value: object, what: str) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValidationError(f"{what} must be a positive integer, got {value!r}")

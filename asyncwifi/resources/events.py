@@ -118,8 +118,6 @@ class Events:
         query = validate_event_query(
             date_start=date_start, date_end=date_end, types=types, size=size, sort_by=sort_by
         )
-        if not isinstance(prefetch, int) or prefetch < 1:
-            raise ValidationError(f"prefetch must be a positive integer, got {prefetch!r}")
         path = f"/v1/organizations/{self._organization(organization)}/events"
         # the page size is the stream's to send: a re-scan asks for the maximum
         query.pop("size")
@@ -152,10 +150,6 @@ class Events:
             rescan_size=MAX_SIZE,
             resumable=True,
             what="events",
-        )
-        return ScrollStream(
-            self._api,
-            spec,
             keep_raw=keep_raw,
             prefetch=prefetch,
             max_buffered=max_buffered,
@@ -165,6 +159,7 @@ class Events:
             lane=lane,
             spill_budget=spill_budget,
         )
+        return ScrollStream(self._api, spec)
 
     async def for_customer(
         self,
