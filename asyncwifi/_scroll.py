@@ -5,7 +5,7 @@ within 60 s of the previous one, or the id expires, and an expired id answers 20
 results, just like the end. A background task (:mod:`asyncwifi._scroll_producer`) fetches
 ``prefetch`` pages ahead of the consumer and, when the consumer is slow, still sends the next
 request before the window closes; pages beyond ``max_buffered`` in memory go to an anonymous
-temporary file (:mod:`asyncwifi._scroll_spill`, at most ``spill_budget`` bytes), so a slow
+temporary file (:class:`~asyncwifi._scroll_pages.Spill`, at most ``spill_budget`` bytes), so a slow
 consumer costs no request. What an empty page means, and how a lapse is resumed exactly once
 on every record shape, is decided by :mod:`asyncwifi._scroll_state` (no I/O).
 
@@ -48,10 +48,11 @@ async def _view(stream: ScrollStream[Any], kind: str) -> AsyncIterator[Any]:
     reference, so a record the consumer is done with is freed at once, while its memory is
     still in the cache (a 10,000-record page is megabytes; freed at the end, cold, it cost
     about a tenth of the stream's CPU), and the next page decodes into that memory."""
-    next_page = stream._next_page
-    read_chunked = stream._producer.read_chunked
+    take, read_chunked = stream._producer.take, stream._producer.read_chunked
     try:
-        while (page := await next_page()) is not None:
+        if not stream._start(chunked=kind == "items"):
+            return
+        while (page := await take()) is not None:
             if kind == "pages":
                 yield page
                 del page  # not held while the next page is awaited
@@ -111,20 +112,14 @@ class ScrollStream(Generic[ItemT]):
         """Iterate records as (typed item, exact server bytes)."""
         return self._view("records")
 
-    async def _next_page(self) -> ScrollPage[ItemT] | Chunked | None:
+    def _start(self, *, chunked: bool) -> bool:
+        """Start the background task; False if the stream was stopped before."""
         if self._finished:
-            return None
-        if self._task is None:
-            run = self._producer.run(chunked=self._kind == "items")
-            name = f"asyncwifi-scroll-{self._producer.spec.what}"
-            self._task = asyncio.get_running_loop().create_task(run, name=name)
-        page = None
-        try:
-            page = await self._producer.take()
-        finally:
-            if page is None:  # the end, or the task's error (raised): it is over
-                self._stop()
-        return page
+            return False
+        run = self._producer.run(chunked=chunked)
+        name = f"asyncwifi-scroll-{self._producer.spec.what}"
+        self._task = asyncio.get_running_loop().create_task(run, name=name)
+        return True
 
     def _stop(self) -> None:
         self._finished = True
@@ -170,7 +165,7 @@ class ScrollStream(Generic[ItemT]):
     @property
     def resumes(self) -> int:
         """How many times an expired scroll was resumed."""
-        return self._producer.resumes
+        return self._producer.machine.resumes
 
     @property
     def resume_requests(self) -> int:
@@ -197,5 +192,5 @@ class ScrollStream(Generic[ItemT]):
         p = self._producer
         return (
             f"ScrollStream({p.spec.what}, delivered={p.cursor.delivered}, "
-            f"requests={p.requests}, resumes={p.resumes})"
+            f"requests={p.requests}, resumes={p.machine.resumes})"
         )

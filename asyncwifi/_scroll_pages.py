@@ -1,22 +1,40 @@
 """What a scroll stream is made of: how a scroll is asked for and consumed
-(:class:`ScrollSpec`, read only, checked once) and what it hands out (:class:`ScrollPage`,
-:class:`Record`)."""
+(:class:`ScrollSpec`, read only, checked once), what it hands out (:class:`ScrollPage`,
+:class:`Record`), and where pages a slow consumer has not reached wait (:class:`Spill`).
+
+The spill file lets the task keep fetching at the scroll's pace (spec §3: one request per
+window at least) whatever the consumer does: pages beyond ``max_buffered`` in memory go to
+one anonymous temporary file (unlinked at once on POSIX: nothing is left after close,
+cancel, error or kill -9), bounded by ``spill_budget`` bytes; only past that budget does the
+task wait, and may the scroll lapse. A spilled page is the server's body, exactly, decoded
+again when the consumer reaches it, without the records that were not fresh when it came.
+"""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import IO, Any, Generic, NamedTuple, TypeVar
 
 import msgspec
 
 from asyncwifi._transport import BodyBuffer
-from asyncwifi.errors import ValidationError
+from asyncwifi.errors import ClientStateError, ValidationError
 from asyncwifi.models import ContactPage, EventPage, ItemError
 from asyncwifi.models._chunks import ChunkedPage
 from asyncwifi.ratelimit import Lane
 
-__all__ = ["SCROLL_WINDOW", "SPILL_BUDGET", "Chunked", "Record", "ScrollPage", "ScrollSpec"]
+__all__ = [
+    "SCROLL_WINDOW",
+    "SPILL_BUDGET",
+    "Chunked",
+    "Record",
+    "ScrollPage",
+    "ScrollSpec",
+    "Spill",
+    "Spilled",
+]
 
 ItemT = TypeVar("ItemT")
 
@@ -119,3 +137,71 @@ class Chunked:
 
     chunked: ChunkedPage
     buffer: BodyBuffer
+
+
+@dataclass(slots=True)
+class Spilled:
+    """A queued page whose body waits in the spill file."""
+
+    offset: int
+    length: int
+    #: indices (among the decoded records) to hand out; None: all of them
+    keep: list[int] | None
+    #: the page, its records left out until it is read back
+    page: ScrollPage[Any]
+
+
+class Spill:
+    """An append-only temporary file of page bodies, within a byte budget."""
+
+    __slots__ = ("_file", "budget", "live", "pages", "size")
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._file: IO[bytes] | None = None
+        #: bytes in the file (reset to 0 when every spilled page was read)
+        self.size = 0
+        #: spilled pages not read back yet
+        self.live = 0
+        #: pages ever spilled (a counter for the stream)
+        self.pages = 0
+
+    def room_for(self, length: int) -> bool:
+        """Whether ``length`` more bytes stay within the budget."""
+        return self.size + length <= self.budget
+
+    def put(self, body: bytes | memoryview) -> tuple[int, int]:
+        """Append a body; returns where it is. The caller checked :meth:`room_for`."""
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="asyncwifi-scroll-")  # noqa: SIM115
+        offset = self.size
+        self._file.seek(offset)
+        self._file.write(body)
+        length = len(body)
+        self.size += length
+        self.live += 1
+        self.pages += 1
+        return offset, length
+
+    def take(self, offset: int, length: int) -> bytes:
+        """Read a body back; once every spilled page is read the file starts over."""
+        if self._file is None:
+            raise ClientStateError("the spill file is closed")
+        self._file.seek(offset)
+        body = self._file.read(length)
+        self.live -= 1
+        if self.live == 0:
+            self.size = 0
+            self._file.truncate(0)
+        return body
+
+    @property
+    def open(self) -> bool:
+        return self._file is not None
+
+    def close(self) -> None:
+        """Close (and so delete) the file; idempotent."""
+        file, self._file = self._file, None
+        self.size = self.live = 0
+        if file is not None:
+            file.close()

@@ -2,7 +2,7 @@
 
 It fetches a page, hands the outcome to the machine and does what it decides; it paces
 itself on the window (spec §3), not on the consumer: past ``max_buffered`` pages in memory,
-pages go to the spill file (:mod:`asyncwifi._scroll_spill`) until its budget is spent.
+pages go to the spill file (:class:`~asyncwifi._scroll_pages.Spill`) until its budget is spent.
 A fetch (and its decoding, which is pure) may be retried; what a page changes (the cursor,
 the spill file, the counters, the queue) happens once, after the attempt that succeeded.
 """
@@ -17,8 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from asyncwifi._core import RequestPipeline
-from asyncwifi._scroll_pages import Chunked, ScrollPage, ScrollSpec
-from asyncwifi._scroll_spill import Spill, Spilled
+from asyncwifi._scroll_pages import Chunked, ScrollPage, ScrollSpec, Spill, Spilled
 from asyncwifi._scroll_state import Cursor, Decision, PageOutcome, ScrollMachine
 from asyncwifi._transport import BodyBuffer
 from asyncwifi.errors import ConflictError, ScrollExpiredError
@@ -78,8 +77,8 @@ class Producer:
         self.last_received: float | None = None
 
     @property
-    def resumes(self) -> int:
-        return self.machine.resumes
+    def resumed(self) -> bool:
+        return bool(self.machine.resumes)
 
     # -- the consumer's side -------------------------------------------------------------
     async def take(self) -> ScrollPage[Any] | Chunked | None:
@@ -159,62 +158,51 @@ class Producer:
     async def _fetch(
         self, query: Mapping[str, str], continuation: bool
     ) -> tuple[Any, bytes | memoryview, float]:
-        """One page, at ``self.size``; the first request of a query falls back to a smaller
-        size on a 409 while ``spec.smaller`` offers one (the refused request is the price of
-        learning it; ``spec.on_size`` remembers the answer so it is paid once). Returns the
-        page, its body, and the most the server can have seen between the previous request
-        and this one: from the previous send to this answer."""
-        previous = self.last_sent
-        while True:
-            try:
-                page, body = await self._read({**query, "size": str(self.size)}, continuation)
-                break
-            except ConflictError:
-                smaller = None
-                if self._smaller is not None and not continuation:
-                    smaller = self._smaller(self.size)
-                if smaller is None:
-                    raise
-                log.info(
-                    "%s: the server refused size=%d (409); asking for %d",
-                    self.spec.what,
-                    self.size,
-                    smaller,
-                )
-                self.size = smaller
-        if self._smaller is not None and not continuation:
-            self._smaller = None  # learnt: a resume asks for this size at once
-            if self.spec.on_size is not None:
-                self.spec.on_size(self.size)
-        self.last_received = self.api.clock.now()
-        return page, body, 0.0 if previous is None else self.last_received - previous
-
-    async def _read(self, params: Mapping[str, str], continuation: bool) -> Fetched:
-        previous = self.last_sent
-        deadline = None
-        if continuation and previous is not None:
-            deadline = previous + self.horizon
-        buffer = None if self.spec.keep_raw else (self.spare.pop() if self.spare else BodyBuffer())
+        """One page at ``self.size``: the decoded page, its body, and the most the server can
+        have seen between the previous request and this one (previous send to this answer).
+        A first request refused with a 409 is sent again at the size ``spec.smaller`` offers
+        (the refusal is the price of learning it; ``spec.on_size`` remembers the answer)."""
+        spec, previous = self.spec, self.last_sent
+        deadline = previous + self.horizon if continuation and previous is not None else None
+        buffer = None if spec.keep_raw else (self.spare.pop() if self.spare else BodyBuffer())
         fetched: Fetched | None = None
         try:
-            fetched = await self.api.read(
-                "GET",
-                self.spec.path,
-                params=params,
-                lane=Lane.SCROLL if continuation else self.spec.lane,
-                deadline=deadline,
-                objects=self.spec.objects,
-                on_sent=self._sent,
-                into=buffer,
-                keepalive=self.keepalive,
-                decode=lambda body: (self._decode(body, buffer), body),
-            )
-            return fetched
+            while fetched is None:
+                try:
+                    fetched = await self.api.read(
+                        "GET",
+                        spec.path,
+                        params={**query, "size": str(self.size)},
+                        lane=Lane.SCROLL if continuation else spec.lane,
+                        deadline=deadline,
+                        objects=spec.objects,
+                        on_sent=self._sent,
+                        into=buffer,
+                        keepalive=self.keepalive,
+                        decode=lambda body: (self._decode(body, buffer), body),
+                    )
+                except ConflictError:
+                    smaller = (
+                        self._smaller(self.size) if self._smaller and not continuation else None
+                    )
+                    if smaller is None:
+                        raise
+                    log.info(
+                        "%s: size=%d refused (409), asking for %d", spec.what, self.size, smaller
+                    )
+                    self.size = smaller
         finally:
-            # decoded already (the body is read, if it spills, before the next fetch):
-            # the buffer is free again, unless its page is decoded as it is consumed
+            # decoded already (a body that spills is written before the next fetch): the
+            # buffer is free again, unless its page is decoded as it is consumed
             if buffer is not None and (fetched is None or not isinstance(fetched[0], Chunked)):
                 self.spare.append(buffer)
+        if self._smaller is not None and not continuation:
+            self._smaller = None  # learnt: a resume asks for this size at once
+            if spec.on_size is not None:
+                spec.on_size(self.size)
+        self.last_received = self.api.clock.now()
+        gap = 0.0 if previous is None else self.last_received - previous
+        return *fetched, gap
 
     def _sent(self, when: float) -> None:
         self.requests += 1
@@ -236,7 +224,7 @@ class Producer:
             and self.cursor.ordered
             and self.cursor.mode in (None, "time")
             and not self.cursor.needs_check
-            and not self.machine.resumes
+            and not self.resumed
         ):
             chunked = chunk_page(buffer.data, len(body), spec.page_type)
             if chunked is not None:
@@ -252,52 +240,53 @@ class Producer:
     ) -> tuple[PageOutcome, str | None]:
         """Account for a fetched page and queue what it has that is new (in memory, or in
         the spill file when memory is full); returns its outcome and scroll id."""
-        spec, cursor = self.spec, self.cursor
+        spec, keep, total = self.spec, None, None
         self._last_length = len(body)
-        size = self.size if spec.short_ends else None
-        if isinstance(page, Chunked):
+        if isinstance(page, Chunked):  # its records are counted as they are read
             assert spec.time_of is not None  # chunked only when ordered by time
-            cursor.deliver_tail(page.chunked.tail, spec.time_of)
-            self.pages += 1
-            self.queue.put_nowait(page)
-            scroll_id = spec.scroll_id(page.chunked.envelope)
-            count = getattr(page.chunked.envelope, "count", None)
-            records = count if isinstance(count, int) else self.size
-            return PageOutcome(
-                records, 1, continuation, bool(scroll_id), gap, None, size
-            ), scroll_id
-        total = spec.total(page.envelope)
-        if total is not None:
-            self.total = total
-        scroll_id = spec.scroll_id(page.envelope)
-        for error in page.errors:
-            self._bad_item(error)
-        items: list[Any] = page.items
-        records = len(items) + len(page.errors)
-        keep = None
-        if items:
-            keep = cursor.deliver(items, page.raw_items, spec.time_of, bool(self.machine.resumes))
-        fresh = len(items) if keep is None else len(keep)
-        # only repeats (a resumed scroll re-reading its start): nothing to hand out
+            self.cursor.deliver_tail(page.chunked.tail, spec.time_of)
+            envelope, fresh = page.chunked.envelope, 1
+            records = envelope.count if isinstance(envelope.count, int) else self.size
+        else:
+            envelope, items = page.envelope, page.items
+            total = spec.total(envelope)
+            self.total = self.total if total is None else total
+            for error in page.errors:
+                self._bad_item(error)
+            if items:
+                keep = self.cursor.deliver(items, page.raw_items, spec.time_of, self.resumed)
+            records = len(items) + len(page.errors)
+            fresh = len(items) if keep is None else len(keep)
+        scroll_id = spec.scroll_id(envelope)
+        # a page of repeats only (a resumed scroll re-reading its start): nothing to hand out
         if fresh or page.errors:
             self.pages += 1
-            queued: ScrollPage[Any] = ScrollPage(
-                [], None, page.errors, self.pages, scroll_id, self.total
-            )
-            if self._spills(len(body)):
-                self.queue.put_nowait(Spilled(*self.spill.put(body), keep, queued))
-            else:
-                self.queue.put_nowait(_kept(queued, page, keep))
-        outcome = PageOutcome(records, fresh, continuation, bool(scroll_id), gap, total, size)
-        return outcome, scroll_id
+            self.queue.put_nowait(self._queued(page, body, keep, scroll_id))
+        size = self.size if spec.short_ends else None
+        return PageOutcome(
+            records, fresh, continuation, bool(scroll_id), gap, total, size
+        ), scroll_id
+
+    def _queued(
+        self, page: Any, body: bytes | memoryview, keep: list[int] | None, scroll_id: str | None
+    ) -> Queued:
+        """What the queue gets for a page: itself (chunked), its body spilled, or its fresh
+        records in memory."""
+        if isinstance(page, Chunked):
+            return page
+        queued: ScrollPage[Any] = ScrollPage(
+            [], None, page.errors, self.pages, scroll_id, self.total
+        )
+        if self._spills(len(body)):
+            return Spilled(*self.spill.put(body), keep, queued)
+        return _kept(queued, page, keep)
 
     def _spills(self, length: int) -> bool:
         """Whether a page of ``length`` bytes goes to the spill file: memory is full."""
-        return not self._in_memory_room() and self.spill.room_for(length)
+        return not self._memory_room() and self.spill.room_for(length)
 
-    def _in_memory_room(self) -> bool:
-        """Whether memory has room for one more page (queued pages not spilled)."""
-        return self.queue.qsize() - self.spill.live < self.max_buffered
+    def _memory_room(self) -> bool:
+        return self.queue.qsize() - self.spill.live < self.max_buffered  # pages not spilled
 
     def _bad_item(self, error: ItemError) -> None:
         if not self.cursor.aside(error.id):
@@ -328,7 +317,7 @@ class Producer:
             if self.queue.qsize() < self.spec.prefetch:
                 return
             self.taken.clear()
-            room = self._in_memory_room() or self.spill.room_for(self._last_length)
+            room = self._memory_room() or self.spill.room_for(self._last_length)
             if not room or self.last_sent is None:
                 await self.taken.wait()  # past the disk budget: the scroll may lapse
                 continue

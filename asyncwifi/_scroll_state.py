@@ -157,21 +157,6 @@ class Cursor:
             return h in ids
         return when is not None and when == self.time and h in self.ids_at_time
 
-    def add(self, key: str | None, when: str | None) -> None:
-        """One record delivered (the careful path: after a resume, or in ``"ids"`` mode)."""
-        self.delivered += 1
-        if key is None:
-            return
-        h = hash(key)
-        ids = self._ids()
-        if ids is not None:
-            ids.add(h)
-        elif when is not None:
-            if self.time is None or when > self.time:
-                self.time, self.ids_at_time = when, {h}
-            elif when == self.time:
-                self.ids_at_time.add(h)
-
     def fresh(self, keys: Sequence[str | None]) -> list[int] | Literal[False] | None:
         """``"ids"`` mode with nothing to skip (a re-scan): the indices of the keys not
         delivered before (``None``: all of them), recorded as delivered, in C-speed steps;
@@ -207,11 +192,17 @@ class Cursor:
                 return fast
         if resumed or self.needs_check:
             keep = []
+            ids = self._ids()
             for index, (item, key) in enumerate(zip(items, record_ids(items, raws), strict=True)):
                 when = time_of(item) if time_of is not None else None
-                if not self.seen(key, when):
-                    keep.append(index)
-                    self.add(key, when)
+                if self.seen(key, when):
+                    continue
+                keep.append(index)
+                self.delivered += 1
+                if key is not None and ids is not None:
+                    ids.add(hash(key))
+                elif key is not None and when is not None:
+                    self._at(when, {hash(key)})
             return None if len(keep) == len(items) else keep
         if self.mode == "ids":
             self.add_ids(record_ids(items, raws))
@@ -242,10 +233,14 @@ class Cursor:
             if time_of(items[k]) != last:
                 break
             tail.add(hash(record_id(items[k], None if raws is None else raws[k])))
-        if self.time is None or last > self.time:
-            self.time, self.ids_at_time = last, tail
-        elif last == self.time:
-            self.ids_at_time |= tail
+        self._at(last, tail)
+
+    def _at(self, when: str, keys: set[int]) -> None:
+        """Records delivered at ``when``: a later time moves the cursor, the same one adds."""
+        if self.time is None or when > self.time:
+            self.time, self.ids_at_time = when, keys
+        elif when == self.time:
+            self.ids_at_time |= keys
 
 
 class ScrollMachine:
