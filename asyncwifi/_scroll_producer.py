@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -76,10 +75,6 @@ class Producer:
         self.last_sent: float | None = None
         self.last_received: float | None = None
 
-    @property
-    def resumed(self) -> bool:
-        return bool(self.machine.resumes)
-
     # -- the consumer's side -------------------------------------------------------------
     async def take(self) -> ScrollPage[Any] | Chunked | None:
         """The next page (None after the last one); raises the task's error."""
@@ -109,8 +104,11 @@ class Producer:
     def _read_spilled(self, entry: Spilled) -> ScrollPage[Any]:
         """A spilled page, read back and decoded again; only its fresh records."""
         body = self.spill.take(entry.offset, entry.length)
-        decoded = decode_page(body, self.spec.page_type, keep_raw=self.spec.keep_raw)
-        return _kept(entry.page, decoded, entry.keep)
+        items, raws = _kept(
+            decode_page(body, self.spec.page_type, keep_raw=self.spec.keep_raw), entry.keep
+        )
+        page = entry.page
+        return ScrollPage(items, raws, page.errors, page.number, page.scroll_id, page.total)
 
     # -- the task ------------------------------------------------------------------------
     async def run(self, *, chunked: bool) -> None:
@@ -224,7 +222,7 @@ class Producer:
             and self.cursor.ordered
             and self.cursor.mode in (None, "time")
             and not self.cursor.needs_check
-            and not self.resumed
+            and not self.machine.resumes
         ):
             chunked = chunk_page(buffer.data, len(body), spec.page_type)
             if chunked is not None:
@@ -254,7 +252,9 @@ class Producer:
             for error in page.errors:
                 self._bad_item(error)
             if items:
-                keep = self.cursor.deliver(items, page.raw_items, spec.time_of, self.resumed)
+                keep = self.cursor.deliver(
+                    items, page.raw_items, spec.time_of, bool(self.machine.resumes)
+                )
             records = len(items) + len(page.errors)
             fresh = len(items) if keep is None else len(keep)
         scroll_id = spec.scroll_id(envelope)
@@ -270,23 +270,22 @@ class Producer:
     def _queued(
         self, page: Any, body: bytes | memoryview, keep: list[int] | None, scroll_id: str | None
     ) -> Queued:
-        """What the queue gets for a page: itself (chunked), its body spilled, or its fresh
-        records in memory."""
+        """What the queue gets for a page: itself (chunked), its body spilled when memory
+        is full, or its fresh records."""
         if isinstance(page, Chunked):
             return page
-        queued: ScrollPage[Any] = ScrollPage(
-            [], None, page.errors, self.pages, scroll_id, self.total
-        )
         if self._spills(len(body)):
-            return Spilled(*self.spill.put(body), keep, queued)
-        return _kept(queued, page, keep)
+            spilled: ScrollPage[Any] = ScrollPage(
+                [], None, page.errors, self.pages, scroll_id, self.total
+            )
+            return Spilled(*self.spill.put(body), keep, spilled)
+        items, raws = _kept(page, keep)
+        return ScrollPage(items, raws, page.errors, self.pages, scroll_id, self.total)
 
     def _spills(self, length: int) -> bool:
         """Whether a page of ``length`` bytes goes to the spill file: memory is full."""
-        return not self._memory_room() and self.spill.room_for(length)
-
-    def _memory_room(self) -> bool:
-        return self.queue.qsize() - self.spill.live < self.max_buffered  # pages not spilled
+        in_memory = self.queue.qsize() - self.spill.live
+        return in_memory >= self.max_buffered and self.spill.room_for(length)
 
     def _bad_item(self, error: ItemError) -> None:
         if not self.cursor.aside(error.id):
@@ -317,7 +316,8 @@ class Producer:
             if self.queue.qsize() < self.spec.prefetch:
                 return
             self.taken.clear()
-            room = self._memory_room() or self.spill.room_for(self._last_length)
+            in_memory = self.queue.qsize() - self.spill.live
+            room = in_memory < self.max_buffered or self.spill.room_for(self._last_length)
             if not room or self.last_sent is None:
                 await self.taken.wait()  # past the disk budget: the scroll may lapse
                 continue
@@ -367,11 +367,10 @@ class Producer:
         return spec.restart(since)
 
 
-def _kept(page: ScrollPage[Any], decoded: Any, keep: list[int] | None = None) -> ScrollPage[Any]:
-    """``page`` with the records of ``decoded`` at the indices ``keep`` (None: all)."""
+def _kept(decoded: Any, keep: list[int] | None) -> tuple[list[Any], list[Any] | None]:
+    """The records of a decoded page (and their raw bytes) at the indices ``keep``."""
     items: list[Any] = decoded.items
     raws: list[Any] | None = decoded.raw_items
-    if keep is not None:
-        items = [items[i] for i in keep]
-        raws = None if raws is None else [raws[i] for i in keep]
-    return dataclasses.replace(page, items=items, raw_items=raws)
+    if keep is None:
+        return items, raws
+    return [items[i] for i in keep], None if raws is None else [raws[i] for i in keep]

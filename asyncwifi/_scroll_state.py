@@ -243,31 +243,21 @@ class Cursor:
             self.ids_at_time |= keys
 
 
+@dataclass(slots=True)
 class ScrollMachine:
     """The scroll's decisions (see the module doc); owns no I/O and reads no clock."""
 
-    __slots__ = (
-        "continued",
-        "cursor",
-        "progressed",
-        "rescanned",
-        "resumable",
-        "resumes",
-        "window",
-    )
-
-    def __init__(self, cursor: Cursor, *, window: float, resumable: bool) -> None:
-        self.cursor = cursor
-        #: spec §8: at most this long between two scroll requests
-        self.window = window
-        self.resumable = resumable
-        self.resumes = 0
-        #: whether the stream delivered something new since the latest resume
-        self.progressed = True
-        #: records read again since the latest re-scan began (None: not re-scanning)
-        self.rescanned: int | None = None
-        #: whether a continuation answered with records since the latest resume
-        self.continued = False
+    cursor: Cursor
+    #: spec §8: at most this long between two scroll requests
+    window: float
+    resumable: bool
+    resumes: int = 0
+    #: whether the stream delivered something new since the latest resume
+    progressed: bool = True
+    #: records read again since the latest re-scan began (None: not re-scanning)
+    rescanned: int | None = None
+    #: whether a continuation answered with records since the latest resume
+    continued: bool = False
 
     def before_continuation(self, since_answer: float) -> Decision:
         """Send the continuation, or resume at once: the server saw the previous request

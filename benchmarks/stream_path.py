@@ -41,7 +41,7 @@ class PathCounter:
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
-        self.functions: set[tuple[str, str]] = set()
+        self.functions: Counter[tuple[str, str]] = Counter()
         self.resumptions = 0
         self.order: list[str] = []
         self._frames: set[int] = set()
@@ -61,7 +61,7 @@ class PathCounter:
         if filename not in self.calls:
             self.order.append(filename)
         self.calls[filename] += 1
-        self.functions.add((filename, code.co_qualname))
+        self.functions[filename, code.co_qualname] += 1
 
     def ours(self, filename: str) -> bool:
         return filename.startswith(PACKAGE)
@@ -114,6 +114,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100, help="page size (default 100)")
     parser.add_argument("--cold", action="store_true", help="a fresh client: login included")
     parser.add_argument("--modules", action="store_true", help="list the asyncwifi modules")
+    parser.add_argument("--functions", action="store_true", help="list every function called")
     args = parser.parse_args()
     ready, stop, box = threading.Event(), threading.Event(), {}
     server = threading.Thread(target=_serve, args=(ready, box, stop), daemon=True)
@@ -137,6 +138,9 @@ def main() -> None:
     if args.modules:
         for filename in ours:
             print(f"  {path.calls[filename]:5d}  {_module(filename)}")
+    if args.functions:
+        for (filename, name), calls in path.functions.items():
+            print(f"  {calls:5d}  {_module(filename)}  {name}")
 
 
 if __name__ == "__main__":
