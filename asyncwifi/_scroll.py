@@ -5,8 +5,8 @@ within 60 s of the previous one, or the id expires, and an expired id answers 20
 results, just like the end. A background task (:mod:`asyncwifi._scroll_producer`) fetches
 ``prefetch`` pages ahead of the consumer and, when the consumer is slow, still sends the next
 request before the window closes; pages beyond ``max_buffered`` in memory go to an anonymous
-temporary file (:class:`~asyncwifi._scroll_pages.Spill`, at most ``spill_budget`` bytes), so a slow
-consumer costs no request. What an empty page means, and how a lapse is resumed exactly once
+temporary file (``_scroll_pages.Spill``, at most ``spill_budget`` bytes), so a slow consumer
+costs no request. What an empty page means, and how a lapse is resumed exactly once
 on every record shape, is decided by :mod:`asyncwifi._scroll_state` (no I/O).
 
 Iteration goes through a view object: when a loop breaks, is cancelled or raises, the view
@@ -22,19 +22,12 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any, Generic, TypeVar
 
 from asyncwifi._core import RequestPipeline
-from asyncwifi._scroll_pages import (
-    SCROLL_WINDOW,
-    SPILL_BUDGET,
-    Chunked,
-    Record,
-    ScrollPage,
-    ScrollSpec,
-)
+from asyncwifi._scroll_pages import Chunked, Record, ScrollPage, ScrollSpec
 from asyncwifi._scroll_producer import Producer
 from asyncwifi.errors import AsyncWifiError
 from asyncwifi.models import ItemError
 
-__all__ = ["SCROLL_WINDOW", "SPILL_BUDGET", "Record", "ScrollPage", "ScrollSpec", "ScrollStream"]
+__all__ = ["Record", "ScrollPage", "ScrollStream"]
 
 ItemT = TypeVar("ItemT")
 

@@ -16,7 +16,8 @@ import msgspec
 
 from asyncwifi._core import RequestPipeline, Verdict
 from asyncwifi._protocol import build_query, organization_segment, path_segment
-from asyncwifi._scroll import SCROLL_WINDOW, ScrollSpec, ScrollStream
+from asyncwifi._scroll import ScrollStream
+from asyncwifi._scroll_pages import SCROLL_WINDOW, ScrollSpec
 from asyncwifi.errors import DecodeError, NotFoundError, ValidationError
 from asyncwifi.models import (
     Contact,

@@ -22,7 +22,8 @@ from asyncwifi._protocol import (
     organization_segment,
     path_segment,
 )
-from asyncwifi._scroll import SCROLL_WINDOW, SPILL_BUDGET, ScrollSpec, ScrollStream
+from asyncwifi._scroll import ScrollStream
+from asyncwifi._scroll_pages import SCROLL_WINDOW, SPILL_BUDGET, ScrollSpec
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import Event, EventPage, ItemError, decode_page
 from asyncwifi.ratelimit import Lane
