@@ -19,6 +19,7 @@ from typing import IO, Any, Generic, NamedTuple, TypeVar
 
 import msgspec
 
+from asyncwifi._protocol import require_positive
 from asyncwifi._transport import BodyBuffer
 from asyncwifi.errors import ClientStateError, ValidationError
 from asyncwifi.models import ContactPage, EventPage, ItemError
@@ -124,9 +125,8 @@ class ScrollSpec:
     spill_budget: int = SPILL_BUDGET
 
     def __post_init__(self) -> None:
-        prefetch, budget = self.prefetch, self.spill_budget
-        if not isinstance(prefetch, int) or isinstance(prefetch, bool) or prefetch < 1:
-            raise ValidationError(f"prefetch must be a positive integer, got {prefetch!r}")
+        require_positive(self.prefetch, "prefetch", integer=True)
+        budget = self.spill_budget
         if not isinstance(budget, int) or budget < 0:
             raise ValidationError(f"spill_budget must be bytes >= 0, got {budget!r}")
 
