@@ -15,7 +15,7 @@ from asyncwifi._clock import Clock, SystemClock
 from asyncwifi._core import Hooks, RequestInfo, RequestPipeline, ResponseInfo, RetryInfo
 from asyncwifi._protocol import require_positive, require_text
 from asyncwifi._retry import RetryPolicy
-from asyncwifi._scroll import SCROLL_WINDOW
+from asyncwifi._scroll_pages import SCROLL_WINDOW
 from asyncwifi._transport import AiohttpTransport, Transport
 from asyncwifi.errors import ClientStateError, ConfigurationError, DecodeError
 from asyncwifi.models import LoginRequest, LoginResponse, decode, encode

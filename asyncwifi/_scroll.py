@@ -5,8 +5,8 @@ within 60 s of the previous one, or the id expires, and an expired id answers 20
 results, just like the end. A background task (:mod:`asyncwifi._scroll_producer`) fetches
 ``prefetch`` pages ahead of the consumer and, when the consumer is slow, still sends the next
 request before the window closes; pages beyond ``max_buffered`` in memory go to an anonymous
-temporary file (:mod:`asyncwifi._scroll_spill`, at most ``spill_budget`` bytes), so a slow
-consumer costs no request. What an empty page means, and how a lapse is resumed exactly once
+temporary file (``_scroll_pages.Spill``, at most ``spill_budget`` bytes), so a slow consumer
+costs no request. What an empty page means, and how a lapse is resumed exactly once
 on every record shape, is decided by :mod:`asyncwifi._scroll_state` (no I/O).
 
 Iteration goes through a view object: when a loop breaks, is cancelled or raises, the view
@@ -18,28 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Iterable
 from typing import Any, Generic, TypeVar
 
-import msgspec
-
 from asyncwifi._core import RequestPipeline
-from asyncwifi._scroll_pages import (
-    END,
-    SCROLL_WINDOW,
-    Chunked,
-    Failure,
-    Record,
-    ScrollPage,
-    ScrollSpec,
-)
+from asyncwifi._scroll_pages import Chunked, Record, ScrollPage, ScrollSpec
 from asyncwifi._scroll_producer import Producer
-from asyncwifi._scroll_spill import SPILL_BUDGET, Spilled
-from asyncwifi.errors import AsyncWifiError, ValidationError
+from asyncwifi.errors import AsyncWifiError
 from asyncwifi.models import ItemError
-from asyncwifi.ratelimit import Lane
 
-__all__ = ["SCROLL_WINDOW", "SPILL_BUDGET", "Record", "ScrollPage", "ScrollSpec", "ScrollStream"]
+__all__ = ["Record", "ScrollPage", "ScrollStream"]
 
 ItemT = TypeVar("ItemT")
 
@@ -53,33 +41,30 @@ async def _view(stream: ScrollStream[Any], kind: str) -> AsyncIterator[Any]:
     reference, so a record the consumer is done with is freed at once, while its memory is
     still in the cache (a 10,000-record page is megabytes; freed at the end, cold, it cost
     about a tenth of the stream's CPU), and the next page decodes into that memory."""
-    next_page = stream._next_page
-    read_chunked = stream._producer.read_chunked
+    take, read_chunked = stream._producer.take, stream._producer.read_chunked
     try:
-        while (page := await next_page()) is not None:
-            if kind == "items":
-                # a chunked page (only record iteration gets them) comes a chunk at a time
-                batches = read_chunked(page) if isinstance(page, Chunked) else (page.items,)
-                del page
-                for items in batches:
-                    items.reverse()
-                    pop = items.pop
-                    while items:
-                        yield pop()
-                del batches
-            elif kind == "pages":
+        if not stream._start(chunked=kind == "items"):
+            return
+        while (page := await take()) is not None:
+            if kind == "pages":
                 yield page
                 del page  # not held while the next page is awaited
+                continue
+            batches: Iterable[list[Any]]
+            if isinstance(page, Chunked):  # only record iteration gets them: chunk by chunk
+                batches = read_chunked(page)
+            elif kind == "items":
+                batches = (page.items,)
             else:
-                assert isinstance(page, ScrollPage)  # records() never gets a chunked page
-                raws: list[msgspec.Raw | None] = (
-                    list(page.raw_items) if page.raw_items is not None else [None] * len(page.items)
-                )
-                items = page.items
-                del page
-                for item, raw in zip(items, raws, strict=True):
-                    yield Record(item, raw)
-                del items, raws
+                raws = page.raw_items if page.raw_items is not None else [None] * page.count
+                batches = (list(map(Record, page.items, raws)),)
+            del page
+            for items in batches:
+                items.reverse()
+                pop = items.pop
+                while items:
+                    yield pop()
+            del batches
     finally:
         stream._stop()
 
@@ -94,52 +79,19 @@ class ScrollStream(Generic[ItemT]):
     records that did not decode are on ``errors``.
     """
 
-    def __init__(
-        self,
-        api: RequestPipeline,
-        spec: ScrollSpec,
-        *,
-        keep_raw: bool = False,
-        prefetch: int = 1,
-        max_buffered: int = 4,
-        window: float = SCROLL_WINDOW,
-        skip_ids: Collection[str] = (),
-        on_item_error: Callable[[ItemError], None] | None = None,
-        lane: Lane = Lane.DEFAULT,
-        spill_budget: int = SPILL_BUDGET,
-    ) -> None:
-        if not isinstance(spill_budget, int) or spill_budget < 0:
-            raise ValidationError(f"spill_budget must be bytes >= 0, got {spill_budget!r}")
-        self._producer = Producer(
-            api,
-            spec,
-            keep_raw=keep_raw,
-            prefetch=prefetch,
-            max_buffered=max(max_buffered, prefetch),
-            window=window,
-            skip_ids=skip_ids,
-            on_item_error=on_item_error,
-            lane=lane,
-            spill_budget=spill_budget,
-        )
+    def __init__(self, api: RequestPipeline, spec: ScrollSpec) -> None:
+        self._producer = Producer(api, spec)
         self._task: asyncio.Task[None] | None = None
         self._finished = False
-        self._iterating = False
+        self._kind: str | None = None
 
     # -- iteration ---------------------------------------------------------------------
-    def _start(self) -> None:
-        if self._task is None and not self._finished:
-            self._task = asyncio.get_running_loop().create_task(
-                self._producer.run(), name=f"asyncwifi-scroll-{self._producer.spec.what}"
-            )
-
     def _view(self, kind: str) -> AsyncIterator[Any]:
-        if self._iterating:
+        if self._kind is not None:
             raise AsyncWifiError("a scroll stream can be iterated only once")
-        if kind == "records" and not self._producer.keep_raw:
+        if kind == "records" and not self._producer.spec.keep_raw:
             raise AsyncWifiError("records() needs keep_raw=True")
-        self._iterating = True
-        self._producer.chunked = kind == "items"
+        self._kind = kind
         return _view(self, kind)
 
     def __aiter__(self) -> AsyncIterator[ItemT]:
@@ -153,33 +105,18 @@ class ScrollStream(Generic[ItemT]):
         """Iterate records as (typed item, exact server bytes)."""
         return self._view("records")
 
-    async def _next_page(self) -> ScrollPage[ItemT] | Chunked | None:
+    def _start(self, *, chunked: bool) -> bool:
+        """Start the background task; False if the stream was stopped before."""
         if self._finished:
-            return None
-        self._start()
-        producer = self._producer
-        got = await producer.queue.get()
-        if isinstance(got, Spilled):
-            got = producer.read_spilled(got)
-        elif got is not END and not isinstance(got, Failure):
-            producer.in_memory -= 1
-        producer.taken.set()
-        # let the producer send its next request now, while this page is consumed: a
-        # consumer that never suspends mid-page would otherwise keep it waiting to the end
-        await asyncio.sleep(0)
-        if got is END:
-            self._finished = True
-            producer.spill.close()
-            return None
-        if isinstance(got, Failure):
-            self._stop()
-            raise got.error
-        page: ScrollPage[ItemT] | Chunked = got
-        return page
+            return False
+        run = self._producer.run(chunked=chunked)
+        name = f"asyncwifi-scroll-{self._producer.spec.what}"
+        self._task = asyncio.get_running_loop().create_task(run, name=name)
+        return True
 
     def _stop(self) -> None:
         self._finished = True
-        self._producer.spill.close()
+        self._producer.close()
         task = self._task
         if task is not None and not task.done():
             with contextlib.suppress(RuntimeError):  # the loop may be closed already
@@ -221,7 +158,7 @@ class ScrollStream(Generic[ItemT]):
     @property
     def resumes(self) -> int:
         """How many times an expired scroll was resumed."""
-        return self._producer.resumes
+        return self._producer.machine.resumes
 
     @property
     def resume_requests(self) -> int:
@@ -248,5 +185,5 @@ class ScrollStream(Generic[ItemT]):
         p = self._producer
         return (
             f"ScrollStream({p.spec.what}, delivered={p.cursor.delivered}, "
-            f"requests={p.requests}, resumes={p.resumes})"
+            f"requests={p.requests}, resumes={p.machine.resumes})"
         )

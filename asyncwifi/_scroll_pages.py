@@ -1,24 +1,48 @@
-"""What a scroll stream is made of: how a scroll is asked for (:class:`ScrollSpec`) and what
-it hands out (:class:`ScrollPage`, :class:`Record`), shared by the stream and its task."""
+"""What a scroll stream is made of: how a scroll is asked for and consumed
+(:class:`ScrollSpec`, read only, checked once), what it hands out (:class:`ScrollPage`,
+:class:`Record`), and where pages a slow consumer has not reached wait (:class:`Spill`).
+
+The spill file lets the task keep fetching at the scroll's pace (spec §3: one request per
+window at least) whatever the consumer does: pages beyond ``max_buffered`` in memory go to
+one anonymous temporary file (unlinked at once on POSIX: nothing is left after close,
+cancel, error or kill -9), bounded by ``spill_budget`` bytes; only past that budget does the
+task wait, and may the scroll lapse. A spilled page is the server's body, exactly, decoded
+again when the consumer reaches it, without the records that were not fresh when it came.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import IO, Any, Generic, NamedTuple, TypeVar
 
 import msgspec
 
+from asyncwifi._protocol import require_positive
 from asyncwifi._transport import BodyBuffer
+from asyncwifi.errors import ClientStateError, ValidationError
 from asyncwifi.models import ContactPage, EventPage, ItemError
 from asyncwifi.models._chunks import ChunkedPage
+from asyncwifi.ratelimit import Lane
 
-__all__ = ["END", "SCROLL_WINDOW", "Chunked", "Failure", "Record", "ScrollPage", "ScrollSpec"]
+__all__ = [
+    "SCROLL_WINDOW",
+    "SPILL_BUDGET",
+    "Chunked",
+    "Record",
+    "ScrollPage",
+    "ScrollSpec",
+    "Spill",
+    "Spilled",
+]
 
 ItemT = TypeVar("ItemT")
 
 # spec §8: 60 seconds at most between two scroll requests
 SCROLL_WINDOW = 60.0
+#: default disk budget of one stream's spilled pages (1 GiB: ~400 pages of 10,000 events)
+SPILL_BUDGET = 1 << 30
 
 
 class Record(NamedTuple, Generic[ItemT]):
@@ -53,14 +77,17 @@ class ScrollPage(Generic[ItemT]):
         return len(self.items)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ScrollSpec:
-    """How one kind of scroll is asked for and read (built by the resources)."""
+    """How one scroll is asked for and consumed (built by the resources; never changed:
+    the page size in use is the stream's own, sent as ``size`` with every request)."""
 
     path: str
-    #: query of the first request
-    params: dict[str, str]
-    #: the query of a continuation, given the latest scroll id
+    #: query of the first request, without ``size``
+    params: Mapping[str, str]
+    #: the page size of the first request
+    size: int
+    #: the query of a continuation (without ``size``), given the latest scroll id
     continuation: Callable[[str], dict[str, str]]
     #: ContactPage or EventPage
     page_type: type[ContactPage] | type[EventPage]
@@ -73,21 +100,35 @@ class ScrollSpec:
     time_of: Callable[[Any], str | None] | None = None
     #: whether the query is in UTC order, so that a time is a safe restart point
     ordered: bool = False
-    #: the page size asked for, when a shorter page proves the end (events)
-    size: int | None = None
-    #: the page size (``size``) of a re-scan (events: the maximum), for it and what follows:
-    #: reads again what was delivered in as few requests as it can, and its first page,
-    #: when shorter, proves the end in one request
+    #: whether a page shorter than the size asked for proves the end (events)
+    short_ends: bool = False
+    #: the page size of a re-scan (events: the maximum), for it and what follows: it reads
+    #: again what was delivered in few requests, and its first page, when short, proves the end
     rescan_size: int | None = None
-    #: smaller page sizes to fall back to, in order, when the server refuses the first
-    #: request's ``size`` with a 409 (contacts asked for the largest page it accepts)
-    smaller_sizes: tuple[int, ...] = ()
+    #: the size to ask for after the server refused one with a 409 (None: give up); the
+    #: owner of the rule is the resource (contacts' ``size="max"``, while not learnt)
+    smaller: Callable[[int], int | None] | None = None
     #: told the page size the server accepted for the first request (to remember it)
     on_size: Callable[[int], None] | None = None
     #: whether an expiry may be resumed (events always; contacts when resume=True)
     resumable: bool = False
     what: str = "records"
     objects: str | None = None
+    # the caller's options (events.list, contacts.list): see docs/guides/streams.md
+    keep_raw: bool = False
+    prefetch: int = 1
+    max_buffered: int = 4
+    window: float = SCROLL_WINDOW
+    skip_ids: Collection[str] = ()
+    on_item_error: Callable[[ItemError], None] | None = None
+    lane: Lane = Lane.DEFAULT
+    spill_budget: int = SPILL_BUDGET
+
+    def __post_init__(self) -> None:
+        require_positive(self.prefetch, "prefetch", integer=True)
+        budget = self.spill_budget
+        if not isinstance(budget, int) or budget < 0:
+            raise ValidationError(f"spill_budget must be bytes >= 0, got {budget!r}")
 
 
 @dataclass(slots=True)
@@ -99,11 +140,68 @@ class Chunked:
 
 
 @dataclass(slots=True)
-class Failure:
-    """The background task's error, queued for the consumer to raise."""
+class Spilled:
+    """A queued page whose body waits in the spill file."""
 
-    error: BaseException
+    offset: int
+    length: int
+    #: indices (among the decoded records) to hand out; None: all of them
+    keep: list[int] | None
+    #: the page, its records left out until it is read back
+    page: ScrollPage[Any]
 
 
-#: queued after the last page
-END = object()
+class Spill:
+    """An append-only temporary file of page bodies, within a byte budget."""
+
+    __slots__ = ("_file", "budget", "live", "pages", "size")
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._file: IO[bytes] | None = None
+        #: bytes in the file (reset to 0 when every spilled page was read)
+        self.size = 0
+        #: spilled pages not read back yet
+        self.live = 0
+        #: pages ever spilled (a counter for the stream)
+        self.pages = 0
+
+    def room_for(self, length: int) -> bool:
+        """Whether ``length`` more bytes stay within the budget."""
+        return self.size + length <= self.budget
+
+    def put(self, body: bytes | memoryview) -> tuple[int, int]:
+        """Append a body; returns where it is. The caller checked :meth:`room_for`."""
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="asyncwifi-scroll-")  # noqa: SIM115
+        offset = self.size
+        self._file.seek(offset)
+        self._file.write(body)
+        length = len(body)
+        self.size += length
+        self.live += 1
+        self.pages += 1
+        return offset, length
+
+    def take(self, offset: int, length: int) -> bytes:
+        """Read a body back; once every spilled page is read the file starts over."""
+        if self._file is None:
+            raise ClientStateError("the spill file is closed")
+        self._file.seek(offset)
+        body = self._file.read(length)
+        self.live -= 1
+        if self.live == 0:
+            self.size = 0
+            self._file.truncate(0)
+        return body
+
+    @property
+    def open(self) -> bool:
+        return self._file is not None
+
+    def close(self) -> None:
+        """Close (and so delete) the file; idempotent."""
+        file, self._file = self._file, None
+        self.size = self.live = 0
+        if file is not None:
+            file.close()

@@ -32,11 +32,14 @@ import enum
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from asyncwifi.models._identity import record_id
+from asyncwifi.models._identity import record_id, record_ids
 
 __all__ = ["Cursor", "Decision", "PageOutcome", "ScrollMachine"]
+
+#: a record's UTC time as the server wrote it
+TimeOf = Callable[[Any], str | None]
 
 
 class Decision(enum.Enum):
@@ -69,6 +72,8 @@ class PageOutcome:
     gap: float = 0.0
     #: the envelope's total (contacts' ``totalCount``), if any
     total: int | None = None
+    #: the page size asked for, when a shorter page proves the end (events)
+    size: int | None = None
 
 
 @dataclass(slots=True)
@@ -152,22 +157,7 @@ class Cursor:
             return h in ids
         return when is not None and when == self.time and h in self.ids_at_time
 
-    def add(self, key: str | None, when: str | None) -> None:
-        """One record delivered (the careful path: after a resume, or in ``"ids"`` mode)."""
-        self.delivered += 1
-        if key is None:
-            return
-        h = hash(key)
-        ids = self._ids()
-        if ids is not None:
-            ids.add(h)
-        elif when is not None:
-            if self.time is None or when > self.time:
-                self.time, self.ids_at_time = when, {h}
-            elif when == self.time:
-                self.ids_at_time.add(h)
-
-    def fresh(self, keys: Sequence[str | None]) -> list[int] | bool | None:
+    def fresh(self, keys: Sequence[str | None]) -> list[int] | Literal[False] | None:
         """``"ids"`` mode with nothing to skip (a re-scan): the indices of the keys not
         delivered before (``None``: all of them), recorded as delivered, in C-speed steps;
         ``False`` when the page needs the careful path (a missing or repeated id)."""
@@ -187,9 +177,50 @@ class Cursor:
         elif self.hashes is not None:
             self.hashes.extend(map(hash, keys))  # a None key's hash is never looked up
 
-    def advance_time(
-        self, items: list[Any], raws: list[Any] | None, time_of: Callable[[Any], Any]
-    ) -> None:
+    def deliver(
+        self, items: list[Any], raws: list[Any] | None, time_of: TimeOf | None, resumed: bool
+    ) -> list[int] | None:
+        """Note a decoded page's records as delivered; returns the indices of those that
+        were not delivered before (``None``: all of them). After a resume, or with ids to
+        skip, each record is looked up (in C steps when it can); else only counted and,
+        for the time cursor, its tail read."""
+        if items:
+            self.choose_mode(time_of(items[0]) if time_of is not None else None)
+        if resumed and self.mode == "ids":
+            fast = self.fresh(record_ids(items, raws))
+            if fast is not False:
+                return fast
+        if resumed or self.needs_check:
+            keep = []
+            ids = self._ids()
+            for index, (item, key) in enumerate(zip(items, record_ids(items, raws), strict=True)):
+                when = time_of(item) if time_of is not None else None
+                if self.seen(key, when):
+                    continue
+                keep.append(index)
+                self.delivered += 1
+                if key is not None and ids is not None:
+                    ids.add(hash(key))
+                elif key is not None and when is not None:
+                    self._at(when, {hash(key)})
+            return None if len(keep) == len(items) else keep
+        if self.mode == "ids":
+            self.add_ids(record_ids(items, raws))
+        elif time_of is not None and items:
+            self.advance_time(items, raws, time_of)
+        self.delivered += len(items)
+        return None
+
+    def deliver_tail(self, tail: list[Any], time_of: TimeOf) -> None:
+        """A chunked page queued: its tail moves the time cursor (counted as it is read)."""
+        self.choose_mode(time_of(tail[0]))
+        self.advance_time(tail, None, time_of)
+
+    def count(self, records: int) -> None:
+        """Records of a chunked page delivered (decoded as the consumer reads them)."""
+        self.delivered += records
+
+    def advance_time(self, items: list[Any], raws: list[Any] | None, time_of: TimeOf) -> None:
         """Move the time cursor to the end of ``items`` (in UTC order; the caller counts
         them): only the tail matters, the last time and the ids delivered at it (by the one
         rule, ``record_id``: with ``raws``, a record with no id is named by its bytes)."""
@@ -202,40 +233,31 @@ class Cursor:
             if time_of(items[k]) != last:
                 break
             tail.add(hash(record_id(items[k], None if raws is None else raws[k])))
-        if self.time is None or last > self.time:
-            self.time, self.ids_at_time = last, tail
-        elif last == self.time:
-            self.ids_at_time |= tail
+        self._at(last, tail)
+
+    def _at(self, when: str, keys: set[int]) -> None:
+        """Records delivered at ``when``: a later time moves the cursor, the same one adds."""
+        if self.time is None or when > self.time:
+            self.time, self.ids_at_time = when, keys
+        elif when == self.time:
+            self.ids_at_time |= keys
 
 
+@dataclass(slots=True)
 class ScrollMachine:
     """The scroll's decisions (see the module doc); owns no I/O and reads no clock."""
 
-    __slots__ = (
-        "continued",
-        "cursor",
-        "progressed",
-        "rescanned",
-        "resumable",
-        "resumes",
-        "size",
-        "window",
-    )
-
-    def __init__(self, cursor: Cursor, *, window: float, size: int | None, resumable: bool) -> None:
-        self.cursor = cursor
-        #: spec §8: at most this long between two scroll requests
-        self.window = window
-        #: the page size asked for (events): a shorter page proves the end
-        self.size = size
-        self.resumable = resumable
-        self.resumes = 0
-        #: whether the stream delivered something new since the latest resume
-        self.progressed = True
-        #: records read again since the latest re-scan began (None: not re-scanning)
-        self.rescanned: int | None = None
-        #: whether a continuation answered with records since the latest resume
-        self.continued = False
+    cursor: Cursor
+    #: spec §8: at most this long between two scroll requests
+    window: float
+    resumable: bool
+    resumes: int = 0
+    #: whether the stream delivered something new since the latest resume
+    progressed: bool = True
+    #: records read again since the latest re-scan began (None: not re-scanning)
+    rescanned: int | None = None
+    #: whether a continuation answered with records since the latest resume
+    continued: bool = False
 
     def before_continuation(self, since_answer: float) -> Decision:
         """Send the continuation, or resume at once: the server saw the previous request
@@ -270,7 +292,7 @@ class ScrollMachine:
                 # place: the end (two scrolls agree)
                 return Decision.END
             return self._resume()
-        if self.size is not None and page.records < self.size:
+        if page.size is not None and page.records < page.size:
             return Decision.END  # the server ran out
         if page.total is not None and self._counted() >= page.total:
             return Decision.END  # contacts: every record of totalCount is accounted for

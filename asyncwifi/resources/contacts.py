@@ -16,7 +16,8 @@ import msgspec
 
 from asyncwifi._core import RequestPipeline, Verdict
 from asyncwifi._protocol import build_query, organization_segment, path_segment
-from asyncwifi._scroll import SCROLL_WINDOW, ScrollSpec, ScrollStream
+from asyncwifi._scroll import ScrollStream
+from asyncwifi._scroll_pages import SCROLL_WINDOW, ScrollSpec
 from asyncwifi.errors import DecodeError, NotFoundError, ValidationError
 from asyncwifi.models import (
     Contact,
@@ -85,6 +86,11 @@ class Contacts:
         """The page size the server accepted for ``size="max"``, once a list learnt it."""
         return self._accepted
 
+    def _smaller(self, refused: int) -> int | None:
+        """For ``size="max"``: the size to ask for once the server refused ``refused`` (409),
+        the next of :data:`MAX_SIZES`; None when none is left (the refusal stands)."""
+        return next((size for size in MAX_SIZES if size < refused), None)
+
     def _remember(self, size: int) -> None:
         self._accepted = size
 
@@ -117,20 +123,17 @@ class Contacts:
         ``size`` (see :func:`page_size`): ``"max"`` by default, the largest page the server
         accepts, learnt once per client (a refused size costs one 409, paid once).
         """
-        smaller: tuple[int, ...] = ()
         size = page_size(size)
+        learning = size == "max" and self._accepted is None
         if size == "max":
             # the largest page the server accepts, learnt once per client: the reference
             # shows 100, the vendor documents up to 10,000 (observed.md); a 409 says no
-            known = self._accepted
-            size, smaller = (known, ()) if known else (MAX_SIZES[0], MAX_SIZES[1:])
-        _positive(prefetch, "prefetch")
+            size = self._accepted or MAX_SIZES[0]
         org = organization_segment(organization, self._org)
         params = build_query(
             {
                 "sortBy": sort_by,
                 "sortReverse": sort_reverse,
-                "size": size,
                 "hasEmail": has_email,
                 "hasPhone": has_phone,
                 "ageVerification": age_verification,
@@ -141,6 +144,7 @@ class Contacts:
         spec = ScrollSpec(
             path=f"/v2/customers/organizations/{org}",
             params=params,
+            size=size,
             # spec §4.2: the next request carries the latest sId, the filters unchanged
             continuation=lambda sid: {**params, "sId": sid},
             page_type=ContactPage,
@@ -150,12 +154,8 @@ class Contacts:
             time_of=None,
             resumable=resume,
             what="contacts",
-            smaller_sizes=smaller,
-            on_size=self._remember,
-        )
-        return ScrollStream(
-            self._api,
-            spec,
+            smaller=self._smaller if learning else None,
+            on_size=self._remember if learning else None,
             keep_raw=keep_raw,
             prefetch=prefetch,
             max_buffered=max_buffered,
@@ -163,6 +163,7 @@ class Contacts:
             skip_ids=skip_ids,
             on_item_error=on_item_error,
         )
+        return ScrollStream(self._api, spec)
 
     async def get(self, cid: str) -> Contact:
         """One contact by id (response shape "not shown": see the module doc)."""
@@ -247,8 +248,3 @@ class Contacts:
         return await self._api.write(
             "DELETE", path, decode=lambda b: decode_generic(b, what="delete"), verify=verify
         )
-
-
-def _positive(value: object, what: str) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValidationError(f"{what} must be a positive integer, got {value!r}")

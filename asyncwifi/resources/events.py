@@ -22,7 +22,8 @@ from asyncwifi._protocol import (
     organization_segment,
     path_segment,
 )
-from asyncwifi._scroll import SCROLL_WINDOW, SPILL_BUDGET, ScrollSpec, ScrollStream
+from asyncwifi._scroll import ScrollStream
+from asyncwifi._scroll_pages import SCROLL_WINDOW, SPILL_BUDGET, ScrollSpec
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import Event, EventPage, ItemError, decode_page
 from asyncwifi.ratelimit import Lane
@@ -118,9 +119,9 @@ class Events:
         query = validate_event_query(
             date_start=date_start, date_end=date_end, types=types, size=size, sort_by=sort_by
         )
-        if not isinstance(prefetch, int) or prefetch < 1:
-            raise ValidationError(f"prefetch must be a positive integer, got {prefetch!r}")
         path = f"/v1/organizations/{self._organization(organization)}/events"
+        # the page size is the stream's to send: a re-scan asks for the maximum
+        query.pop("size")
         params = build_query(
             {**query, "sortReverse": sort_reverse, "enableScroll": True}, extra_params
         )
@@ -137,6 +138,7 @@ class Events:
         spec = ScrollSpec(
             path=path,
             params=params,
+            size=size,
             # spec §4.5: the next page is fetched with scrollId; size cannot change
             continuation=lambda sid: {**params, "scrollId": sid},
             page_type=EventPage,
@@ -145,14 +147,10 @@ class Events:
             restart=restart,
             time_of=lambda e: e.time_text,
             ordered=ordered,
-            size=size,
+            short_ends=True,
             rescan_size=MAX_SIZE,
             resumable=True,
             what="events",
-        )
-        return ScrollStream(
-            self._api,
-            spec,
             keep_raw=keep_raw,
             prefetch=prefetch,
             max_buffered=max_buffered,
@@ -162,6 +160,7 @@ class Events:
             lane=lane,
             spill_budget=spill_budget,
         )
+        return ScrollStream(self._api, spec)
 
     async def for_customer(
         self,

@@ -10,20 +10,27 @@ C, E = Decision.CONTINUE, Decision.END
 RT, RS, F = Decision.RESUME_TIME, Decision.RESUME_RESCAN, Decision.FAIL
 
 
-def machine(
-    *, mode: str | None = "time", size: int | None = 100, resumable: bool = True
-) -> ScrollMachine:
+def machine(*, mode: str | None = "time", resumable: bool = True) -> ScrollMachine:
     cursor = Cursor.create(ordered=mode == "time", ids=mode == "ids")
     if mode == "time":
         cursor.choose_mode("2024-01-01T00:00:00Z")
         cursor.time = "2024-01-01T00:00:00Z"
-    return ScrollMachine(cursor, window=60.0, size=size, resumable=resumable)
+    return ScrollMachine(cursor, window=60.0, resumable=resumable)
 
 
 def page(
-    records: int, fresh: int | None = None, *, cont: bool = True, sid: bool = True, total=None
+    records: int,
+    fresh: int | None = None,
+    *,
+    cont: bool = True,
+    sid: bool = True,
+    total=None,
+    size: int | None = 100,
 ) -> PageOutcome:
-    return PageOutcome(records, records if fresh is None else fresh, cont, sid, 1.0, total)
+    """A page outcome; ``size``: the page size asked for, when a short page proves the end
+    (events; contacts: None)."""
+    fresh = records if fresh is None else fresh
+    return PageOutcome(records, fresh, cont, sid, 1.0, total, size)
 
 
 @pytest.mark.parametrize(
@@ -56,15 +63,15 @@ def test_an_ambiguous_end_resumes_by_time_only_with_a_time_cursor(
 def test_contacts_totals_tell_an_expiry_from_the_end(
     delivered: int, total: int, expected: Decision
 ) -> None:
-    m = machine(mode="ids", size=None)
+    m = machine(mode="ids")
     m.cursor.delivered = delivered
-    assert m.after_page(page(0, total=total)) is expected
+    assert m.after_page(page(0, total=total, size=None)) is expected
 
 
 def test_an_expiry_that_may_not_be_resumed_fails() -> None:
-    m = machine(mode="ids", size=None, resumable=False)
+    m = machine(mode="ids", resumable=False)
     m.cursor.delivered = 10
-    assert m.after_page(page(0, total=60)) is F
+    assert m.after_page(page(0, total=60, size=None)) is F
 
 
 @pytest.mark.parametrize(
