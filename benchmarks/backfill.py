@@ -1,21 +1,31 @@
-"""Backfill benchmark: asyncwifi's export engine against a hand-written aiohttp loop.
+"""Backfill benchmark: the ``asyncwifi events backfill`` command against a hand-written loop.
 
 Both pull the same events from one simulator running in its own process with the rate
-limit lifted (``rate_limit_mode="off"``, and no limit in the client either), and write
-JSON Lines:
+limit lifted (``rate_limit_mode="off"``), and write JSON Lines:
 
-* **asyncwifi**: ``asyncwifi.backfill.events_backfill`` (what ``asyncwifi events backfill``
-  runs): 6-hour slices streamed 4 at a time, each record written as the server's own bytes,
-  every page fsync'ed and committed to the SQLite state file (resumable, exactly once);
+* **asyncwifi events backfill**: the command a user runs (``asyncwifi.cli.main``, what the
+  ``asyncwifi`` entry point runs), with its credentials and base URL from the environment
+  (``ASYNCWIFI_*``), its default options (the range cut into ``--concurrency`` 4 even
+  slices, pages of 10,000, every page fsync'ed and committed to the state file
+  ``OUT.state``), its progress on stderr (plain lines; ``--tty`` puts a pseudo-terminal
+  there: the live display), and nothing else changed but the client's own limit, lifted as
+  the simulator's is (the documented 60 a minute would make a 1,000,000-event run wait on
+  the quota; ``--client-limit`` keeps it);
 * **hand-written loop**: one scroll with aiohttp, ``json.loads`` of each page and
   ``json.dumps`` of each record, one write per record (the way a user would write it;
   not resumable, no fsync).
 
-Each run is its own subprocess; its peak RSS comes from ``os.wait4`` (the child's own
-``ru_maxrss``). The engine also runs over 100,000 events to show that its memory does not
-grow with the total. Prints events per second (median of ``--repeat`` interleaved runs,
-2 by default), peak RSS and the ratios. Run: ``python benchmarks/backfill.py`` (about a
-minute); ``--events 200000 --repeat 1`` for a quick one.
+Every run is its own subprocess: events per second are over its wall time, from start to
+exit (interpreter and imports included: what the user waits), and its peak RSS comes from
+``os.wait4`` (the child's own ``ru_maxrss``). Each size (``--small``, 100,000 by default,
+and ``--events``, 1,000,000) has its own simulator: memory must not grow with the total.
+
+``--before REF`` also runs the command from a temporary ``git worktree`` of REF (removed
+at the end) in the same run, against the same simulator: one table, before / after / loop.
+The command child imports nothing of the engine: only its command line is relied on.
+Prints events per second (median of ``--repeat`` interleaved runs, 2 by default), peak RSS
+and the ratios. Run: ``python benchmarks/backfill.py --before main`` (a few minutes);
+``--events 100000 --repeat 1`` for a quick one.
 """
 
 from __future__ import annotations
@@ -24,9 +34,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,44 +44,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _common import Checkout, checkouts, load_line, median, run_child, run_command
+
 EVENTS_PER_DAY = 100_000
 START = datetime(2026, 1, 1, tzinfo=UTC)
+LOOP = "hand-written loop"
 
 
 def _iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-# -- the two contenders, each run in a child process -------------------------------------------
-
-
-async def run_engine(info: dict[str, Any], since: datetime, until: datetime, out: Path) -> int:
-    from asyncwifi import Limits
-    from asyncwifi._client import Client
-    from asyncwifi.backfill._jobs import events_backfill
-
-    async with Client(
-        info["client_key"],
-        info["client_secret"],
-        base_url=info["base_url"],
-        organization=info["organization"],
-        allow_http=True,
-        limits=Limits(minute=None, day=None),  # the limit is lifted on both sides
-        on_quota_exhausted="raise",
-    ) as api:
-        job = events_backfill(
-            api,
-            since=since,
-            until=until,
-            out=out,
-            state=out.with_name(out.name + ".state"),
-            # 6 h slices (25,000 events each here): 4 at a time, whatever the total
-            slice_size=timedelta(hours=6),
-            concurrency=4,
-        )
-        outcome = await job.run()
-        assert outcome.status == "done"
-        return outcome.progress.records
+# -- the hand-written loop, run in a child process ---------------------------------------------
 
 
 async def run_loop(info: dict[str, Any], since: datetime, until: datetime, out: Path) -> int:
@@ -114,73 +95,74 @@ async def run_loop(info: dict[str, Any], since: datetime, until: datetime, out: 
     return written
 
 
-def child(kind: str, info_json: str, since: str, until: str, out: str) -> None:
-    # imports happen before the clock starts: both sides are timed on the transfer alone
-    if kind == "engine":
-        import asyncwifi._client
-        import asyncwifi.backfill._jobs  # noqa: F401
-    else:
-        import aiohttp  # noqa: F401
+def child(info_json: str, since: str, until: str, out: str) -> None:
     info = json.loads(info_json)
     start, end = datetime.fromisoformat(since), datetime.fromisoformat(until)
-    runner = run_engine if kind == "engine" else run_loop
     began = time.perf_counter()
-    records = asyncio.run(runner(info, start, end, Path(out)))
-    seconds = time.perf_counter() - began
-    print(json.dumps({"records": records, "seconds": seconds}))
+    records = asyncio.run(run_loop(info, start, end, Path(out)))
+    # the transfer alone (after the imports), for the record; the table uses the wall time
+    print(json.dumps({"records": records, "transfer_seconds": time.perf_counter() - began}))
 
 
-# -- the parent: one simulator, children measured one by one ------------------------------------
+# -- the parent: one simulator per size, children measured one by one ---------------------------
 
 
-def measure(kind: str, info: dict[str, Any], events: int, workdir: Path) -> dict[str, Any]:
-    days = events / EVENTS_PER_DAY
-    since, until = START, START + timedelta(days=days)
-    out = workdir / f"{kind}-{events}-{time.monotonic_ns()}.jsonl"
-    cmd = [
-        sys.executable,
-        __file__,
-        "--child",
-        kind,
-        json.dumps(info),
-        since.isoformat(),
-        until.isoformat(),
-        str(out),
-    ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    assert proc.stdout is not None
-    line = proc.stdout.read()
-    proc.stdout.close()
-    if proc.returncode != 0:
-        raise SystemExit(f"{kind} child failed ({proc.returncode})")
-    result: dict[str, Any] = json.loads(line)
-    result["peak_rss_mb"] = usage.ru_maxrss / 1024  # Linux: KiB
+def _range(events: int) -> tuple[datetime, datetime]:
+    return START, START + timedelta(days=events / EVENTS_PER_DAY)
+
+
+def _check_output(who: str, out: Path, events: int) -> None:
     with out.open("rb") as fh:
         lines = sum(1 for _ in fh)
-    if lines != result["records"] or lines != events:
-        raise SystemExit(f"{kind}: wrote {lines} lines, expected {events}")
-    for path in workdir.glob(out.name + "*"):
+    for path in out.parent.glob(out.name + "*"):
         path.unlink()
+    if lines != events:
+        raise SystemExit(f"{who}: wrote {lines:,} lines, expected {events:,}")
+
+
+def measure_loop(info: dict[str, Any], events: int, workdir: Path) -> dict[str, Any]:
+    since, until = _range(events)
+    out = workdir / f"loop-{time.monotonic_ns()}.jsonl"
+    began = time.perf_counter()
+    result = run_child(
+        [__file__, "--child", json.dumps(info), since.isoformat(), until.isoformat(), str(out)]
+    )
+    result["seconds"] = time.perf_counter() - began
+    _check_output(LOOP, out, events)
+    return result
+
+
+def measure_command(
+    checkout: Checkout, info: dict[str, Any], events: int, workdir: Path, args: argparse.Namespace
+) -> dict[str, Any]:
+    since, until = _range(events)
+    out = workdir / f"command-{time.monotonic_ns()}.jsonl"
+    argv = ["events", "backfill", "--since", _iso(since), "--until", _iso(until)]
+    argv += ["--out", str(out), "--concurrency", str(args.concurrency)]
+    result = run_command(checkout, argv, info, workdir, lift=not args.client_limit, tty=args.tty)
+    if result["status"] != 0:
+        tail = "\n".join(result["stderr"].splitlines()[-15:])
+        raise SystemExit(f"{checkout.label}: exit status {result['status']}\n{tail}")
+    _check_output(checkout.label, out, events)
+    result["records"] = events
     return result
 
 
 @contextlib.contextmanager
 def simulator(events: int) -> Iterator[dict[str, Any]]:
     """A simulator in its own process holding exactly ``events`` events, limit off."""
-    from asyncwifi.testing._process import SimulatorProcess
+    from asyncwifi.testing import SimulatorProcess
 
-    days = events / EVENTS_PER_DAY
+    since, until = _range(events)
     print(
-        f"simulator: {events:,} events over {days:g} days in a separate process "
-        "(rate limit off), warming...",
+        f"simulator: {events:,} events over {(until - since).total_seconds() / 86_400:g} days "
+        "in a separate process (rate limit off), warming...",
         flush=True,
     )
     with SimulatorProcess(
         events=events,
-        events_start=START.isoformat(),
-        events_end=(START + timedelta(days=days)).isoformat(),
+        events_start=since.isoformat(),
+        events_end=until.isoformat(),
         contacts=1_000,
         rate_limit_mode="off",
         warm=True,
@@ -189,56 +171,110 @@ def simulator(events: int) -> Iterator[dict[str, Any]]:
         yield {k: sim.info[k] for k in ("base_url", "client_key", "client_secret", "organization")}
 
 
+def run_size(
+    events: int, trees: list[Checkout], workdir: Path, args: argparse.Namespace
+) -> dict[str, list[dict[str, Any]]]:
+    runs: dict[str, list[dict[str, Any]]] = {LOOP: [], **{c.label: [] for c in trees}}
+    with simulator(events) as info:
+        for i in range(args.repeat):
+            # interleaved, and the order turned each time: no side always runs first
+            order: list[Checkout | None] = [None, *trees]
+            for tree in order if i % 2 == 0 else order[::-1]:
+                if tree is None:
+                    runs[LOOP].append(measure_loop(info, events, workdir))
+                else:
+                    runs[tree.label].append(measure_command(tree, info, events, workdir, args))
+                label = LOOP if tree is None else tree.label
+                last = runs[label][-1]
+                print(
+                    f"  {label}: {events / last['seconds']:,.0f} events/s, "
+                    f"{last['peak_rss_mb']:.1f} MB",
+                    flush=True,
+                )
+    return runs
+
+
+def rate(rs: list[dict[str, Any]]) -> float:
+    return median([r["records"] / r["seconds"] for r in rs])
+
+
+def rss(rs: list[dict[str, Any]]) -> float:
+    return median([r["peak_rss_mb"] for r in rs])
+
+
+def report(
+    sizes: dict[int, dict[str, list[dict[str, Any]]]], trees: list[Checkout], big: int
+) -> None:
+    labels = [LOOP, *(f"asyncwifi events backfill, {t.label}" for t in trees)]
+    keys = [LOOP, *(t.label for t in trees)]
+    width = max(len(x) for x in labels) + 2
+    print()
+    print(f"{'':{width}} {'events':>10} {'events/s':>10} {'wall s':>8} {'peak RSS':>11}")
+    for events, runs in sizes.items():
+        for label, key in zip(labels, keys, strict=True):
+            print(
+                f"{label:{width}} {events:>10,} {rate(runs[key]):>10,.0f} "
+                f"{median([r['seconds'] for r in runs[key]]):>8.2f} {rss(runs[key]):>8.1f} MB"
+            )
+    print()
+    runs = sizes[big]
+    loop_rate, loop_rss = rate(runs[LOOP]), rss(runs[LOOP])
+    small = [n for n in sizes if n != big]
+    for tree in trees:
+        mine = runs[tree.label]
+        line = (
+            f"{tree.label}: speed {rate(mine) / loop_rate:.2f}x the loop (target >= 2x); "
+            f"peak RSS {rss(mine):.1f} MB = loop {rss(mine) - loop_rss:+.1f} MB (target <= +40)"
+        )
+        if small:
+            grow = rss(mine) - rss(sizes[small[0]][tree.label])
+            line += f"; {small[0]:,} -> {big:,}: {grow:+.1f} MB (target within 15)"
+        print(line)
+    if len(trees) == 2:
+        after, before = (runs[t.label] for t in trees)
+        print(
+            f"after / before: speed {rate(after) / rate(before):.2f}x, "
+            f"peak RSS {rss(after) - rss(before):+.1f} MB at {big:,} events"
+        )
+    if small:
+        grow = loop_rss - rss(sizes[small[0]][LOOP])
+        print(f"{LOOP}: {small[0]:,} -> {big:,}: {grow:+.1f} MB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000, help="events in the big run")
-    parser.add_argument("--small", type=int, default=100_000, help="events in the small run")
+    parser.add_argument(
+        "--small", type=int, default=100_000, help="events in the small run (0: none)"
+    )
     parser.add_argument("--repeat", type=int, default=2, help="runs of each (median)")
-    parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument("--before", metavar="REF", help="also run the command from this git commit")
+    parser.add_argument("--concurrency", type=int, default=4, help="the command's --concurrency")
+    parser.add_argument(
+        "--tty", action="store_true", help="the command's stderr on a pseudo-terminal"
+    )
+    parser.add_argument(
+        "--client-limit",
+        action="store_true",
+        help="keep the command's client limit (60 a minute): measures the quota",
+    )
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(*args.child)
         return
 
-    runs: dict[str, list[dict[str, Any]]] = {"engine": [], "loop": []}
-    with tempfile.TemporaryDirectory(prefix="asyncwifi-bench-", dir=".") as tmp:
-        workdir = Path(tmp)
-        with simulator(args.events) as info:
-            for _ in range(args.repeat):
-                for kind in ("engine", "loop"):
-                    runs[kind].append(measure(kind, info, args.events, workdir))
-        with simulator(args.small) as info:
-            small = [measure("engine", info, args.small, workdir)]
-
-    def rate(rs: list[dict[str, Any]]) -> float:
-        return statistics.median(r["records"] / r["seconds"] for r in rs)
-
-    def rss(rs: list[dict[str, Any]]) -> float:
-        return statistics.median(r["peak_rss_mb"] for r in rs)
-
-    engine_rate, loop_rate = rate(runs["engine"]), rate(runs["loop"])
-    print()
-    print(f"{'':40} {'events/s':>12} {'peak RSS':>10}")
-    print(
-        f"{'asyncwifi backfill (' + format(args.events, ',') + ')':40} "
-        f"{engine_rate:>12,.0f} {rss(runs['engine']):>8.1f} MB"
-    )
-    print(
-        f"{'hand-written loop (' + format(args.events, ',') + ')':40} "
-        f"{loop_rate:>12,.0f} {rss(runs['loop']):>8.1f} MB"
-    )
-    print(
-        f"{'asyncwifi backfill (' + format(args.small, ',') + ', memory)':40} "
-        f"{rate(small):>12,.0f} {rss(small):>8.1f} MB"
-    )
-    print()
-    print(f"speed: asyncwifi / loop = {engine_rate / loop_rate:.2f}x (target >= 2x)")
-    grow = rss(runs["engine"]) - rss(small)
-    print(
-        f"memory: asyncwifi peak RSS {rss(small):.1f} MB at {args.small:,} events, "
-        f"{rss(runs['engine']):.1f} MB at {args.events:,} ({grow:+.1f} MB for "
-        f"{args.events / args.small:g}x the events)"
-    )
+    print(load_line())
+    plan = sorted({n for n in (args.small, args.events) if n > 0})
+    sizes: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    with (
+        checkouts(args.before) as trees,
+        tempfile.TemporaryDirectory(prefix="asyncwifi-bench-", dir=".") as tmp,
+    ):
+        print("command from: " + "; ".join(f"{t.label} {t.root}" for t in trees), flush=True)
+        for events in plan:
+            sizes[events] = run_size(events, trees, Path(tmp).resolve(), args)
+    report(sizes, trees, args.events)
 
 
 if __name__ == "__main__":
