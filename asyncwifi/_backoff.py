@@ -175,5 +175,11 @@ async def retry_while(
         before_sleep=sleeping,
         reraise=True,
     )
-    result: T = await retrying(call)
+
+    async def attempt() -> T:
+        # a coroutine function: tenacity awaits only what it can tell is one (a lambda
+        # returning a coroutine would be handed back unawaited)
+        return await call()
+
+    result: T = await retrying(attempt)
     return result

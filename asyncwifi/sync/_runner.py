@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from asyncwifi._backoff import retry_while
 from asyncwifi._client import Client
 from asyncwifi._instant import format_instant
 from asyncwifi.errors import QuotaExhaustedError
@@ -157,27 +158,31 @@ class Syncer:
         retried (``_Stopped``), and a ``read`` (nothing to save) is not even started."""
         if read and self._stopping.is_set():
             raise _Stopped
-        delay = self.options.retry_initial
-        while True:
-            try:
-                result = await call()
-            except StoreUnavailableError as exc:
-                if self.stats.store_down_since is None:
-                    self.stats.store_down_since = self.api.clock.now()
-                    self.stats.store_outages += 1
-                if self._stopping.is_set():
-                    log.warning("sync: the database is unreachable (%s); stopping", exc)
-                    raise _Stopped from exc
-                log.warning(
-                    "sync: the database is unreachable (%s); retrying in %.1f s", exc, delay
-                )
-                await self._unless_stopped(functools.partial(asyncio.sleep, delay))
-                delay = min(delay * 2, self.options.retry_max)
-                continue
-            if self.stats.store_down_since is not None:
-                log.warning("sync: the database is back")
-                self.stats.store_down_since = None
-            return result
+        try:
+            result = await retry_while(
+                call,
+                retry_on=StoreUnavailableError,
+                initial=self.options.retry_initial,
+                maximum=self.options.retry_max,
+                sleep=lambda s: self._unless_stopped(functools.partial(asyncio.sleep, s)),
+                on_failure=self._store_down,
+                before_sleep=lambda exc, s: log.warning(
+                    "sync: the database is unreachable (%s); retrying in %.1f s", exc, s
+                ),
+                give_up=self._stopping.is_set,
+            )
+        except StoreUnavailableError as exc:  # only through give_up: a stop
+            log.warning("sync: the database is unreachable (%s); stopping", exc)
+            raise _Stopped from exc
+        if self.stats.store_down_since is not None:
+            log.warning("sync: the database is back")
+            self.stats.store_down_since = None
+        return result
+
+    def _store_down(self, exc: BaseException) -> None:
+        if self.stats.store_down_since is None:
+            self.stats.store_down_since = self.api.clock.now()
+            self.stats.store_outages += 1
 
     async def _write(self, write: Write, after: Awaitable[object] | None = None) -> int:
         """Write in one transaction (committed after ``after``), retrying while the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
@@ -155,3 +156,13 @@ def test_the_clients_wait_is_full_jitter_except_after_a_refused_429() -> None:
         assert max(drawn) > ceiling * 0.8  # jittered over the whole range
     refused = RateLimitedError("limited", body=b"{}", retry_after=30.0)
     assert wait(_failed(refused, 3)) == 0.0
+
+
+async def test_retry_while_awaits_a_plain_callable_that_returns_an_awaitable() -> None:
+    async def answer() -> str:
+        return "x"
+
+    result = await retry_while(
+        lambda: answer(), retry_on=OSError, initial=0.1, maximum=1.0, sleep=asyncio.sleep
+    )
+    assert result == "x"
