@@ -26,73 +26,16 @@ from urllib.request import pathname2url
 
 import msgspec
 
-from asyncwifi._instant import floor_ms, read_instant
-from asyncwifi._sqlite import SqliteThread, migrate, statements
+from asyncwifi._sqlite import SqliteThread, migrate
 from asyncwifi.backfill._errors import StateMismatchError
 from asyncwifi.backfill._sink import JsonlOutput, RawRecord
+from asyncwifi.backfill._state_schema import DONE, MIGRATIONS, part_name
 from asyncwifi.errors import ClientStateError, SchemaVersionError
 from asyncwifi.models._identity import record_ids
-from asyncwifi.sync._checkpoint import TimeCursor
 from asyncwifi.sync._feeds import Batch
 from asyncwifi.sync._store import Store, Write
 
 __all__ = ["DONE", "JobParams", "StateInfo", "StateStore"]
-
-#: the checkpoint of a part (a slice, the contact scan) that finished
-DONE = "done"
-
-_V1 = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS slices (
-    idx INTEGER PRIMARY KEY, start_at TEXT NOT NULL, end_at TEXT NOT NULL,
-    done INTEGER NOT NULL DEFAULT 0, records INTEGER NOT NULL DEFAULT 0,
-    pages INTEGER NOT NULL DEFAULT 0, cursor TEXT, ordered INTEGER NOT NULL DEFAULT 1
-);
-CREATE TABLE IF NOT EXISTS delivered (slice INTEGER NOT NULL, ids BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS boundary (id TEXT PRIMARY KEY);
-"""
-
-_V2 = """
-CREATE TABLE checkpoints (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE written (id TEXT PRIMARY KEY) WITHOUT ROWID
-"""
-
-
-def _v1_to_v2(conn: sqlite3.Connection) -> None:
-    """Carry a state written by the per-slice engine over: each slice's cursor becomes its
-    checkpoint (a slice that came in time order resumes at its cursor, any other from its
-    start), and every delivered id is ``written`` (so nothing is written twice)."""
-    statements(_V2)(conn)
-    kind = conn.execute("SELECT value FROM meta WHERE key = 'params'").fetchone()
-    events = kind is not None and msgspec.json.decode(kind[0])["kind"] == "events"
-    rows = conn.execute("SELECT idx, start_at, done, cursor, ordered FROM slices")
-    for idx, start, done, cursor, ordered in rows.fetchall():
-        if done:
-            value = DONE
-        elif not events:
-            continue
-        else:
-            at = read_instant(start)
-            if ordered and cursor is not None:
-                at = max(at, floor_ms(read_instant(cursor)))
-            value = TimeCursor("events", at).encode()
-        conn.execute("INSERT INTO checkpoints VALUES (?, ?)", (_part(events, idx), value))
-    for (blob,) in conn.execute("SELECT ids FROM delivered").fetchall():
-        ids = msgspec.json.decode(blob, type=list[str])
-        conn.executemany("INSERT OR IGNORE INTO written VALUES (?)", [(i,) for i in ids])
-    conn.execute("INSERT OR IGNORE INTO written SELECT id FROM boundary")
-    for table in ("slices", "delivered", "boundary"):
-        conn.execute(f"DROP TABLE {table}")
-    conn.execute("DELETE FROM meta WHERE key = 'version'")  # PRAGMA user_version says it
-
-
-def _part(events: bool, index: int) -> str:
-    return f"events:{index}" if events else "contacts"
-
-
-#: the file's schema by ``PRAGMA user_version`` (``_sqlite.migrate``, the one scheme of the
-#: package's SQLite files): version 1 is the per-slice state of 0.x, carried over by step 2
-_MIGRATIONS = (statements(_V1), _v1_to_v2)
 
 
 class JobParams(msgspec.Struct, frozen=True, kw_only=True):
@@ -114,7 +57,7 @@ class JobParams(msgspec.Struct, frozen=True, kw_only=True):
 
     def part(self, index: int) -> str:
         """The checkpoint name of part ``index`` (a slice; the contact scan is one part)."""
-        return _part(self.kind == "events", index)
+        return part_name(self.kind == "events", index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,12 +148,12 @@ class StateStore(Store):
         conn = sqlite3.connect(_read_only_uri(path), uri=True)
         try:
             found = int(conn.execute("PRAGMA user_version").fetchone()[0])
-            if found > len(_MIGRATIONS):
+            if found > len(MIGRATIONS):
                 raise SchemaVersionError(
-                    f"state file {path}", found=found, supported=len(_MIGRATIONS)
+                    f"state file {path}", found=found, supported=len(MIGRATIONS)
                 )
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-            if found < len(_MIGRATIONS):  # written by 0.x: counted as it counted
+            if found < len(MIGRATIONS):  # written by 0.x: counted as it counted
                 total, done = conn.execute("SELECT COUNT(*), SUM(done) FROM slices").fetchone()
             else:
                 done = conn.execute(
@@ -254,7 +197,7 @@ class StateStore(Store):
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
             # first: a file of a newer release is refused before anything changes in it
-            migrate(conn, _MIGRATIONS, what=f"state file {self.path}")
+            migrate(conn, MIGRATIONS, what=f"state file {self.path}")
             conn.execute("PRAGMA journal_mode=WAL")
             # WAL + NORMAL: a kill never loses a commit; a power loss may lose the last ones,
             # which only rolls the job back to an earlier consistent point (the output is

@@ -14,7 +14,7 @@ import msgspec
 import pytest
 
 from asyncwifi.backfill import JobParams, StateStore
-from asyncwifi.backfill._state import _V1, DONE
+from asyncwifi.backfill._state_schema import _V1, DONE
 from asyncwifi.errors import AsyncWifiError, SchemaVersionError
 
 PARAMS = JobParams(kind="events", out="events.jsonl", since="2024-01-01", until="2024-01-03")
