@@ -239,7 +239,7 @@ class EventFeed:
 
     async def _window(self, stop: datetime) -> AsyncIterator[Batch[Event]]:
         """Every event of ``[cursor.at, stop]`` (a window the cursor began), a batch per
-        page; then the window's checkpoint (with the window's last records)."""
+        page; then a batch of its own with the window's completion in the checkpoint."""
         cursor = self.cursor
         stream: ScrollStream[Event] = self.api.events.list(
             date_start=cursor.at,
@@ -249,54 +249,44 @@ class EventFeed:
             keep_raw=True,
             **self.list_options,
         )
-        held: Batch[Event] | None = None
         timed, any_record = True, False
         newest = self.newest
-        try:
-            async with stream:
-                async for page in stream.pages():
-                    items: list[Event] = page.items
-                    raws: Sequence[msgspec.Raw] = page.raw_items or ()
-                    bad = [BadRecord.of(e) for e in page.errors]
-                    ids = record_ids(items)
-                    idents: Sequence[str]
-                    if _clean(ids, cursor):  # the usual page: each record new, with an id
-                        idents = ids
-                    else:  # rare: set aside, or skip, record by record
-                        items, raws, idents = _fresh(items, raws, cursor, bad)
-                    times = utc_times([e.time_text for e in items])
-                    records = [Record(e, r) for e, r in zip(items, raws, strict=True)]
-                    cursor.add_page(idents, times)
-                    self.rereads.remember(idents, times, stop, [b.raw for b in bad])
-                    if None in times:
-                        timed = False
-                    top = max(filter(None, times), default=None)
-                    if top is not None and (newest is None or top > newest):
-                        newest = top
-                    any_record = any_record or bool(records)
-                    self.newest = newest
-                    if held is not None:
-                        yield held
-                    # held back one page: the window's last batch carries its completion
-                    held = Batch(
-                        "events", records, bad, cursor.encode(), times=times, ids=list(idents)
-                    )
-                    held.requests = self._spent(stream)
-        except Exception:
-            if held is not None:  # paid for: stored with its checkpoint before the error
-                yield held
-            raise
-        requests = self._spent(stream)
+        async with stream:
+            async for page in stream.pages():
+                items: list[Event] = page.items
+                raws: Sequence[msgspec.Raw] = page.raw_items or ()
+                bad = [BadRecord.of(e) for e in page.errors]
+                ids = record_ids(items)
+                idents: Sequence[str]
+                if _clean(ids, cursor):  # the usual page: each record new, with an id
+                    idents = ids
+                else:  # rare: set aside, or skip, record by record
+                    items, raws, idents = _fresh(items, raws, cursor, bad)
+                times = utc_times([e.time_text for e in items])
+                records = [Record(e, r) for e, r in zip(items, raws, strict=True)]
+                cursor.add_page(idents, times)
+                self.rereads.remember(idents, times, stop, [b.raw for b in bad])
+                if None in times:
+                    timed = False
+                top = max(filter(None, times), default=None)
+                if top is not None and (newest is None or top > newest):
+                    newest = top
+                any_record = any_record or bool(records)
+                self.newest = newest
+                # yielded at once (a page held back costs its memory): the window's
+                # completion comes after it, on a batch of its own
+                yield Batch(
+                    "events", records, bad, cursor.encode(), times=times, ids=list(idents),
+                    requests=self._spent(stream),
+                )  # fmt: skip
         if not timed:
             self.timed_shape = False
         elif any_record and self.timed_shape is None:
             self.timed_shape = True
         cursor.complete(stop)
-        if held is None:
-            held = Batch("events", [], [], times=[], ids=[])
-        held.checkpoint = cursor.encode()
-        held.requests += requests
-        yield held
+        yield Batch(
+            "events", [], [], cursor.encode(), times=[], ids=[], requests=self._spent(stream)
+        )
 
     def _spent(self, stream: ScrollStream[Any]) -> int:
         """Requests of ``stream`` not yet counted, counted now (budget, ``requests``)."""
