@@ -6,7 +6,6 @@ server's own JSON (optionally gzip), each batch committed with its checkpoint to
 state file, so a job killed at any moment resumes without losing or repeating a record.
 """
 
-from asyncwifi._deprecated import renamed
 from asyncwifi.backfill._contract import JobOutcome, Progress, Reporter
 from asyncwifi.backfill._engine import ExportJob
 from asyncwifi.backfill._errors import (
@@ -66,5 +65,3 @@ __all__ = [
     "requests_time",
 ]
 
-# names before the rename that gave every word one meaning across the package
-__getattr__ = renamed(__name__, {"JsonlSink": "JsonlOutput", "Outcome": "JobOutcome"}, globals())

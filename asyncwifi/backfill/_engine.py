@@ -29,7 +29,8 @@ from asyncwifi.backfill._errors import SliceIncompleteError
 from asyncwifi.backfill._state import DONE, StateStore
 from asyncwifi.errors import ConfigurationError, QuotaExhaustedError, ScrollExpiredError
 from asyncwifi.sync._feeds import Batch
-from asyncwifi.sync._runner import Syncer, SyncOptions
+from asyncwifi.sync._options import SyncOptions
+from asyncwifi.sync._runner import Syncer
 from asyncwifi.sync._store import Write
 
 __all__ = ["ExportJob", "Opened", "Part"]

@@ -41,18 +41,6 @@ __all__ = ["Hotspots", "validate_create", "validate_update"]
 #: they must not wait a day for the quota they are checking.
 OBJECTS = "hotspots"
 
-# assumption (spec §4.3 "query parameter names: not shown"): the filter names on the wire
-FILTER_NAMES = {
-    "date_gt": "dateGt",
-    "date_lt": "dateLt",
-    "name": "name",
-    "mac_address": "macAddress",
-    "hotspot_identifier": "hotspotIdentifier",
-    "venue_id": "venueId",
-    "deleted": "deleted",
-}
-
-
 def _set(value: object) -> bool:
     return value is not msgspec.UNSET and value is not None
 

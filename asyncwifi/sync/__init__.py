@@ -18,7 +18,8 @@ from asyncwifi.sync._checkpoint import TimeCursor
 from asyncwifi.sync._feeds import BadRecord, Batch, EventFeed
 from asyncwifi.sync._ledger import BudgetLedger, RedisLedger
 from asyncwifi.sync._open import open_store
-from asyncwifi.sync._runner import Syncer, SyncOptions, SyncStats
+from asyncwifi.sync._options import SyncOptions, SyncStats
+from asyncwifi.sync._runner import Syncer
 from asyncwifi.sync._schema import TABLES
 from asyncwifi.sync._snapshots import ContactFeed, snapshot
 from asyncwifi.sync._store import Store, StoreUnavailableError, Write, rows_of

@@ -26,7 +26,7 @@ from datetime import datetime
 from itertools import islice
 from typing import cast
 
-from asyncwifi._instant import MS, floor_ms, format_instant, read_instant
+from asyncwifi._instant import floor_ms, format_instant, read_instant
 from asyncwifi.errors import ValidationError
 
 __all__ = ["TimeCursor", "parse_checkpoint"]
@@ -168,7 +168,3 @@ class TimeCursor:
         if not self.timed and self.stop is not None:
             state["to"] = format_instant(self.stop)
         return json.dumps(state, separators=(",", ":"))
-
-    def next_ms(self) -> datetime:
-        """The first instant after ``at`` at the query precision."""
-        return self.at + MS

@@ -27,7 +27,6 @@ import functools
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -37,8 +36,8 @@ from asyncwifi._instant import format_instant
 from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.sync._budget import Budget
 from asyncwifi.sync._feeds import Batch, EventFeed
-from asyncwifi.sync._lookback import DEFAULT_LOOKBACK, lookback_of
-from asyncwifi.sync._snapshots import MODIFIED_FROM, MODIFIED_TO, ContactFeed, snapshot
+from asyncwifi.sync._options import SyncOptions, SyncStats
+from asyncwifi.sync._snapshots import ContactFeed, snapshot
 from asyncwifi.sync._store import Store, StoreUnavailableError, Write
 
 __all__ = ["SyncOptions", "SyncStats", "Syncer"]
@@ -72,59 +71,6 @@ def _stoppable(
             return self._total() - before
 
     return run
-
-
-@dataclass
-class SyncOptions:
-    """What a sync keeps and how often (durations in clock seconds)."""
-
-    since: datetime | None = None
-    until: datetime | None = None
-    #: between polls for new events (daemon)
-    poll_interval: float = 60.0
-    #: events newer than this are left for the next poll (late writes upstream still land)
-    settle: float = 60.0
-    #: events that appear up to this long after their own time are still stored: the
-    #: recent past is re-read (0: off; see ``docs/guides/sync.md``, "Late events")
-    lookback: float = DEFAULT_LOOKBACK
-    #: between refreshes of contacts (changes), hotspots and segments (daemon)
-    refresh_every: float = 900.0
-    #: between full contact reconciles (deleted contacts), in both modes
-    reconcile_every: float = 86_400.0
-    #: the query names of the contacts' modified-date filters (not shown in the reference)
-    modified_from: str = MODIFIED_FROM
-    modified_to: str = MODIFIED_TO
-    #: events per request (spec §8: up to 10,000); contact pages are as large as the
-    #: server accepts (``contacts.list(size="max")``, learnt once per client)
-    size: int = 10_000
-    #: the first and longest wait before retrying an unreachable database (real seconds)
-    retry_initial: float = 0.5
-    retry_max: float = 30.0
-
-    def __post_init__(self) -> None:
-        self.lookback = lookback_of(self.lookback)
-
-
-@dataclass
-class SyncStats:
-    """What the sync did (the metrics read it)."""
-
-    rows: dict[str, int] = field(default_factory=dict)
-    dead_letters: int = 0
-    requests: dict[str, int] = field(default_factory=dict)
-    passes: int = 0
-    last_success: float | None = None
-    newest_event: datetime | None = None
-    store_down_since: float | None = None
-    #: how many times the database became unreachable
-    store_outages: int = 0
-    quota_sleeping_until: float | None = None
-    #: how many times the day's quota ran out and the sync slept until the reset
-    quota_sleeps: int = 0
-    #: late events stored, by what found them: ``lookback``, or ``audit`` (later than the
-    #: lookback); and the requests the re-reads spent (within ``requests["events"]``)
-    late_events: dict[str, int] = field(default_factory=lambda: {"lookback": 0, "audit": 0})
-    lookback_requests: int = 0
 
 
 class Syncer:
@@ -399,14 +345,12 @@ class Syncer:
                 day = self.api.quota.day
                 full = day.reset_at if day is not None and day.reset_at is not None else 0.0
                 reset = max(exc.reset_at, full)
-                self.stats.quota_sleeping_until = reset
                 self.stats.quota_sleeps += 1
                 log.warning(
                     "sync: the day's quota is spent; sleeping until %s, then resuming",
                     format_instant(reset, "seconds"),
                 )
                 await self._sleep(max(0.0, reset - self.api.clock.now()))
-                self.stats.quota_sleeping_until = None
                 if self._stopping.is_set():
                     return 0
 

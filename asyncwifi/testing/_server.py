@@ -223,10 +223,6 @@ class Simulator:
         """Revoke every token issued so far (as a dashboard key rotation would)."""
         return self.auth.revoke_all()
 
-    def reset_counters(self) -> None:
-        """Start counting afresh (the limits' own state is kept)."""
-        self.counters = Counters()
-
     def url(self, path: str) -> str:
         """``base_url`` joined with ``path``."""
         return self.base_url + path

@@ -16,7 +16,6 @@ The checks and the router (:class:`Receiver`) do no I/O; :func:`create_app` is t
 shell; :class:`Spool` and :class:`Dispatcher` make durable mode.
 """
 
-from asyncwifi._deprecated import renamed
 from asyncwifi.webhooks._app import create_app, run_receiver, serve
 from asyncwifi.webhooks._dedup import Deduplicator, MemoryDeduplicator, RedisDeduplicator
 from asyncwifi.webhooks._dispatcher import Dispatcher, RetryPolicy
@@ -54,5 +53,3 @@ __all__ = [
     "serve",
 ]
 
-# the name before the rename that gave every word one meaning across the package
-__getattr__ = renamed(__name__, {"Outcome": "EventOutcome"}, globals())

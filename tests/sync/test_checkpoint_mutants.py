@@ -89,12 +89,6 @@ def test_a_record_out_of_time_order_marks_the_window_untimed() -> None:
     assert cursor.timed is True
 
 
-def test_next_ms_is_the_first_instant_after_at() -> None:
-    cursor = TimeCursor.start("events", None, T0 + timedelta(microseconds=1_500))
-    assert cursor.at == T0 + timedelta(milliseconds=1)
-    assert cursor.next_ms() == T0 + timedelta(milliseconds=2)
-
-
 @pytest.mark.parametrize(
     ("when", "expected"),
     [

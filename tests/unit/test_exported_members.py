@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-
-import pytest
-
 import asyncwifi
 
 EXPECTED = [
@@ -74,23 +70,3 @@ def test_the_design_cards_names_are_importable() -> None:
     from asyncwifi.testing import Simulator  # noqa: F401
 
     assert asyncwifi.__version__
-
-
-@pytest.mark.parametrize(
-    ("module", "old", "new"),
-    [
-        ("asyncwifi.backfill", "JsonlSink", "JsonlOutput"),
-        ("asyncwifi.backfill", "Outcome", "JobOutcome"),
-        ("asyncwifi.webhooks", "Outcome", "EventOutcome"),
-    ],
-)
-def test_a_renamed_name_still_works_and_says_what_replaces_it(
-    module: str, old: str, new: str
-) -> None:
-    namespace = importlib.import_module(module)
-    with pytest.warns(DeprecationWarning, match=f"use {module}.{new}"):
-        value = getattr(namespace, old)
-    assert value is getattr(namespace, new)
-    assert old not in namespace.__all__
-    with pytest.raises(AttributeError):
-        namespace.NoSuchName  # noqa: B018
