@@ -41,6 +41,7 @@ __all__ = ["Hotspots", "validate_create", "validate_update"]
 #: they must not wait a day for the quota they are checking.
 OBJECTS = "hotspots"
 
+
 def _set(value: object) -> bool:
     return value is not msgspec.UNSET and value is not None
 

@@ -200,7 +200,8 @@ _SWITCHES = {
 
 class SimulatorProcess:
     """A :class:`Simulator` in a child process (``python -m asyncwifi.testing``, which is
-    ``asyncwifi simulate``).
+    ``asyncwifi simulate``: it needs the ``cli`` extra; an in-process :class:`Simulator`
+    needs nothing).
 
     Use ``with SimulatorProcess(...) as proc:`` or ``async with``; then ``proc.base_url``,
     ``proc.client_key``, ``proc.client_secret``, ``proc.organization`` and ``proc.clock``

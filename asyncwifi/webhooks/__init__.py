@@ -52,4 +52,3 @@ __all__ = [
     "secrets_from_env",
     "serve",
 ]
-

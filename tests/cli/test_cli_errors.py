@@ -268,3 +268,20 @@ def test_a_bare_command_shows_its_help(clean_env: Path, run: Callable[..., Resul
     result = run("nosuch")
     assert result.code == ExitCode.USAGE
     assert "nosuch" in one_line_error(result)
+
+
+def test_without_the_cli_extra_the_command_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the SDK's install has neither click nor rich (CI checks a real base install too)
+    import importlib.util
+
+    from asyncwifi.cli import ExitCode, main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "rich" else real(name, *a)
+    )
+    assert main(["--help"]) == ExitCode.CONFIG
+    err = capsys.readouterr().err
+    assert err.strip() == "asyncwifi: the command needs rich: pip install 'asyncwifi[cli]'"
