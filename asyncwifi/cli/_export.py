@@ -8,7 +8,7 @@ exclusive, so ``--since A --until B`` then ``--since B --until C`` never overlap
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -273,6 +273,12 @@ def backfill(
     if since >= until:
         raise click.UsageError(
             f"--since ({format_instant(since)}) must be before --until ({format_instant(until)})"
+        )
+    now = datetime.now(UTC)
+    if since > now and not app.sim.enabled:  # the embedded simulator makes the range's data
+        raise click.UsageError(
+            f"--since ({format_instant(since)}) is in the future (now: "
+            f"{format_instant(now, 'seconds')}): no event exists there yet"
         )
     if slice_size is None:
         slice_size = even_slice_size(since, until, concurrency)

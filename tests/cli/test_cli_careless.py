@@ -119,9 +119,10 @@ def test_a_disk_that_fills_up_mid_run_exits_73_and_leaves_nothing_half_written(
 # -- dates at the edges -------------------------------------------------------------------
 
 
-def test_a_range_up_to_the_last_representable_day_plans(
+def test_a_range_wholly_in_the_future_is_a_usage_error_not_a_plan(
     clean_env: Path, run: Callable[..., Result]
 ) -> None:
+    # up to the last representable day: no overflow, and no plan of events that cannot exist
     result = run(
         *BACKFILL[:2],
         "--since",
@@ -132,8 +133,17 @@ def test_a_range_up_to_the_last_representable_day_plans(
         "e.jsonl",
         "--dry-run",
     )
+    assert result.code == ExitCode.USAGE
+    assert "--since (9999-12-30T00:00:00.000Z) is in the future" in no_traceback(result)
+    assert result.out == ""
+    assert files_in(clean_env) == []
+
+
+def test_a_range_that_ends_in_the_future_plans(clean_env: Path, run: Callable[..., Result]) -> None:
+    result = run(*BACKFILL[:2], "--since", "2020-01-01", "--until", "9999-12-31",
+                 "--out", "e.jsonl", "--dry-run")  # fmt: skip
     assert result.code == 0, result.err
-    assert "slices: 4 of 12 h" in result.out  # the default: one slice per concurrent scroll
+    assert "slices: 4 of " in result.out  # the default: one slice per concurrent scroll
     assert files_in(clean_env) == []
 
 
