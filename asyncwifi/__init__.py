@@ -19,12 +19,10 @@ from asyncwifi._retry import RetryPolicy
 from asyncwifi._scroll import Record, ScrollPage, ScrollStream
 from asyncwifi._transport import (
     AiohttpTransport,
-    BodyBuffer,
     MockTransport,
     Request,
     Response,
     Transport,
-    make_headers,
 )
 from asyncwifi._version import __version__
 from asyncwifi.models import (
@@ -44,7 +42,6 @@ logging.getLogger("asyncwifi").addHandler(logging.NullHandler())
 
 __all__ = [
     "AiohttpTransport",
-    "BodyBuffer",
     "Client",
     "ClientState",
     "Clock",
@@ -78,6 +75,5 @@ __all__ = [
     "Transport",
     "__version__",
     "errors",
-    "make_headers",
     "models",
 ]

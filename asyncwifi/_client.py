@@ -18,7 +18,8 @@ from asyncwifi._retry import RetryPolicy
 from asyncwifi._scroll_pages import SCROLL_WINDOW
 from asyncwifi._transport import AiohttpTransport, Transport
 from asyncwifi.errors import ClientStateError, ConfigurationError, DecodeError
-from asyncwifi.models import LoginRequest, LoginResponse, decode, encode
+from asyncwifi.models import decode, encode
+from asyncwifi.models._auth import LoginRequest, LoginResponse
 from asyncwifi.ratelimit import Lane, Limits, QuotaSnapshot, Scheduler, Store
 from asyncwifi.resources import Contacts, Events, Hotspots, Segments
 

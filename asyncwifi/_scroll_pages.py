@@ -22,8 +22,10 @@ import msgspec
 from asyncwifi._protocol import require_positive
 from asyncwifi._transport import BodyBuffer
 from asyncwifi.errors import ClientStateError, ValidationError
-from asyncwifi.models import ContactPage, EventPage, ItemError
+from asyncwifi.models import ItemError
 from asyncwifi.models._chunks import ChunkedPage
+from asyncwifi.models._contacts import ContactPage
+from asyncwifi.models._events import EventPage
 from asyncwifi.ratelimit import Lane
 
 __all__ = [

@@ -20,8 +20,9 @@ from asyncwifi._scroll_pages import Chunked, ScrollPage, ScrollSpec, Spill, Spil
 from asyncwifi._scroll_state import Cursor, Decision, PageOutcome, ScrollMachine
 from asyncwifi._transport import BodyBuffer
 from asyncwifi.errors import ConflictError, ScrollExpiredError
-from asyncwifi.models import ItemError, decode_page
+from asyncwifi.models import ItemError
 from asyncwifi.models._chunks import chunk_page
+from asyncwifi.models._decode import decode_page
 from asyncwifi.ratelimit import Lane
 
 __all__ = ["Producer"]

@@ -90,15 +90,20 @@ class Request:
 class Response:
     """A complete HTTP response: status, case-insensitive headers, the whole body.
 
-    ``body`` is ``bytes``, or a ``memoryview`` of the request's :class:`BodyBuffer` when
-    the request passed one and the status is 200.
+    ``headers`` may be given as any mapping (a fake transport's ``{"Retry-After": "3"}``):
+    they are kept case-insensitive. ``body`` is ``bytes``, or a ``memoryview`` of the
+    request's :class:`BodyBuffer` when the request passed one and the status is 200.
     """
 
     status: int
-    headers: CIMultiDictProxy[str]
+    headers: Mapping[str, str]
     body: bytes | memoryview
     #: seconds between sending and the last byte of the body
     elapsed: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.headers, CIMultiDictProxy):
+            self.headers = make_headers(self.headers)
 
     @property
     def request_id(self) -> str | None:
@@ -110,7 +115,7 @@ class Response:
 
 
 def make_headers(items: Mapping[str, str] | None = None) -> CIMultiDictProxy[str]:
-    """Case-insensitive read-only headers, for fakes and tests."""
+    """Case-insensitive read-only headers."""
     return CIMultiDictProxy(CIMultiDict(items or {}))
 
 
@@ -252,7 +257,7 @@ async def _read_into(resp: aiohttp.ClientResponse, sink: BodyBuffer) -> memoryvi
 class MockTransport:
     """A transport that calls ``handler(request)`` instead of the network (for users' tests).
 
-    The handler may be sync or async and returns a :class:`Response` (see ``make_headers``)
+    The handler may be sync or async and returns a :class:`Response` (its headers any mapping)
     or raises :class:`~asyncwifi.errors.TransportError` to fake a network failure.
     ``requests`` records every request sent, in order.
     """

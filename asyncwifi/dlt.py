@@ -27,8 +27,8 @@ from asyncwifi._protocol import format_datetime
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.models import Contact, Event
 from asyncwifi.models._identity import record_id
-from asyncwifi.resources.contacts import PageSize, page_size
-from asyncwifi.resources.events import validate_event_query
+from asyncwifi.resources._contacts import PageSize, page_size
+from asyncwifi.resources._events import validate_event_query
 
 __all__ = ["SOURCE_NAME", "asyncwifi_source"]
 

@@ -18,7 +18,6 @@ No exception ever carries the client secret or an access token::
     └── ApiError                 the server answered with an error status
         ├── UnauthorizedError    401: invalid client key or secret
         ├── ForbiddenError       403: not authorised, or token invalid/expired
-        │   └── TokenExpiredError   403 on a token that was expired or revoked
         ├── NotFoundError        404
         ├── ConflictError        409: semantic errors or invalid parameters
         ├── GoneError            410: endpoint revoked or removed
@@ -47,11 +46,9 @@ __all__ = [
     "SchemaVersionError",
     "ScrollExpiredError",
     "ServerError",
-    "TokenExpiredError",
     "TransportError",
     "UnauthorizedError",
     "ValidationError",
-    "error_for_status",
 ]
 
 
@@ -201,10 +198,6 @@ class UnauthorizedError(ApiError):
 
 class ForbiddenError(ApiError):
     """403: the service is not authorised for the resource, or the token is invalid (spec §7)."""
-
-
-class TokenExpiredError(ForbiddenError):
-    """403 on a token the client knows to be expired or revoked; one re-login is due."""
 
 
 class NotFoundError(ApiError):

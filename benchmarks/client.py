@@ -201,7 +201,8 @@ async def components(api: Any, info: dict[str, Any], ids: list[str]) -> None:
     # what the first attempt would cost if it ran inside tenacity (see _core.py: it does not)
     from tenacity import AsyncRetrying, retry_if_exception
 
-    from asyncwifi.models import HotspotEnvelope, decode
+    from asyncwifi.models import decode
+    from asyncwifi.models._hotspots import HotspotEnvelope
     from asyncwifi.ratelimit._headers import RateLimitHeaders
 
     async with aiohttp.ClientSession() as session:
@@ -275,7 +276,8 @@ async def layers(api: Any, info: dict[str, Any], ids: list[str]) -> None:
     The server's CPU is not in these figures: the differences are the client's own cost.
     """
     from asyncwifi._transport import Request
-    from asyncwifi.models import HotspotEnvelope, decode
+    from asyncwifi.models import decode
+    from asyncwifi.models._hotspots import HotspotEnvelope
 
     path = f"/v3/hotspots/{ids[0]}"
     token = (await api._tokens.get()).bearer
@@ -322,7 +324,7 @@ async def pipeline_cpu(rounds: int) -> None:
     import base64
     import logging
 
-    from asyncwifi import Client, Limits, MockTransport, RetryPolicy, make_headers
+    from asyncwifi import Client, Limits, MockTransport, RetryPolicy
     from asyncwifi._transport import Request, Response
 
     def b64(value: object) -> str:
@@ -330,7 +332,7 @@ async def pipeline_cpu(rounds: int) -> None:
 
     login = json.dumps({"token": f"{b64({'alg': 'HS256'})}.{b64({'exp': 4e9})}.sig"}).encode()
     body = json.dumps({"segments": [{"id": f"s{i}", "name": "x"} for i in range(3)]}).encode()
-    limit_headers = make_headers({"X-RateLimit-Remaining-Minute": "59", "RateLimit-Reset": "30"})
+    limit_headers = {"X-RateLimit-Remaining-Minute": "59", "RateLimit-Reset": "30"}
     logging.disable(logging.WARNING)  # the retry's warning is not what is measured
     print("--- CPU per call of the pipeline, MockTransport (median of rounds) ---")
     for failing in (False, True):
@@ -338,10 +340,10 @@ async def pipeline_cpu(rounds: int) -> None:
 
         def handler(request: Request, failing: bool = failing, sent: list[int] = sent) -> Response:
             if "login" in request.path:
-                return Response(200, make_headers({}), login)
+                return Response(200, {}, login)
             sent[0] += 1
             if failing and sent[0] % 2:
-                return Response(503, make_headers({}), b"")
+                return Response(503, {}, b"")
             return Response(200, limit_headers, body)
 
         async with Client(

@@ -29,7 +29,9 @@ from pydantic.alias_generators import to_camel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from asyncwifi.models import ContactPage, EventPage, decode_page
+from asyncwifi.models._contacts import ContactPage
+from asyncwifi.models._decode import decode_page
+from asyncwifi.models._events import EventPage
 from tests.fixtures.models import contact_page, dumps, event_page
 
 # --- pydantic v2 models of the same shape (camelCase aliases, every field optional) -----

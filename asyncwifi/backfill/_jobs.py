@@ -24,8 +24,8 @@ from asyncwifi.backfill._plan import Slice, even_slice_size, plan_slices
 from asyncwifi.backfill._state import JobParams, StateStore
 from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.ratelimit import Lane
-from asyncwifi.resources.contacts import PageSize
-from asyncwifi.resources.contacts import page_size as contacts_page_size
+from asyncwifi.resources._contacts import PageSize
+from asyncwifi.resources._contacts import page_size as contacts_page_size
 from asyncwifi.sync._feeds import EventFeed
 from asyncwifi.sync._snapshots import ContactFeed
 

@@ -40,7 +40,7 @@ from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._files import check_export_files, remove_if_unused, writing
 from asyncwifi.cli._progress import plural
 from asyncwifi.errors import ValidationError
-from asyncwifi.resources.contacts import PageSize, page_size
+from asyncwifi.resources._contacts import PageSize, page_size
 
 __all__ = ["contacts_group", "events_group"]
 

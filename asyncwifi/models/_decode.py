@@ -23,13 +23,12 @@ from typing import Any, Generic, TypeAlias, TypeVar, overload
 import msgspec
 
 from asyncwifi.errors import DecodeError, ValidationError
+from asyncwifi.models._auth import ErrorBody, LoginRequest, LoginResponse
 from asyncwifi.models._base import Model
-from asyncwifi.models._identity import record_id, undecoded
-from asyncwifi.models.auth import ErrorBody, LoginRequest, LoginResponse
-from asyncwifi.models.contacts import Contact, ContactPage
-from asyncwifi.models.events import Event, EventPage
-from asyncwifi.models.generic import GenericResponse
-from asyncwifi.models.hotspots import (
+from asyncwifi.models._contacts import Contact, ContactPage
+from asyncwifi.models._events import Event, EventPage
+from asyncwifi.models._generic import GenericResponse
+from asyncwifi.models._hotspots import (
     Hotspot,
     HotspotCreate,
     HotspotDeleteResult,
@@ -38,7 +37,8 @@ from asyncwifi.models.hotspots import (
     HotspotUpdate,
     HotspotWriteResult,
 )
-from asyncwifi.models.segments import Segment, SegmentPage
+from asyncwifi.models._identity import record_id, undecoded
+from asyncwifi.models._segments import Segment, SegmentPage
 
 __all__ = [
     "DecodedPage",
@@ -57,6 +57,7 @@ JsonInput: TypeAlias = Body | str
 T = TypeVar("T")
 EnvelopeT = TypeVar("EnvelopeT", bound=Model)
 ItemT = TypeVar("ItemT", bound=Model)
+R = TypeVar("R", bound=Model)
 
 #: the largest excerpt of a body kept on a DecodeError
 EXCERPT_BYTES = 1024
@@ -282,6 +283,8 @@ _KINDS: dict[type[Model], _PageKind] = {
         _PageKind(SegmentPage, "segments", Segment, "segment page"),
     )
 }
+#: the same, by record type: users name what they want (``decode_page(body, Event)``)
+_BY_RECORD: dict[type[Model], _PageKind] = {k.item: k for k in _KINDS.values()}
 
 
 @overload
@@ -316,6 +319,14 @@ def decode_page(
     keep_raw: bool = ...,
     on_item_error: Callable[[ItemError], None] | None = ...,
 ) -> DecodedPage[SegmentPage, Segment]: ...
+@overload
+def decode_page(
+    data: Body,
+    page_type: type[R],
+    *,
+    keep_raw: bool = ...,
+    on_item_error: Callable[[ItemError], None] | None = ...,
+) -> DecodedPage[Any, R]: ...
 def decode_page(
     data: Body,
     page_type: type[Model],
@@ -325,15 +336,16 @@ def decode_page(
 ) -> DecodedPage[Any, Any]:
     """Decode a list page, keeping every good item even when some are malformed.
 
-    ``page_type`` is ``ContactPage``, ``EventPage``, ``HotspotPage`` or ``SegmentPage``.
+    ``page_type`` names the records (``Contact``, ``Event``, ``Hotspot``, ``Segment``) or,
+    inside the SDK, their envelope (``EventPage`` ...).
     ``keep_raw`` also returns each item's exact bytes (``raw_items``). Each item that does
     not decode is reported on ``page.errors`` and, when given, passed to ``on_item_error``
     (in order, before this returns; an exception it raises propagates). A malformed
     envelope raises ``DecodeError``.
     """
-    kind = _KINDS.get(page_type)
+    kind = _KINDS.get(page_type) or _BY_RECORD.get(page_type)
     if kind is None:
-        known = ", ".join(t.__name__ for t in _KINDS)
+        known = ", ".join(t.__name__ for t in _BY_RECORD)
         name = getattr(page_type, "__name__", page_type)
         raise ValidationError(f"decode_page knows {known}, not {name}")
     try:

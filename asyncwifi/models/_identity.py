@@ -27,8 +27,8 @@ from typing import Any, TypeAlias, TypeVar, overload
 import msgspec
 
 from asyncwifi.models._base import Model
-from asyncwifi.models.contacts import Contact
-from asyncwifi.models.events import Event, EventWhen
+from asyncwifi.models._contacts import Contact
+from asyncwifi.models._events import Event, EventWhen
 
 __all__ = ["content_id", "record_id", "record_ids", "undecoded"]
 

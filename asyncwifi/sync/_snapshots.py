@@ -19,7 +19,7 @@ from asyncwifi._scroll import Record
 from asyncwifi.errors import ScrollExpiredError, ValidationError
 from asyncwifi.models import Contact
 from asyncwifi.models._identity import record_id
-from asyncwifi.resources.contacts import PageSize, page_size
+from asyncwifi.resources._contacts import PageSize, page_size
 from asyncwifi.sync._budget import Allowance
 from asyncwifi.sync._checkpoint import TimeCursor
 from asyncwifi.sync._feeds import BadRecord, Batch, _aware

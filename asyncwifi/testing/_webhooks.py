@@ -19,7 +19,7 @@ import aiohttp
 import msgspec
 
 from asyncwifi.errors import ValidationError
-from asyncwifi.models.webhook import WEBHOOK_EVENT_TYPES
+from asyncwifi.models._webhook import WEBHOOK_EVENT_TYPES
 from asyncwifi.testing._data import SimulatorData
 from asyncwifi.testing._util import mix
 

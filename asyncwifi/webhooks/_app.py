@@ -33,7 +33,7 @@ import msgspec
 from aiohttp import web
 
 from asyncwifi.errors import ConfigurationError
-from asyncwifi.models.webhook import WebhookPayload
+from asyncwifi.models._webhook import WebhookPayload
 from asyncwifi.webhooks._dispatcher import Dispatcher, RetryPolicy
 from asyncwifi.webhooks._receiver import Receiver, Rejection, WebhookContext
 from asyncwifi.webhooks._spool import Spool

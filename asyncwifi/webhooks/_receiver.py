@@ -23,7 +23,7 @@ import msgspec
 
 from asyncwifi._clock import Clock, SystemClock
 from asyncwifi.errors import ConfigurationError
-from asyncwifi.models.webhook import WebhookPayload
+from asyncwifi.models._webhook import WebhookPayload
 from asyncwifi.webhooks._dedup import Deduplicator, MemoryDeduplicator
 
 __all__ = [

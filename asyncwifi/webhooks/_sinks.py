@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Final, cast
 
 from asyncwifi.errors import ConfigurationError
-from asyncwifi.models.webhook import WebhookPayload
+from asyncwifi.models._webhook import WebhookPayload
 from asyncwifi.webhooks._receiver import Handler, WebhookContext
 
 __all__ = ["SECRET_ENV_VAR", "JsonlSink", "load_handler", "secrets_from_env"]

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from asyncwifi import Client, Limits, MockTransport, RetryInfo, RetryPolicy, make_headers
+from asyncwifi import Client, Limits, MockTransport, RetryInfo, RetryPolicy
 from asyncwifi._core import Verdict
 from asyncwifi._transport import Request, Response
 from asyncwifi.errors import (
@@ -48,7 +48,7 @@ class Api:
 
     def __call__(self, request: Request) -> Response:
         if "login" in request.path:
-            return Response(200, make_headers({}), LOGIN)
+            return Response(200, {}, LOGIN)
         self.sent.append((request.method, self.clock.now()))
         return self.answer(request, len(self.sent))
 
@@ -69,10 +69,10 @@ def _client(clock: VirtualClock, api: Api, policy: RetryPolicy, **options: Any) 
 
 def _refused(retry_after: str) -> Response:
     """A 429 with a body (the gateway refused it before the API: safe to repeat)."""
-    return Response(429, make_headers({"Retry-After": retry_after}), b'{"message": "slow down"}')
+    return Response(429, {"Retry-After": retry_after}, b'{"message": "slow down"}')
 
 
-OK = Response(200, make_headers({}), b'{"ok": true}')
+OK = Response(200, {}, b'{"ok": true}')
 
 
 def _decode(body: bytes | memoryview) -> dict[str, Any]:
@@ -181,7 +181,7 @@ def test_a_write_that_timed_out_with_no_way_to_check_raises() -> None:
 def test_the_time_limit_reads_the_injected_clock() -> None:
     # backoff of up to 40 virtual seconds, attempts unbounded: only max_elapsed stops it
     clock = VirtualClock(START)
-    api = Api(clock, lambda request, n: Response(503, make_headers({}), b""))
+    api = Api(clock, lambda request, n: Response(503, {}, b""))
     policy = RetryPolicy(max_attempts=1_000, max_elapsed=300, backoff_base=40, backoff_max=40)
 
     async def main() -> None:
@@ -201,7 +201,7 @@ def test_the_time_limit_reads_the_injected_clock() -> None:
 
 def test_a_write_that_never_takes_effect_gives_up_on_the_injected_clock() -> None:
     clock = VirtualClock(START)
-    api = Api(clock, lambda request, n: Response(503, make_headers({}), b""))
+    api = Api(clock, lambda request, n: Response(503, {}, b""))
     policy = RetryPolicy(max_attempts=1_000, max_elapsed=60, backoff_base=10, backoff_max=10)
 
     async def verify() -> Verdict[dict[str, Any]]:

@@ -23,16 +23,13 @@ from hypothesis import strategies as st
 from asyncwifi._protocol import build_query, format_datetime, path_segment
 from asyncwifi.cli import ExitCode, main
 from asyncwifi.errors import DecodeError, ValidationError
-from asyncwifi.models import (
-    ContactPage,
-    Event,
-    EventPage,
-    HotspotPage,
-    SegmentPage,
-    decode,
-    decode_page,
-)
-from asyncwifi.resources.events import validate_event_query
+from asyncwifi.models import Event, decode
+from asyncwifi.models._contacts import ContactPage
+from asyncwifi.models._decode import decode_page
+from asyncwifi.models._events import EventPage
+from asyncwifi.models._hotspots import HotspotPage
+from asyncwifi.models._segments import SegmentPage
+from asyncwifi.resources._events import validate_event_query
 from tests.fixtures.models import contact_page, dumps, event_page, hotspot_page, segment_page
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

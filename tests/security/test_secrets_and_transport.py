@@ -24,9 +24,8 @@ from asyncwifi._transport import (
     MockTransport,
     Request,
     Response,
-    make_headers,
 )
-from asyncwifi.models import LoginRequest
+from asyncwifi.models._auth import LoginRequest
 from asyncwifi.testing import Faults, Simulator
 from tests._recording import Recording
 from tests.security._scan import error_text
@@ -215,8 +214,8 @@ HOSTILE_IDS = [
 async def test_an_id_cannot_reach_another_endpoint(hostile: str) -> None:
     def handler(request: Request) -> Response:
         if request.path == "/v1/sts/login/services":
-            return Response(200, make_headers(), b'{"token": "t"}')
-        return Response(404, make_headers(), b'{"message": "Not found"}')
+            return Response(200, {}, b'{"token": "t"}')
+        return Response(404, {}, b'{"message": "Not found"}')
 
     mock = MockTransport(handler)
     async with Client(

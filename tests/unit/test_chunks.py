@@ -9,8 +9,10 @@ import msgspec
 import pytest
 
 from asyncwifi import errors
-from asyncwifi.models import EventPage, ItemError, decode_page
+from asyncwifi.models import ItemError
 from asyncwifi.models._chunks import chunk_page
+from asyncwifi.models._decode import decode_page
+from asyncwifi.models._events import EventPage
 
 #: small chunks, so that small bodies are cut many times
 STEP = 512

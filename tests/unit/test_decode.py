@@ -14,20 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from asyncwifi.errors import AsyncWifiError, DecodeError, ValidationError
-from asyncwifi.models import (
-    Contact,
-    ContactPage,
-    ErrorBody,
-    Event,
-    EventPage,
-    HotspotEnvelope,
-    HotspotPage,
-    ItemError,
-    SegmentPage,
-    decode,
-    decode_page,
-)
-from asyncwifi.models._decode import EXCERPT_BYTES
+from asyncwifi.models import Contact, Event, ItemError, Policy, decode
+from asyncwifi.models._auth import ErrorBody
+from asyncwifi.models._contacts import ContactPage
+from asyncwifi.models._decode import EXCERPT_BYTES, decode_page
+from asyncwifi.models._events import EventPage
+from asyncwifi.models._hotspots import HotspotEnvelope, HotspotPage
+from asyncwifi.models._segments import SegmentPage
 from tests.fixtures.models import (
     contact_page,
     dumps,
@@ -196,10 +189,17 @@ def test_hotspot_and_segment_pages() -> None:
     assert len(segments.raw_items) == 3
 
 
-def test_decode_page_refuses_a_type_that_is_not_a_page() -> None:
-    with pytest.raises(ValidationError, match="ContactPage") as caught:
-        decode_page(b"{}", Contact)  # type: ignore[arg-type]
+def test_decode_page_refuses_a_type_that_is_not_a_record_of_a_page() -> None:
+    with pytest.raises(ValidationError, match="Contact, Event, Hotspot, Segment") as caught:
+        decode_page(b"{}", Policy)
     assert isinstance(caught.value, AsyncWifiError)
+
+
+def test_decode_page_by_record_type_is_the_page_decode() -> None:
+    body = b'{"customers": [{"cid": "c1"}, {"cid": 2}], "totalCount": 2}'
+    by_record, by_page = decode_page(body, Contact), decode_page(body, ContactPage)
+    assert by_record.items == by_page.items == [Contact(cid="c1")]
+    assert [e.path for e in by_record.errors] == ["$.customers[1].cid"]
 
 
 # --- decode_page: one bad record among many -------------------------------------------

@@ -6,7 +6,6 @@ import asyncwifi
 
 EXPECTED = [
     "AiohttpTransport",
-    "BodyBuffer",
     "Client",
     "ClientState",
     "Clock",
@@ -40,7 +39,6 @@ EXPECTED = [
     "Transport",
     "__version__",
     "errors",
-    "make_headers",
     "models",
 ]
 

@@ -11,19 +11,13 @@ from typing import Any
 import msgspec
 import pytest
 
-from asyncwifi.models import (
-    Contact,
-    ContactPage,
-    Event,
-    EventPage,
-    Hotspot,
-    HotspotPage,
-    Segment,
-    SegmentPage,
-    decode,
-    decode_page,
-)
+from asyncwifi.models import Contact, Event, Hotspot, Segment, decode
+from asyncwifi.models._contacts import ContactPage
+from asyncwifi.models._decode import decode_page
+from asyncwifi.models._events import EventPage
+from asyncwifi.models._hotspots import HotspotPage
 from asyncwifi.models._identity import content_id, record_id, record_ids, undecoded
+from asyncwifi.models._segments import SegmentPage
 
 WHEN = "2024-03-10T17:30:05.250Z"
 TIME = datetime(2024, 3, 10, 17, 30, 5, 250_000, tzinfo=UTC)

@@ -12,29 +12,33 @@ import pytest
 from rich.pretty import pretty_repr
 
 import asyncwifi.models as models
+from asyncwifi._instant import parse_timestamp
 from asyncwifi.errors import DecodeError, ValidationError
 from asyncwifi.models import (
     Contact,
-    ContactPage,
-    ErrorBody,
     Event,
-    EventPage,
     Hotspot,
     HotspotCreate,
     HotspotDeleteResult,
-    HotspotEnvelope,
-    HotspotPage,
     HotspotUpdate,
     HotspotWriteResult,
-    LoginRequest,
-    LoginResponse,
-    Model,
-    SegmentPage,
+    _auth,
+    _contacts,
+    _events,
+    _generic,
+    _hotspots,
+    _segments,
+    _webhook,
     decode,
-    decode_generic,
     encode,
-    parse_timestamp,
 )
+from asyncwifi.models._auth import ErrorBody, LoginRequest, LoginResponse
+from asyncwifi.models._base import Model
+from asyncwifi.models._contacts import ContactPage
+from asyncwifi.models._decode import decode_generic, decode_page
+from asyncwifi.models._events import EventPage
+from asyncwifi.models._hotspots import HotspotEnvelope, HotspotPage
+from asyncwifi.models._segments import SegmentPage
 from tests.fixtures.models import (
     DOCUMENTED_EVENT_TYPES,
     UNKNOWN_EVENT_TYPES,
@@ -47,11 +51,16 @@ from tests.fixtures.models import (
     segment_page,
 )
 
-MODEL_CLASSES = [
-    obj
-    for name in models.__all__
-    if isinstance(obj := getattr(models, name), type) and issubclass(obj, msgspec.Struct)
-]
+#: every model of the package, the public ones and the sub-records they reach
+MODEL_CLASSES = sorted(
+    {
+        obj
+        for module in (_auth, _contacts, _events, _generic, _hotspots, _segments, _webhook)
+        for name in module.__all__
+        if isinstance(obj := getattr(module, name), type) and issubclass(obj, msgspec.Struct)
+    },
+    key=lambda cls: cls.__name__,
+)
 
 
 def documented(value: Any) -> Any:
@@ -140,7 +149,7 @@ def test_nullable_fields_accept_null() -> None:
 def test_null_or_missing_anywhere_never_fails() -> None:
     wire = dict.fromkeys(contact(0))
     assert decode(dumps(wire), Contact) == Contact()
-    assert decode(b'{"extId": {}, "metrics": {}}', Contact).ext_id == models.ExtId()
+    assert decode(b'{"extId": {}, "metrics": {}}', Contact).ext_id == _contacts.ExtId()
 
 
 def test_unknown_fields_are_ignored_at_every_level() -> None:
@@ -224,8 +233,8 @@ NESTED = {
 def test_a_nested_record_reads_like_a_flat_one() -> None:
     ev = decode(dumps(NESTED), Event)
     assert (ev.id, ev.type) == ("65a1b2c3d4e5f60718293a4b", "arriving")
-    assert ev.event == models.EventRef(type="arriving", id="65a1b2c3d4e5f60718293a4b")
-    assert ev.where == models.EventWhere(
+    assert ev.event == _events.EventRef(type="arriving", id="65a1b2c3d4e5f60718293a4b")
+    assert ev.where == _events.EventWhere(
         location_id="loc-9", location_name="Lobby", hotspot_id="h-3"
     )
     assert (ev.organization_id, ev.customer_id) == ("org-1", "c-42")
@@ -282,14 +291,14 @@ def test_the_nested_envelope_has_no_status() -> None:
 
 def test_a_nested_record_keeps_its_exact_bytes() -> None:
     raw = dumps({"generated": "g", "events": [NESTED, NESTED]})
-    decoded = models.decode_page(raw, EventPage, keep_raw=True)
+    decoded = decode_page(raw, EventPage, keep_raw=True)
     assert decoded.raw_items is not None
     assert [bytes(r) for r in decoded.raw_items] == [dumps(NESTED)] * 2
 
 
 def test_visit_duration_accepts_integral_and_fractional_seconds() -> None:
-    assert decode(b'{"visit": {"duration": 60}}', Event).visit == models.Visit(duration=60.0)
-    assert decode(b'{"visit": {"duration": 1.5}}', Event).visit == models.Visit(duration=1.5)
+    assert decode(b'{"visit": {"duration": 60}}', Event).visit == _events.Visit(duration=60.0)
+    assert decode(b'{"visit": {"duration": 1.5}}', Event).visit == _events.Visit(duration=1.5)
 
 
 def test_survey_questions_and_answers_are_string_maps() -> None:

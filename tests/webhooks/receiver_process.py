@@ -13,7 +13,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from asyncwifi.models.webhook import WebhookPayload
+from asyncwifi.models._webhook import WebhookPayload
 from asyncwifi.webhooks import Receiver, WebhookContext, run_receiver
 
 

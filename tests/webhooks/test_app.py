@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from asyncwifi.models.webhook import WebhookPayload
+from asyncwifi.models._webhook import WebhookPayload
 from asyncwifi.webhooks import Receiver, WebhookContext, create_app, serve
 from tests.webhooks.helpers import (
     HEADER,

@@ -16,7 +16,7 @@ import pytest
 
 from asyncwifi import ScaledClock, _sqlite
 from asyncwifi.errors import ConfigurationError
-from asyncwifi.models.webhook import WebhookPayload
+from asyncwifi.models._webhook import WebhookPayload
 from asyncwifi.webhooks import (
     EventOutcome,
     Receiver,

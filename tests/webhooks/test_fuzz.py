@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asyncwifi.models.webhook import WebhookPayload
+from asyncwifi.models._webhook import WebhookPayload
 from asyncwifi.webhooks import Receiver, create_app
 from tests.webhooks.helpers import HEADER, NOW, SECRET, ClientFactory, FakeClock, auth, body_of
 

@@ -6,7 +6,7 @@ import msgspec
 import pytest
 
 from asyncwifi.models._base import KeyValue
-from asyncwifi.models.webhook import (
+from asyncwifi.models._webhook import (
     WEBHOOK_EVENT_TYPES,
     GeofenceGeometry,
     WebhookContact,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from asyncwifi.errors import ConfigurationError
-from asyncwifi.models.webhook import WebhookPayload
+from asyncwifi.models._webhook import WebhookPayload
 from asyncwifi.webhooks import Receiver, Rejection, WebhookContext
 from tests.webhooks.helpers import (
     HEADER,

@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from asyncwifi.models.webhook import WEBHOOK_EVENT_TYPES, WebhookPayload
+from asyncwifi.models._webhook import WEBHOOK_EVENT_TYPES, WebhookPayload
 from asyncwifi.testing import Simulator
 from asyncwifi.webhooks import Receiver, Spool, WebhookContext, create_app
 from tests.webhooks.helpers import HEADER, SECRET, ClientFactory, eventually

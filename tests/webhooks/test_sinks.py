@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from asyncwifi.errors import ConfigurationError
-from asyncwifi.models.webhook import WebhookPayload
+from asyncwifi.models._webhook import WebhookPayload
 from asyncwifi.webhooks import (
     JsonlSink,
     Receiver,

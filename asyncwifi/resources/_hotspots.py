@@ -20,18 +20,16 @@ from asyncwifi._protocol import build_query, organization_segment, path_segment,
 from asyncwifi._rules import ADDRESS_FIELDS, COUNTRY_CODES, HOTSPOT_UPDATE_FORBIDDEN, ROUTER_TYPES
 from asyncwifi.errors import NotFoundError, ValidationError
 from asyncwifi.models import (
-    DecodedPage,
     Hotspot,
     HotspotCreate,
     HotspotDeleteResult,
-    HotspotEnvelope,
-    HotspotPage,
     HotspotUpdate,
     HotspotWriteResult,
     decode,
-    decode_page,
     encode,
 )
+from asyncwifi.models._decode import DecodedPage, decode_page
+from asyncwifi.models._hotspots import HotspotEnvelope, HotspotPage
 from asyncwifi.ratelimit import Lane
 
 __all__ = ["Hotspots", "validate_create", "validate_update"]

@@ -6,7 +6,9 @@ from collections.abc import Mapping
 
 from asyncwifi._core import RequestPipeline
 from asyncwifi._protocol import build_query, organization_segment
-from asyncwifi.models import DecodedPage, Segment, SegmentPage, decode_page
+from asyncwifi.models import Segment
+from asyncwifi.models._decode import DecodedPage, decode_page
+from asyncwifi.models._segments import SegmentPage
 from asyncwifi.ratelimit import Lane
 
 __all__ = ["Segments"]

@@ -25,7 +25,9 @@ from asyncwifi._protocol import (
 from asyncwifi._scroll import ScrollStream
 from asyncwifi._scroll_pages import SCROLL_WINDOW, SPILL_BUDGET, ScrollSpec
 from asyncwifi.errors import ValidationError
-from asyncwifi.models import Event, EventPage, ItemError, decode_page
+from asyncwifi.models import Event, ItemError
+from asyncwifi.models._decode import decode_page
+from asyncwifi.models._events import EventPage
 from asyncwifi.ratelimit import Lane
 
 __all__ = ["Events", "validate_event_query"]
