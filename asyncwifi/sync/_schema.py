@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from asyncwifi._instant import utc_time
-from asyncwifi.models import Contact, Event, Hotspot, Segment
+from asyncwifi.models import Event
 
 __all__ = ["MIGRATIONS_TABLE", "STEPS", "TABLES", "Column", "Dialect", "Table"]
 
@@ -128,13 +128,6 @@ TABLES: dict[str, Table] = {
         ),
         deletes=True,
     ),
-}
-# the models each table decodes (documentation; mypy checks the lambdas through them)
-MODELS: dict[str, type[Any]] = {
-    "events": Event,
-    "contacts": Contact,
-    "hotspots": Hotspot,
-    "segments": Segment,
 }
 
 
