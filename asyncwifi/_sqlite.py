@@ -10,7 +10,8 @@ autocommit mode, or managing its own transaction).
 
 :func:`migrate` keeps a file's schema in ``PRAGMA user_version``: it runs the steps from
 the file's version up to the code's, in one transaction, and refuses a file written by a
-newer version (:class:`~asyncwifi.errors.SchemaVersionError`) rather than guess.
+newer version (:class:`~asyncwifi.errors.SchemaVersionError`) rather than guess. That rule
+is :func:`pending`'s, which the sync's PostgreSQL destination applies too.
 
 Why not aiosqlite: it also gives one thread per connection, but each call is its own
 round trip and, in autocommit mode, its own commit. Measured (2,000 concurrent inserts,
@@ -31,7 +32,7 @@ from typing import Any, TypeVar
 
 from asyncwifi.errors import ClientStateError, SchemaVersionError
 
-__all__ = ["SqliteThread", "Step", "migrate", "statements"]
+__all__ = ["SqliteThread", "Step", "migrate", "pending", "statements"]
 
 T = TypeVar("T")
 
@@ -207,30 +208,36 @@ def _group(
     return results
 
 
+def pending(steps: Sequence[T], found: int, *, what: str) -> Sequence[T]:
+    """The steps a schema at version ``found`` still needs (``steps[found:]``). Above
+    ``len(steps)`` it was written by a newer asyncwifi: :class:`SchemaVersionError`, raised
+    before anything changes (the one rule, for every versioned file and database)."""
+    if found > len(steps):
+        raise SchemaVersionError(what, found=found, supported=len(steps))
+    return steps[found:]
+
+
+def _version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
 def migrate(conn: sqlite3.Connection, steps: Sequence[Step], *, what: str) -> int:
     """Bring the file's ``PRAGMA user_version`` to ``len(steps)``; the version it had.
 
     ``steps[i]`` takes a file from version ``i`` to ``i + 1`` (version 0: a new file, or
     one written before the file had a version); all run in one transaction, so a failed
-    step leaves the file as it was. A file whose version is above ``len(steps)`` was
-    written by a newer asyncwifi: :class:`SchemaVersionError`, and the file is untouched.
+    step leaves the file as it was. A newer file is refused untouched (:func:`pending`).
     ``conn`` must be in autocommit mode (``isolation_level=None``).
     """
-    target = len(steps)
-    found = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    if found > target:
-        raise SchemaVersionError(what, found=found, supported=target)
-    if found == target:
+    found = _version(conn)
+    if not pending(steps, found, what=what):
         return found
     conn.execute("BEGIN IMMEDIATE")
     try:
         # read again under the write lock: another process may have migrated meanwhile
-        current = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        if current > target:
-            raise SchemaVersionError(what, found=current, supported=target)
-        for step in steps[current:]:
+        for step in pending(steps, _version(conn), what=what):
             step(conn)
-        conn.execute(f"PRAGMA user_version = {target:d}")
+        conn.execute(f"PRAGMA user_version = {len(steps):d}")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -238,12 +245,13 @@ def migrate(conn: sqlite3.Connection, steps: Sequence[Step], *, what: str) -> in
     return found
 
 
-def statements(script: str) -> Step:
-    """A step running each ``;``-separated statement of ``script`` (no ``executescript``,
-    which would commit the migration's transaction)."""
+def statements(script: str | Sequence[str]) -> Step:
+    """A step running each statement of ``script`` (``;``-separated, or a sequence); not
+    ``executescript``, which would commit the migration's transaction."""
+    parts = script.split(";") if isinstance(script, str) else script
 
     def step(conn: sqlite3.Connection) -> None:
-        for statement in script.split(";"):
+        for statement in parts:
             if statement.strip():
                 conn.execute(statement)
 

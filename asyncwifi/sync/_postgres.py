@@ -24,8 +24,9 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from asyncwifi._auth import check_url, hide_password, redact_url
+from asyncwifi._sqlite import pending
 from asyncwifi.errors import ValidationError
-from asyncwifi.sync._schema import MIGRATIONS_TABLE, TABLES, migrations_for
+from asyncwifi.sync._schema import MIGRATIONS_TABLE, STEPS, TABLES
 from asyncwifi.sync._store import Store, StoreUnavailableError, Write, digest
 
 __all__ = ["PostgresStore", "unavailable"]
@@ -122,8 +123,9 @@ class PostgresStore(Store):
     async def open(self) -> None:
         await self._call(self._migrate)
 
-    @staticmethod
-    async def _migrate(session: _Session) -> None:
+    async def _migrate(self, session: _Session) -> None:
+        """The steps of ``_schema.STEPS`` the database lacks, in one transaction; a database
+        of a newer release is refused (``pending``) and the transaction undone."""
         conn = session.conn
         async with conn.transaction():
             # one migrator at a time, across processes
@@ -132,9 +134,10 @@ class PostgresStore(Store):
                 f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} "
                 "(version integer PRIMARY KEY, applied_at timestamptz NOT NULL)"
             )
-            applied = [r[0] for r in await conn.fetch(f"SELECT version FROM {MIGRATIONS_TABLE}")]
-            for version, statements in migrations_for("postgresql", applied):
-                for statement in statements:
+            found = await conn.fetchval(f"SELECT coalesce(max(version), 0) FROM {MIGRATIONS_TABLE}")
+            what = f"the sync database {redact_url(self.url)}"
+            for version, step in enumerate(pending(STEPS, found, what=what), found + 1):
+                for statement in step("postgresql"):
                     await conn.execute(statement)
                 await conn.execute(
                     f"INSERT INTO {MIGRATIONS_TABLE} VALUES ($1, $2)", version, datetime.now(UTC)
@@ -172,11 +175,6 @@ class PostgresStore(Store):
         table = TABLES[write.table]
         names = table.names
         cols = ", ".join(names)
-        sets = ", ".join(f"{n} = EXCLUDED.{n}" for n in names[1:])
-        changed = f"{table.name}.raw IS DISTINCT FROM EXCLUDED.raw"
-        if table.deletes:
-            sets += ", deleted_at = NULL"
-            changed += f" OR {table.name}.deleted_at IS NOT NULL"
         now = datetime.now(UTC)
 
         async def upsert(session: _Session) -> int:
@@ -185,8 +183,7 @@ class PostgresStore(Store):
             await conn.copy_records_to_table(stage, records=write.rows, columns=names)
             status = await conn.execute(
                 f"INSERT INTO {table.name} ({cols}) "
-                f"SELECT DISTINCT ON (id) {cols} FROM {stage} "
-                f"ON CONFLICT (id) DO UPDATE SET {sets} WHERE {changed}"
+                f"SELECT DISTINCT ON (id) {cols} FROM {stage} {table.on_conflict('postgresql')}"
             )
             return int(status.rsplit(" ", 1)[-1])
 
@@ -252,14 +249,10 @@ class PostgresStore(Store):
         return written
 
     async def ids(self, table: str, *, deleted: bool = False) -> set[str]:
-        spec = TABLES[table]
-        where = ""
-        if spec.deletes:
-            where = " WHERE deleted_at IS NOT NULL" if deleted else " WHERE deleted_at IS NULL"
+        sql = TABLES[table].select_ids(deleted=deleted)
 
         async def get(session: _Session) -> set[str]:
-            rows = await session.conn.fetch(f"SELECT id FROM {spec.name}{where}")
-            return {r[0] for r in rows}
+            return {r[0] for r in await session.conn.fetch(sql)}
 
         return await self._call(get)
 

@@ -1,25 +1,27 @@
-"""The tables a sync writes, their typed columns, and the versioned migrations.
+"""The tables a sync writes, their typed columns, and the schema steps of both destinations.
 
 Each resource table has the record's id as primary key ``id`` (for events whichever shape
 the server sent: the :class:`~asyncwifi.Event` accessor), the server's exact record in
 ``raw`` (``jsonb`` in PostgreSQL, the exact text in SQLite), typed columns for the fields
 people query, ``synced_at``, and ``deleted_at`` where deletes apply (events are never
 deleted). ``sync_checkpoints`` holds each feed's checkpoint; ``sync_dead_letters`` the
-records that could not be stored as such, with their raw bytes. ``schema_migrations``
-records the versions applied: a migration runs once, in a transaction.
+records that could not be stored as such, with their raw bytes. :data:`STEPS` is the one
+list of schema steps: SQLite keeps its version in ``PRAGMA user_version``
+(``_sqlite.migrate``), PostgreSQL in ``schema_migrations``; the steps a database lacks run
+in one transaction, and a database of a newer release is refused (``_sqlite.pending``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from asyncwifi._instant import utc_time
-from asyncwifi.models import Contact, Event, Hotspot, Segment
+from asyncwifi.models import Event
 
-__all__ = ["MIGRATIONS", "TABLES", "Column", "Dialect", "Table", "migrations_for"]
+__all__ = ["MIGRATIONS_TABLE", "STEPS", "TABLES", "Column", "Dialect", "Table"]
 
 Dialect = Literal["postgresql", "sqlite"]
 _TYPES: dict[str, dict[Dialect, str]] = {
@@ -57,6 +59,24 @@ class Table:
     def values(self, item: Any, ident: str, raw: str, synced_at: datetime) -> list[object]:
         """One row, in :attr:`names` order."""
         return [ident, *(c.get(item) for c in self.columns), raw, synced_at]
+
+    def on_conflict(self, dialect: Dialect) -> str:
+        """An upsert's ``ON CONFLICT`` clause: a row is rewritten only when its ``raw``
+        differs (or it was marked deleted), so a replayed batch writes nothing."""
+        # SQLite's IS NOT is IS DISTINCT FROM (which SQLite reads only from 3.39 on)
+        differs = "IS DISTINCT FROM" if dialect == "postgresql" else "IS NOT"
+        sets = ", ".join(f"{n} = excluded.{n}" for n in self.names[1:])
+        changed = f"{self.name}.raw {differs} excluded.raw"
+        if self.deletes:
+            sets += ", deleted_at = NULL"
+            changed += f" OR {self.name}.deleted_at IS NOT NULL"
+        return f"ON CONFLICT (id) DO UPDATE SET {sets} WHERE {changed}"
+
+    def select_ids(self, *, deleted: bool = False) -> str:
+        """The query of the live ids (or those marked deleted)."""
+        if not self.deletes:
+            return f"SELECT id FROM {self.name}"
+        return f"SELECT id FROM {self.name} WHERE deleted_at IS {'NOT ' if deleted else ''}NULL"
 
 
 def _where(attr: str) -> Callable[[Event], object]:
@@ -109,13 +129,6 @@ TABLES: dict[str, Table] = {
         deletes=True,
     ),
 }
-# the models each table decodes (documentation; mypy checks the lambdas through them)
-MODELS: dict[str, type[Any]] = {
-    "events": Event,
-    "contacts": Contact,
-    "hotspots": Hotspot,
-    "segments": Segment,
-}
 
 
 def _create(table: Table, dialect: Dialect) -> str:
@@ -147,13 +160,8 @@ def _v1(dialect: Dialect) -> list[str]:
     ]
 
 
-#: version -> the statements of that migration, per dialect
-MIGRATIONS: dict[int, Callable[[Dialect], list[str]]] = {1: _v1}
+#: the schema steps: ``STEPS[i](dialect)`` takes a database from version ``i`` to ``i + 1``
+STEPS: tuple[Callable[[Dialect], list[str]], ...] = (_v1,)
 
+#: PostgreSQL's versions applied (one row each); in SQLite, the scheme before user_version
 MIGRATIONS_TABLE = "schema_migrations"
-
-
-def migrations_for(dialect: Dialect, applied: Sequence[int]) -> list[tuple[int, list[str]]]:
-    """The migrations not applied yet, in version order."""
-    done = set(applied)
-    return [(v, MIGRATIONS[v](dialect)) for v in sorted(MIGRATIONS) if v not in done]

@@ -1,5 +1,6 @@
 """The shared asyncio-to-SQLite bridge: a job that fails in any way, even with a
-``BaseException`` (a crash), fails its own caller and no other, and the thread serves on."""
+``BaseException`` (a crash), fails its own caller and no other, and the thread serves on.
+The one rule for schema versions: the steps after the found one; a newer one refused."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from asyncwifi._sqlite import SqliteThread
+from asyncwifi._sqlite import SqliteThread, pending
+from asyncwifi.errors import SchemaVersionError
 
 
 class Crash(BaseException):
@@ -39,3 +41,13 @@ async def test_a_crashing_job_fails_its_caller_and_the_thread_serves_on(
         assert rows == [(1,)]
     finally:
         await bridge.close()
+
+
+def test_pending_runs_the_missing_steps_and_refuses_a_newer_schema() -> None:
+    steps = ("v1", "v2")
+    assert pending(steps, 0, what="db") == ("v1", "v2")
+    assert pending(steps, 1, what="db") == ("v2",)
+    assert pending(steps, 2, what="db") == ()
+    with pytest.raises(SchemaVersionError, match=r"^db has schema version 3, .*\(2\)") as caught:
+        pending(steps, 3, what="db")
+    assert (caught.value.found, caught.value.supported) == (3, 2)
