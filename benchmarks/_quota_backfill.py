@@ -54,7 +54,8 @@ async def _asyncwifi(
     sim: object, since: datetime, until: datetime, per_day: float
 ) -> tuple[int, int]:
     from asyncwifi import Client, Limits
-    from asyncwifi.backfill import estimate, even_slice_size, events_backfill, plan_slices
+    from asyncwifi.backfill import events_backfill
+    from asyncwifi.backfill._plan import estimate, even_slice_size, plan_slices
 
     plan = estimate(
         plan_slices(since, until, even_slice_size(since, until, CONCURRENCY)),

@@ -7,7 +7,7 @@
   scroll or a restart scans again, and the destination drops what it already wrote.
 
 ``events_params`` / ``contacts_params`` give the :class:`JobParams` a state file is bound to,
-for :func:`~asyncwifi.backfill.preflight` checks before a client is even created.
+for :func:`~asyncwifi.backfill._preflight.preflight` checks before a client is even created.
 """
 
 from __future__ import annotations

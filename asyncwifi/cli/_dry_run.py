@@ -12,7 +12,8 @@ from pathlib import Path
 
 import click
 
-from asyncwifi.backfill import JobParams, Slice, StateStore, estimate
+from asyncwifi.backfill._plan import Slice, estimate
+from asyncwifi.backfill._state import JobParams, StateStore
 from asyncwifi.cli._app import App
 from asyncwifi.cli._progress import counted, human_duration
 

@@ -16,17 +16,7 @@ import click
 
 from asyncwifi._instant import format_instant
 from asyncwifi._protocol import EVENT_TYPES
-from asyncwifi.backfill import (
-    ExportJob,
-    JobOutcome,
-    JobParams,
-    StateStore,
-    even_slice_size,
-    parse_duration,
-    parse_instant,
-    plan_slices,
-    preflight,
-)
+from asyncwifi.backfill import ExportJob, JobOutcome
 from asyncwifi.backfill._jobs import (
     EVENTS_PAGE_SIZE,
     contacts_export,
@@ -34,6 +24,9 @@ from asyncwifi.backfill._jobs import (
     events_backfill,
     events_params,
 )
+from asyncwifi.backfill._plan import even_slice_size, parse_duration, parse_instant, plan_slices
+from asyncwifi.backfill._preflight import preflight
+from asyncwifi.backfill._state import JobParams, StateStore
 from asyncwifi.cli._app import App, output_options, pass_app, run_async
 from asyncwifi.cli._dry_run import DEFAULT_EVENTS_PER_DAY, dry_run_plan
 from asyncwifi.cli._exit import CliFailure, ExitCode

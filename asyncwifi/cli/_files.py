@@ -133,7 +133,7 @@ def writing(out: Path, state: Path) -> Iterator[None]:
 def remove_if_unused(out: Path, state: Path, *, out_existed: bool) -> None:
     """After a new job failed: remove a state file that committed nothing, and the output's
     uncommitted bytes, so the next run starts clean instead of meeting a half-made job."""
-    from asyncwifi.backfill import StateStore
+    from asyncwifi.backfill._state import StateStore
 
     try:
         info = StateStore.read_only(state) if StateStore.exists(state) else None

@@ -26,7 +26,8 @@ from rich.text import Text
 
 from asyncwifi._clock import Clock
 from asyncwifi._instant import format_instant
-from asyncwifi.backfill import Progress, Reporter, requests_time
+from asyncwifi.backfill import Progress, Reporter
+from asyncwifi.backfill._plan import requests_time
 from asyncwifi.ratelimit import QuotaSnapshot
 
 __all__ = ["Display", "LogFormat", "counted", "eta_seconds", "human_duration", "plural"]

@@ -76,15 +76,9 @@ def webhooks_serve(
     Several comma-separated secrets are all accepted (for a rotation).
     """
     from asyncwifi.errors import ConfigurationError
-    from asyncwifi.webhooks import (
-        DEFAULT_HEADER_NAME,
-        SECRET_ENV_VAR,
-        JsonlSink,
-        Receiver,
-        load_handler,
-        secrets_from_env,
-        serve,
-    )
+    from asyncwifi.webhooks import JsonlSink, Receiver, serve
+    from asyncwifi.webhooks._receiver import DEFAULT_HEADER_NAME
+    from asyncwifi.webhooks._sinks import SECRET_ENV_VAR, load_handler, secrets_from_env
 
     if out is None and handler is None:
         raise click.UsageError("give --out FILE or --handler MODULE:FUNCTION (or both)")

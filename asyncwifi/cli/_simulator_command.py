@@ -29,7 +29,7 @@ def _instant(ctx: click.Context, param: click.Parameter, value: str | None) -> f
         return float(value)
     except ValueError:
         pass
-    from asyncwifi.backfill import parse_instant
+    from asyncwifi.backfill._plan import parse_instant
 
     try:
         return parse_instant(value).timestamp()
@@ -170,7 +170,7 @@ def simulate_command(app: App, /, **opts: Any) -> None:
     of the events it serves. It speaks plain http: the SDK and this command accept that
     with ASYNCWIFI_ALLOW_HTTP=1 (the export line sets it).
     """
-    from asyncwifi.testing import AnchoredClock, run_simulator
+    from asyncwifi.testing._process import AnchoredClock, run_simulator
 
     start, end = opts.pop("events_start"), opts.pop("events_end")
     if start is not None and end is not None and start >= end:

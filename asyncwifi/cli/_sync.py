@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import click
 
 from asyncwifi._instant import MS
-from asyncwifi.backfill import parse_duration, parse_instant
+from asyncwifi.backfill._plan import parse_duration, parse_instant
 from asyncwifi.cli._app import App, output_options, pass_app, run_async
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._progress import counted

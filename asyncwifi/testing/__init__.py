@@ -10,27 +10,14 @@ failures, :class:`SimulatorProcess` runs a simulator in a child process,
 
 from asyncwifi.testing._counters import Counters
 from asyncwifi.testing._faults import Faults
-from asyncwifi.testing._process import (
-    AnchoredClock,
-    SimulatorProcess,
-    run_simulator,
-    serve_forever,
-)
-from asyncwifi.testing._server import DEFAULT_GONE_PATHS, Simulator
-from asyncwifi.testing._validation import COUNTRIES, ROUTER_TYPES
-from asyncwifi.testing._webhooks import WEBHOOK_TYPES, make_webhook_payload
+from asyncwifi.testing._process import SimulatorProcess
+from asyncwifi.testing._server import Simulator
+from asyncwifi.testing._webhooks import make_webhook_payload
 
 __all__ = [
-    "COUNTRIES",
-    "DEFAULT_GONE_PATHS",
-    "ROUTER_TYPES",
-    "WEBHOOK_TYPES",
-    "AnchoredClock",
     "Counters",
     "Faults",
     "Simulator",
     "SimulatorProcess",
     "make_webhook_payload",
-    "run_simulator",
-    "serve_forever",
 ]

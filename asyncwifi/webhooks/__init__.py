@@ -19,19 +19,11 @@ shell; :class:`Spool` and :class:`Dispatcher` make durable mode.
 from asyncwifi.webhooks._app import create_app, run_receiver, serve
 from asyncwifi.webhooks._dedup import Deduplicator, MemoryDeduplicator, RedisDeduplicator
 from asyncwifi.webhooks._dispatcher import Dispatcher, RetryPolicy
-from asyncwifi.webhooks._receiver import (
-    DEFAULT_HEADER_NAME,
-    Handler,
-    Receiver,
-    Rejection,
-    WebhookContext,
-)
-from asyncwifi.webhooks._sinks import SECRET_ENV_VAR, JsonlSink, load_handler, secrets_from_env
-from asyncwifi.webhooks._spool import DeadLetter, EventOutcome, Spool, SpooledEvent
+from asyncwifi.webhooks._receiver import Handler, Receiver, Rejection, WebhookContext
+from asyncwifi.webhooks._sinks import JsonlSink, secrets_from_env
+from asyncwifi.webhooks._spool import DeadLetter, EventOutcome, Spool
 
 __all__ = [
-    "DEFAULT_HEADER_NAME",
-    "SECRET_ENV_VAR",
     "DeadLetter",
     "Deduplicator",
     "Dispatcher",
@@ -44,10 +36,8 @@ __all__ = [
     "Rejection",
     "RetryPolicy",
     "Spool",
-    "SpooledEvent",
     "WebhookContext",
     "create_app",
-    "load_handler",
     "run_receiver",
     "secrets_from_env",
     "serve",

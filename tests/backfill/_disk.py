@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from asyncwifi.backfill import StateStore
+from asyncwifi.backfill._state import StateStore
 
 __all__ = ["DiskLog", "spy_on_disk"]
 

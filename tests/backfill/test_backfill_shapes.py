@@ -16,14 +16,9 @@ from typing import Any
 import pytest
 
 from asyncwifi import ScaledClock
-from asyncwifi.backfill import (
-    SliceIncompleteError,
-    StateStore,
-    estimate,
-    even_slice_size,
-    events_backfill,
-    plan_slices,
-)
+from asyncwifi.backfill import SliceIncompleteError, events_backfill
+from asyncwifi.backfill._plan import estimate, even_slice_size, plan_slices
+from asyncwifi.backfill._state import StateStore
 from asyncwifi.testing import Simulator, SimulatorProcess
 from tests.client._support import NO_LIMITS, client_for
 

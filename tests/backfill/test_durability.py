@@ -20,12 +20,8 @@ from typing import Any
 import pytest
 
 from asyncwifi import ScaledClock
-from asyncwifi.backfill import (
-    ExportJob,
-    StateStore,
-    contacts_export,
-    events_backfill,
-)
+from asyncwifi.backfill import ExportJob, contacts_export, events_backfill
+from asyncwifi.backfill._state import StateStore
 from asyncwifi.testing import Simulator
 from tests.backfill._disk import spy_on_disk
 from tests.client._support import NO_LIMITS, client_for

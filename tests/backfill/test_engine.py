@@ -16,20 +16,18 @@ import pytest
 from asyncwifi._instant import format_instant
 from asyncwifi.backfill import (
     ExportJob,
-    JobParams,
-    JsonlOutput,
     OutputConflictError,
     OutputNotWritableError,
     Progress,
     Reporter,
     SliceIncompleteError,
     StateMismatchError,
-    StateStore,
-    encode_lines,
     events_backfill,
-    plan_slices,
-    preflight,
 )
+from asyncwifi.backfill._plan import plan_slices
+from asyncwifi.backfill._preflight import preflight
+from asyncwifi.backfill._sink import JsonlOutput, encode_lines
+from asyncwifi.backfill._state import JobParams, StateStore
 from tests.backfill._disk import spy_on_disk
 from tests.backfill.fakes import FakeApi, FakeClock, FakeServer, make_events, raw_of
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asyncwifi._instant import format_instant
-from asyncwifi.backfill import (
+from asyncwifi.backfill._plan import (
     estimate,
     even_slice_size,
     parse_duration,

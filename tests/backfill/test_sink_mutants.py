@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from asyncwifi.backfill import JsonlOutput, OutputConflictError, encode_lines
+from asyncwifi.backfill import OutputConflictError
+from asyncwifi.backfill._sink import JsonlOutput, encode_lines
 from asyncwifi.errors import ClientStateError
 
 

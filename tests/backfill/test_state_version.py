@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from asyncwifi.backfill import JobParams, StateStore
+from asyncwifi.backfill._state import JobParams, StateStore
 from asyncwifi.backfill._state_schema import _V1, DONE
 from asyncwifi.errors import AsyncWifiError, SchemaVersionError
 

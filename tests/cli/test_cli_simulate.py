@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from asyncwifi._clock import ScaledClock
-from asyncwifi.backfill import parse_instant
+from asyncwifi.backfill._plan import parse_instant
 from asyncwifi.cli import ExitCode
 from asyncwifi.cli._app import SimOptions
 from asyncwifi.cli._simulate import build_simulator

@@ -10,7 +10,7 @@ import signal
 from datetime import UTC, datetime
 from pathlib import Path
 
-from asyncwifi.backfill import StateStore
+from asyncwifi.backfill._state import StateStore
 from asyncwifi.cli import ExitCode
 from asyncwifi.testing import Faults, Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START

@@ -11,19 +11,13 @@ from typing import Any
 import pytest
 
 from asyncwifi import Client, Limit, Limits, MemoryStore, RetryPolicy, ScaledClock
-from asyncwifi.backfill import estimate, parse_duration, plan_slices
+from asyncwifi.backfill._plan import estimate, parse_duration, plan_slices
 from asyncwifi.errors import AsyncWifiError, ClientStateError, ConfigurationError
 from asyncwifi.testing import Faults, Simulator, make_webhook_payload
-from asyncwifi.webhooks import (
-    Dispatcher,
-    MemoryDeduplicator,
-    Receiver,
-    Spool,
-    create_app,
-    load_handler,
-    secrets_from_env,
-)
+from asyncwifi.webhooks import Dispatcher, MemoryDeduplicator, Receiver, Spool
 from asyncwifi.webhooks import RetryPolicy as WebhookRetryPolicy
+from asyncwifi.webhooks._app import create_app
+from asyncwifi.webhooks._sinks import load_handler, secrets_from_env
 
 URL = "https://api.example.test"
 EARLIER, LATER = datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 1, 2, tzinfo=UTC)

@@ -7,18 +7,11 @@ import asyncwifi.testing
 
 def test_exported_names() -> None:
     assert asyncwifi.testing.__all__ == [
-        "COUNTRIES",
-        "DEFAULT_GONE_PATHS",
-        "ROUTER_TYPES",
-        "WEBHOOK_TYPES",
-        "AnchoredClock",
         "Counters",
         "Faults",
         "Simulator",
         "SimulatorProcess",
         "make_webhook_payload",
-        "run_simulator",
-        "serve_forever",
     ]
     for name in asyncwifi.testing.__all__:
         assert getattr(asyncwifi.testing, name) is not None

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from asyncwifi.testing import WEBHOOK_TYPES, Simulator, make_webhook_payload
+from asyncwifi.testing import Simulator, make_webhook_payload
+from asyncwifi.testing._webhooks import WEBHOOK_TYPES
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from typing import Any
 from asyncwifi import Client, Limit, Limits, RetryPolicy
 from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.ratelimit import RedisStore
-from asyncwifi.testing import AnchoredClock
+from asyncwifi.testing._process import AnchoredClock
 
 
 def event_day(worker: int, job: int) -> int:

@@ -26,7 +26,8 @@ import pytest
 import redis
 
 from asyncwifi import ScaledClock
-from asyncwifi.testing import AnchoredClock, Simulator, SimulatorProcess
+from asyncwifi.testing import Simulator, SimulatorProcess
+from asyncwifi.testing._process import AnchoredClock
 
 pytestmark = [pytest.mark.soak, pytest.mark.redis]
 

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from asyncwifi.backfill import StateStore, events_backfill
+from asyncwifi.backfill import events_backfill
+from asyncwifi.backfill._state import StateStore
 from asyncwifi.models._identity import content_id
 from asyncwifi.sync import Syncer, SyncOptions, open_store
 from asyncwifi.testing._api_events import patch_event

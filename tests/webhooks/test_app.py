@@ -10,7 +10,8 @@ import pytest
 from aiohttp import web
 
 from asyncwifi.models._webhook import WebhookPayload
-from asyncwifi.webhooks import Receiver, WebhookContext, create_app, serve
+from asyncwifi.webhooks import Receiver, WebhookContext, serve
+from asyncwifi.webhooks._app import create_app
 from tests.webhooks.helpers import (
     HEADER,
     NOW,

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from asyncwifi.errors import ConfigurationError
-from asyncwifi.webhooks import MemoryDeduplicator, Receiver, RedisDeduplicator, create_app
+from asyncwifi.webhooks import MemoryDeduplicator, Receiver, RedisDeduplicator
+from asyncwifi.webhooks._app import create_app
 from tests.webhooks.helpers import (
     HEADER,
     NOW,

@@ -17,14 +17,8 @@ import pytest
 from asyncwifi import ScaledClock, _sqlite
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.models._webhook import WebhookPayload
-from asyncwifi.webhooks import (
-    EventOutcome,
-    Receiver,
-    RetryPolicy,
-    Spool,
-    WebhookContext,
-    create_app,
-)
+from asyncwifi.webhooks import EventOutcome, Receiver, RetryPolicy, Spool, WebhookContext
+from asyncwifi.webhooks._app import create_app
 from tests.webhooks.helpers import HEADER, SECRET, ClientFactory, auth, body_of, eventually
 
 

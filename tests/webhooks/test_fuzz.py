@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from asyncwifi.models._webhook import WebhookPayload
-from asyncwifi.webhooks import Receiver, create_app
+from asyncwifi.webhooks import Receiver
+from asyncwifi.webhooks._app import create_app
 from tests.webhooks.helpers import HEADER, NOW, SECRET, ClientFactory, FakeClock, auth, body_of
 
 FUZZ = settings(

@@ -9,7 +9,8 @@ import msgspec
 
 from asyncwifi.models._webhook import WEBHOOK_EVENT_TYPES, WebhookPayload
 from asyncwifi.testing import Simulator
-from asyncwifi.webhooks import Receiver, Spool, WebhookContext, create_app
+from asyncwifi.webhooks import Receiver, Spool, WebhookContext
+from asyncwifi.webhooks._app import create_app
 from tests.webhooks.helpers import HEADER, SECRET, ClientFactory, eventually
 
 

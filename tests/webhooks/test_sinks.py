@@ -10,15 +10,9 @@ import pytest
 
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.models._webhook import WebhookPayload
-from asyncwifi.webhooks import (
-    JsonlSink,
-    Receiver,
-    Spool,
-    WebhookContext,
-    create_app,
-    load_handler,
-    secrets_from_env,
-)
+from asyncwifi.webhooks import JsonlSink, Receiver, Spool, WebhookContext
+from asyncwifi.webhooks._app import create_app
+from asyncwifi.webhooks._sinks import load_handler, secrets_from_env
 from tests.webhooks.helpers import HEADER, SECRET, ClientFactory, auth, body_of, eventually
 
 PRETTY = b"""{
