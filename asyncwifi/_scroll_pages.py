@@ -13,7 +13,7 @@ again when the consumer reaches it, without the records that were not fresh when
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import IO, Any, Generic, NamedTuple, TypeVar
 
@@ -121,7 +121,6 @@ class ScrollSpec:
     prefetch: int = 1
     max_buffered: int = 4
     window: float = SCROLL_WINDOW
-    skip_ids: Collection[str] = ()
     on_item_error: Callable[[ItemError], None] | None = None
     lane: Lane = Lane.DEFAULT
     spill_budget: int = SPILL_BUDGET

@@ -62,8 +62,7 @@ class Producer:
         self.taken = asyncio.Event()
         self.cursor = Cursor.create(
             ordered=spec.ordered and spec.time_of is not None,
-            skip_ids=spec.skip_ids,
-            ids=spec.time_of is None and (spec.resumable or bool(spec.skip_ids)),
+            ids=spec.time_of is None and spec.resumable,
         )
         self.machine = ScrollMachine(self.cursor, window=spec.window, resumable=spec.resumable)
         self.spill = Spill(spec.spill_budget)
@@ -222,7 +221,6 @@ class Producer:
             and spec.time_of is not None
             and self.cursor.ordered
             and self.cursor.mode in (None, "time")
-            and not self.cursor.needs_check
             and not self.machine.resumes
         ):
             chunked = chunk_page(buffer.data, len(body), spec.page_type)

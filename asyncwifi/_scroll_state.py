@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from asyncwifi._cursor import TimeCursor
+from asyncwifi._instant import floor_ms, format_instant, utc_time
 from asyncwifi.models._identity import record_id, record_ids
 
 __all__ = ["Cursor", "Decision", "PageOutcome", "ScrollMachine"]
@@ -81,32 +83,29 @@ class Cursor:
     """What was delivered, enough to resume without repeating a record.
 
     ``mode`` is fixed by the first page: ``"time"`` when the query is in UTC order and its
-    records carry a UTC time (only the tail of each page is read), else ``"ids"`` (every id
-    delivered is kept as its 64-bit hash: 8 bytes of key per record in a set).
+    records carry a UTC time: a :class:`~asyncwifi._cursor.TimeCursor`, the one cursor of the
+    package (the feeds' checkpoints are the same type), fed only the tail of each page; else
+    ``"ids"`` (every id delivered is kept as its 64-bit hash: 8 bytes of key per record).
     """
 
     #: whether a time cursor is allowed (sorted by utcTime, ascending)
     ordered: bool = False
     mode: str | None = None
     delivered: int = 0
-    #: latest record time delivered (server text) and the hashes of ids delivered at it
-    time: str | None = None
-    ids_at_time: set[int] = field(default_factory=set)
+    #: ``"time"`` mode: the latest time delivered and the ids delivered at it
+    position: TimeCursor | None = None
     #: hashes of every id delivered (``"ids"`` mode only), appended page by page
     hashes: array[int] | None = None
     #: the same as a set, built on the first lookup (after a resume)
     _lookup: set[int] | None = None
     #: hashes of ids the caller already has (a resumed backfill)
-    skip: set[int] = field(default_factory=set)
-    #: records skipped because the caller had them (they count toward a total)
-    skipped: int = 0
     #: hashes of the ids (``ItemError.id``) of records that did not decode: set aside once,
     #: and counted toward a total (else a contacts scroll with one bad record resumes forever)
     set_aside: set[int] = field(default_factory=set)
 
     @classmethod
-    def create(cls, *, ordered: bool, skip_ids: Iterable[str] = (), ids: bool = False) -> Cursor:
-        cursor = cls(ordered=ordered, skip=set(map(hash, skip_ids)))
+    def create(cls, *, ordered: bool, ids: bool = False) -> Cursor:
+        cursor = cls(ordered=ordered)
         if ids:
             cursor.mode, cursor.hashes = "ids", array("q")
         return cursor
@@ -137,33 +136,25 @@ class Cursor:
         return True
 
     @property
-    def needs_check(self) -> bool:
-        """Whether each record must be looked up before it is delivered (before any
-        resume: a resumed scroll checks every record anyway)."""
-        return bool(self.skip)
+    def time(self) -> str | None:
+        """Where a resume by time starts (``"time"`` mode, once a record was delivered)."""
+        return None if self.position is None else format_instant(self.position.at)
 
     def seen(self, key: str | None, when: str | None) -> bool:
         if key is None:
             return False
-        h = hash(key)
         ids = self._ids()
-        if h in self.skip:
-            self.skip.discard(h)
-            if ids is not None:
-                ids.add(h)
-            self.skipped += 1
-            return True
         if ids is not None:
-            return h in ids
-        return when is not None and when == self.time and h in self.ids_at_time
+            return hash(key) in ids
+        return self.position is not None and self.position.seen(key)
 
     def fresh(self, keys: Sequence[str | None]) -> list[int] | Literal[False] | None:
-        """``"ids"`` mode with nothing to skip (a re-scan): the indices of the keys not
+        """``"ids"`` mode, a re-scan: the indices of the keys not
         delivered before (``None``: all of them), recorded as delivered, in C-speed steps;
         ``False`` when the page needs the careful path (a missing or repeated id)."""
         ids = self._ids()
         hashes = list(map(hash, keys))
-        if ids is None or self.skip or None in keys or len(set(hashes)) != len(hashes):
+        if ids is None or None in keys or len(set(hashes)) != len(hashes):
             return False
         new = [i for i, h in enumerate(hashes) if h not in ids]
         ids.update(hashes)
@@ -171,7 +162,7 @@ class Cursor:
         return None if len(new) == len(hashes) else new
 
     def add_ids(self, keys: Iterable[str | None]) -> None:
-        """A page delivered in ``"ids"`` mode with nothing to skip: hashes added in C."""
+        """A page delivered in ``"ids"`` mode before any resume: hashes added in C."""
         if self._lookup is not None:
             self._lookup.update(map(hash, keys))
         elif self.hashes is not None:
@@ -181,16 +172,16 @@ class Cursor:
         self, items: list[Any], raws: list[Any] | None, time_of: TimeOf | None, resumed: bool
     ) -> list[int] | None:
         """Note a decoded page's records as delivered; returns the indices of those that
-        were not delivered before (``None``: all of them). After a resume, or with ids to
-        skip, each record is looked up (in C steps when it can); else only counted and,
-        for the time cursor, its tail read."""
+        were not delivered before (``None``: all of them). After a resume each record is
+        looked up (in C steps when it can); else only counted and, for the time cursor,
+        its tail read."""
         if items:
             self.choose_mode(time_of(items[0]) if time_of is not None else None)
         if resumed and self.mode == "ids":
             fast = self.fresh(record_ids(items, raws))
             if fast is not False:
                 return fast
-        if resumed or self.needs_check:
+        if resumed:
             keep = []
             ids = self._ids()
             for index, (item, key) in enumerate(zip(items, record_ids(items, raws), strict=True)):
@@ -202,7 +193,7 @@ class Cursor:
                 if key is not None and ids is not None:
                     ids.add(hash(key))
                 elif key is not None and when is not None:
-                    self._at(when, {hash(key)})
+                    self._at(when, [key])
             return None if len(keep) == len(items) else keep
         if self.mode == "ids":
             self.add_ids(record_ids(items, raws))
@@ -225,22 +216,22 @@ class Cursor:
         them): only the tail matters, the last time and the ids delivered at it (by the one
         rule, ``record_id``: with ``raws``, a record with no id is named by its bytes)."""
         last = time_of(items[-1])
-        if last is None:
-            self.mode = "broken"  # a record without a time in a time-ordered stream
-            return
-        tail: set[int] = set()
+        tail: list[str] = []
         for k in range(len(items) - 1, -1, -1):
-            if time_of(items[k]) != last:
+            if last is None or time_of(items[k]) != last:
                 break
-            tail.add(hash(record_id(items[k], None if raws is None else raws[k])))
+            tail.append(record_id(items[k], None if raws is None else raws[k]) or "")
         self._at(last, tail)
 
-    def _at(self, when: str, keys: set[int]) -> None:
-        """Records delivered at ``when``: a later time moves the cursor, the same one adds."""
-        if self.time is None or when > self.time:
-            self.time, self.ids_at_time = when, keys
-        elif when == self.time:
-            self.ids_at_time |= keys
+    def _at(self, when: str | None, keys: list[str]) -> None:
+        """Records delivered at ``when`` (server text): the time cursor moves to it."""
+        at = utc_time(when)
+        if at is None:
+            self.mode = "broken"  # a record without a (readable) time in a time-ordered stream
+            return
+        if self.position is None:
+            self.position = TimeCursor("scroll", floor_ms(at))
+        self.position.add_page(keys, [at] * len(keys))
 
 
 @dataclass(slots=True)
@@ -285,7 +276,7 @@ class ScrollMachine:
                 not self.progressed
                 and self.continued
                 and self.rescanned is not None
-                and self.rescanned >= cursor.delivered + cursor.skipped
+                and self.rescanned >= cursor.delivered
             ):
                 # a re-scan whose ids lived through continuations read every record
                 # delivered again, found nothing new, and met the empty answer at the same
@@ -299,10 +290,10 @@ class ScrollMachine:
         return Decision.CONTINUE if page.scroll_id else Decision.END
 
     def _counted(self) -> int:
-        """Records accounted for against a total: delivered, skipped (the caller had
-        them), and set aside (they did not decode)."""
+        """Records accounted for against a total: delivered, and set aside (they did not
+        decode)."""
         cursor = self.cursor
-        return cursor.delivered + cursor.skipped + len(cursor.set_aside)
+        return cursor.delivered + len(cursor.set_aside)
 
     def _resume(self) -> Decision:
         if not self.resumable or not self.progressed:

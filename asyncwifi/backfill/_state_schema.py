@@ -7,9 +7,9 @@ import sqlite3
 
 import msgspec
 
+from asyncwifi._cursor import TimeCursor
 from asyncwifi._instant import floor_ms, read_instant
 from asyncwifi._sqlite import statements
-from asyncwifi.sync._checkpoint import TimeCursor
 
 __all__ = ["DONE", "MIGRATIONS", "part_name"]
 

@@ -9,7 +9,7 @@ parameters. ``get`` reads the contact from the body itself or from a ``customer`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import msgspec
@@ -104,7 +104,6 @@ class Contacts:
         keep_raw: bool = False,
         prefetch: int = 1,
         max_buffered: int = 4,
-        skip_ids: Collection[str] = (),
         on_item_error: Callable[[ItemError], None] | None = None,
         extra_params: Mapping[str, object] | None = None,
     ) -> ScrollStream[Contact]:
@@ -155,7 +154,6 @@ class Contacts:
             prefetch=prefetch,
             max_buffered=max_buffered,
             window=self._window,
-            skip_ids=skip_ids,
             on_item_error=on_item_error,
         )
         return ScrollStream(self._api, spec)

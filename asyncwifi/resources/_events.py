@@ -11,7 +11,7 @@ otherwise (the spec's flat records carry no time) it re-scans, skipping delivere
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
 from asyncwifi._core import RequestPipeline
@@ -103,7 +103,6 @@ class Events:
         keep_raw: bool = False,
         prefetch: int = 1,
         max_buffered: int = 4,
-        skip_ids: Collection[str] = (),
         on_item_error: Callable[[ItemError], None] | None = None,
         lane: Lane = Lane.DEFAULT,
         extra_params: Mapping[str, object] | None = None,
@@ -115,7 +114,7 @@ class Events:
         pages. A slow consumer never lets the scroll lapse: pages past ``max_buffered``
         wait in a temporary file of at most ``spill_budget`` bytes. An expired scroll
         resumes transparently (``stream.resumes``, ``stream.resume_requests`` count it)
-        and no event is delivered twice; ``skip_ids`` are ids the caller already has.
+        and no event is delivered twice.
         See docs/guides/streams.md.
         """
         query = validate_event_query(
@@ -157,7 +156,6 @@ class Events:
             prefetch=prefetch,
             max_buffered=max_buffered,
             window=self._window,
-            skip_ids=skip_ids,
             on_item_error=on_item_error,
             lane=lane,
             spill_budget=spill_budget,

@@ -13,8 +13,8 @@ The primitives work without the ``asyncwifi sync`` command:
 - :class:`Syncer` runs them: one pass (:meth:`Syncer.run_once`) or a daemon.
 """
 
+from asyncwifi._cursor import TimeCursor
 from asyncwifi.sync._budget import DEFAULT_SHARES, Budget
-from asyncwifi.sync._checkpoint import TimeCursor
 from asyncwifi.sync._feeds import BadRecord, Batch, EventFeed
 from asyncwifi.sync._ledger import BudgetLedger, RedisLedger
 from asyncwifi.sync._open import open_store

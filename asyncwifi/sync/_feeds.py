@@ -2,7 +2,7 @@
 
 - :class:`EventFeed` follows the organization's events from a checkpoint, up to a time or
   forever (new events as they appear), over ``dateStart``/``dateEnd`` windows sorted by
-  ``utcTime``; exact on every record shape (see ``_checkpoint``); with a lookback it
+  ``utcTime``; exact on every record shape (see ``asyncwifi._cursor``); with a lookback it
   re-reads the recent past for events that appear late (see ``_lookback``).
 - contacts, hotspots and segments: see ``_snapshots``.
 
@@ -21,13 +21,13 @@ from typing import Any, Generic, TypeGuard, TypeVar
 import msgspec
 
 from asyncwifi._client import Client
+from asyncwifi._cursor import TimeCursor
 from asyncwifi._instant import floor_ms, utc_times
 from asyncwifi._scroll import Record, ScrollStream
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import Event, ItemError
 from asyncwifi.models._identity import content_id, record_id, record_ids
 from asyncwifi.sync._budget import Allowance
-from asyncwifi.sync._checkpoint import TimeCursor
 from asyncwifi.sync._lookback import LOOKBACK_EVERY, Rereads
 
 __all__ = ["BadRecord", "Batch", "EventFeed"]

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from asyncwifi._client import Client
+from asyncwifi._cursor import TimeCursor
 from asyncwifi._instant import floor_ms, utc_time
 from asyncwifi._scroll import Record
 from asyncwifi.errors import ScrollExpiredError, ValidationError
@@ -21,7 +22,6 @@ from asyncwifi.models import Contact
 from asyncwifi.models._identity import record_id
 from asyncwifi.resources._contacts import PageSize, page_size
 from asyncwifi.sync._budget import Allowance
-from asyncwifi.sync._checkpoint import TimeCursor
 from asyncwifi.sync._feeds import BadRecord, Batch, _aware
 
 __all__ = ["MODIFIED_FROM", "MODIFIED_TO", "ContactFeed", "snapshot"]

@@ -44,7 +44,6 @@ class Query:
 
     date_start: str
     date_end: str
-    skip_ids: frozenset[str] = frozenset()
 
 
 def make_events(n: int, start: datetime, span: timedelta, *, seed: int = 1) -> list[FakeEvent]:
@@ -169,7 +168,6 @@ class FakeStream:
 
         server = self.server
         chosen = server.select(self.request.date_start, self.request.date_end)
-        chosen = [e for e in chosen if e.id not in self.request.skip_ids]
         size = server.page_size
         for n, i in enumerate(range(0, len(chosen), size)):
             if server.expire_after_pages is not None and n == server.expire_after_pages:

@@ -171,23 +171,6 @@ async def test_the_end_is_recognised_and_counted(make_sim: Any) -> None:
         assert stream.resumes == 0
 
 
-async def test_contacts_with_skip_ids_end_cleanly_and_count_what_was_skipped(
-    make_sim: Any,
-) -> None:
-    async with make_sim(contacts=50, clock=ScaledClock(FAST)) as sim, client_for(sim) as api:
-        everyone = [c["cid"] for c in sim.data.contacts]
-        had = set(everyone[::2])
-        plain = [c.cid async for c in api.contacts.list(size=10, skip_ids=had)]
-        assert sorted(plain) == sorted(set(everyone) - had)
-        stream = api.contacts.list(size=10, max_buffered=1, resume=True, skip_ids=had)
-        resumed = []
-        async for page in stream.pages():
-            resumed.extend(c.cid for c in page.items)
-            await sim.clock.sleep(150.0)  # lapses: re-scans must still end
-        assert sorted(resumed) == sorted(set(everyone) - had)
-        assert stream.resumes < 10
-
-
 async def test_a_new_scroll_on_a_spent_day_raises_at_once_in_raise_mode(make_sim: Any) -> None:
     async with make_sim(day_limit=3) as sim:
         limits = Limits(day=Limit(3, 86_400.0))

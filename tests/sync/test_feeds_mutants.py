@@ -147,7 +147,6 @@ class FakeEvents:
         sort_by: str | None = None,
         size: int = 10_000,
         keep_raw: bool = False,
-        skip_ids: frozenset[str] | set[str] = frozenset(),
     ) -> Stream:
         self.queries.append(
             {
@@ -156,7 +155,6 @@ class FakeEvents:
                 "sort_by": sort_by,
                 "size": size,
                 "keep_raw": keep_raw,
-                "skip_ids": set(skip_ids),
             }
         )
         chosen = [(raw, Event) for t, raw in self.log if ms(date_start) <= ms(t) <= ms(date_end)]

@@ -10,11 +10,16 @@ C, E = Decision.CONTINUE, Decision.END
 RT, RS, F = Decision.RESUME_TIME, Decision.RESUME_RESCAN, Decision.FAIL
 
 
+class Ev:
+    def __init__(self, ident: str, when: str) -> None:
+        self.id, self.when = ident, when
+
+
 def machine(*, mode: str | None = "time", resumable: bool = True) -> ScrollMachine:
     cursor = Cursor.create(ordered=mode == "time", ids=mode == "ids")
     if mode == "time":
         cursor.choose_mode("2024-01-01T00:00:00Z")
-        cursor.time = "2024-01-01T00:00:00Z"
+        cursor.advance_time([Ev("a", "2024-01-01T00:00:00Z")], None, lambda e: e.when)
     return ScrollMachine(cursor, window=60.0, resumable=resumable)
 
 
@@ -122,20 +127,34 @@ def test_a_rescan_whose_ids_never_lived_fails_loudly() -> None:
 
 def test_the_time_cursor_skips_only_ids_delivered_at_its_time() -> None:
     cursor = Cursor.create(ordered=True)
-    cursor.choose_mode("t1")
+    t1, t2, t3 = (f"2024-01-01T00:00:0{i}.000Z" for i in (1, 2, 3))
+    cursor.choose_mode(t1)
     assert cursor.mode == "time"
-
-    class Ev:
-        def __init__(self, ident: str, when: str) -> None:
-            self.id, self.when = ident, when
-
-    items = [Ev("a", "t1"), Ev("b", "t2"), Ev("c", "t2")]
+    items = [Ev("a", t1), Ev("b", t2), Ev("c", t2)]
     cursor.advance_time(items, None, lambda e: e.when)
-    assert cursor.time == "t2"
-    assert cursor.seen("b", "t2")
-    assert cursor.seen("c", "t2")
-    assert not cursor.seen("d", "t2")
-    assert not cursor.seen("e", "t3")
+    assert cursor.time == t2  # where a resume by time starts
+    assert cursor.seen("b", t2)
+    assert cursor.seen("c", t2)
+    assert not cursor.seen("a", t1)  # before the cursor's time: a resume never meets it
+    assert not cursor.seen("d", t2)
+    assert not cursor.seen("e", t3)
+
+
+def test_the_scroll_and_the_feeds_keep_the_one_cursor_type() -> None:
+    from asyncwifi._cursor import TimeCursor
+
+    cursor = Cursor.create(ordered=True)
+    cursor.choose_mode("2024-01-01T00:00:00.000Z")
+    cursor.advance_time([Ev("a", "2024-01-01T00:00:00.500Z")], None, lambda e: e.when)
+    assert isinstance(cursor.position, TimeCursor)
+    assert cursor.position.skip == {"a"}
+
+
+def test_a_time_that_does_not_read_breaks_the_time_cursor_loudly() -> None:
+    cursor = Cursor.create(ordered=True)
+    cursor.choose_mode("2024-01-01T00:00:00.000Z")
+    cursor.advance_time([Ev("a", "yesterday")], None, lambda e: e.when)
+    assert cursor.mode == "broken"  # a resume then fails instead of guessing
 
 
 def test_records_without_time_or_out_of_utc_order_keep_every_id() -> None:
@@ -146,15 +165,6 @@ def test_records_without_time_or_out_of_utc_order_keep_every_id() -> None:
         cursor.add_ids(["x", "y", None])
         assert cursor.seen("x", None)
         assert not cursor.seen("z", None)
-
-
-def test_ids_the_caller_has_are_skipped_once_and_counted() -> None:
-    cursor = Cursor.create(ordered=False, skip_ids=["k"], ids=True)
-    assert cursor.needs_check
-    assert cursor.seen("k", None)
-    assert cursor.skipped == 1
-    assert cursor.seen("k", None)  # now among the delivered ids
-    assert cursor.skipped == 1
 
 
 def test_a_rescan_page_is_checked_at_once_unless_an_id_is_missing_or_repeated() -> None:
