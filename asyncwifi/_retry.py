@@ -71,7 +71,8 @@ def classify(exc: BaseException, *, write: bool) -> Decision:
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """How requests are retried (times in the client clock's seconds).
+    """How a call is retried (times in the clock's seconds): the client's requests, and
+    the webhook dispatcher's handlers (with its own defaults, :meth:`delay`).
 
     ``max_attempts`` bounds attempts per call (the first included); ``max_elapsed`` the
     total time spent retrying; ``backoff_base``/``backoff_max`` shape the exponential
@@ -114,3 +115,11 @@ class RetryPolicy:
             wait = error.retry_after or 0.0  # one reading of Retry-After: _response.py
             return rate_limited > self.max_rate_limited or wait > self.max_rate_limit_wait
         return attempts >= self.max_attempts or elapsed > self.max_elapsed
+
+    def delay(self, attempt: int) -> float:
+        """The wait after failed attempt ``attempt`` (1-based) when the retry is scheduled
+        for later rather than slept through (the webhook spool): ``backoff_base`` doubled
+        each time, at most ``backoff_max``; no jitter (each event is retried on its own)."""
+        from asyncwifi._backoff import delay_after, exponential  # _backoff reads this module
+
+        return delay_after(exponential(self.backoff_base, self.backoff_max), attempt)

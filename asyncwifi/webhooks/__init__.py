@@ -18,7 +18,7 @@ shell; :class:`Spool` and :class:`Dispatcher` make durable mode.
 
 from asyncwifi.webhooks._app import create_app, run_receiver, serve
 from asyncwifi.webhooks._dedup import Deduplicator, MemoryDeduplicator, RedisDeduplicator
-from asyncwifi.webhooks._dispatcher import Dispatcher, RetryPolicy
+from asyncwifi.webhooks._dispatcher import Dispatcher
 from asyncwifi.webhooks._receiver import Handler, Receiver, Rejection, WebhookContext
 from asyncwifi.webhooks._sinks import JsonlSink, secrets_from_env
 from asyncwifi.webhooks._spool import DeadLetter, EventOutcome, Spool
@@ -34,7 +34,6 @@ __all__ = [
     "Receiver",
     "RedisDeduplicator",
     "Rejection",
-    "RetryPolicy",
     "Spool",
     "WebhookContext",
     "create_app",

@@ -32,9 +32,10 @@ from typing import Any, Final
 import msgspec
 from aiohttp import web
 
+from asyncwifi._retry import RetryPolicy
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.models._webhook import WebhookPayload
-from asyncwifi.webhooks._dispatcher import Dispatcher, RetryPolicy
+from asyncwifi.webhooks._dispatcher import Dispatcher
 from asyncwifi.webhooks._receiver import Receiver, Rejection, WebhookContext
 from asyncwifi.webhooks._spool import Spool
 

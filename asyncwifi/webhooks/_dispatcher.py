@@ -16,43 +16,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
 
-from asyncwifi._backoff import delay_after, exponential
-from asyncwifi.errors import ConfigurationError
+from asyncwifi._retry import RetryPolicy
 from asyncwifi.webhooks._receiver import Receiver, Rejection, WebhookContext
 from asyncwifi.webhooks._spool import EventOutcome, Spool, SpooledEvent
 
-__all__ = ["Dispatcher", "RetryPolicy"]
+__all__ = ["HANDLER_RETRY", "Dispatcher"]
 
 _log = logging.getLogger("asyncwifi.webhooks")
 
 
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """How often and how patiently a failing handler is retried (durable mode).
-
-    Attempt ``n`` (1-based) that fails is retried after
-    ``min(max_delay, initial_delay * multiplier ** (n - 1))`` seconds of the receiver's clock
-    (tenacity's exponential wait, built by :mod:`asyncwifi._backoff`); the
-    ``max_attempts``-th failure moves the event to the dead-letter table.
-    """
-
-    max_attempts: int = 8
-    initial_delay: float = 1.0
-    multiplier: float = 2.0
-    max_delay: float = 300.0
-
-    def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ConfigurationError("max_attempts must be at least 1")
-        if self.initial_delay < 0 or self.max_delay < 0 or self.multiplier < 1:
-            raise ConfigurationError("delays must be >= 0 and the multiplier >= 1")
-
-    def delay(self, attempt: int) -> float:
-        """Seconds to wait after failed attempt number ``attempt``."""
-        wait = exponential(self.initial_delay, self.max_delay, multiplier=self.multiplier)
-        return delay_after(wait, attempt)
+#: the dispatcher's default: a handler is retried 7 times, over about 4 minutes
+HANDLER_RETRY = RetryPolicy(max_attempts=8, backoff_base=1.0, backoff_max=300.0)
 
 
 def _describe(exc: BaseException) -> str:
@@ -76,7 +51,7 @@ class Dispatcher:
     ) -> None:
         self.receiver = receiver
         self.spool = spool
-        self.retry = retry if retry is not None else RetryPolicy()
+        self.retry = retry if retry is not None else HANDLER_RETRY
         self.batch_size = batch_size
         self.prune_interval = prune_interval
         #: real seconds :meth:`stop` lets a running handler finish before cancelling it

@@ -12,7 +12,7 @@ from tenacity import RetryCallState, Retrying
 from asyncwifi import RetryPolicy
 from asyncwifi._backoff import ClientWait, delay_after, exponential, retry_while
 from asyncwifi.errors import RateLimitedError, ServerError
-from asyncwifi.webhooks import RetryPolicy as WebhookRetryPolicy
+from asyncwifi.webhooks._dispatcher import HANDLER_RETRY
 from tests._virtualclock import VirtualClock
 
 START = 1_700_000_000.0
@@ -133,11 +133,13 @@ def test_retry_while_with_jitter_stays_below_the_doubling_ceiling() -> None:
 def test_exponential_and_delay_after_give_the_webhook_figures() -> None:
     wait = exponential(1.0, 300.0)
     assert [delay_after(wait, n) for n in (1, 2, 3, 9, 10, 50)] == [1, 2, 4, 256, 300, 300]
-    policy = WebhookRetryPolicy(initial_delay=2.0, multiplier=3.0, max_delay=100.0)
-    assert [policy.delay(n) for n in (1, 2, 3, 4, 5)] == [2.0, 6.0, 18.0, 54.0, 100.0]
-    assert WebhookRetryPolicy(multiplier=1.0, initial_delay=5.0).delay(7) == 5.0
+    # the one RetryPolicy, scheduled (the webhook spool): the same figures, no jitter
+    assert [HANDLER_RETRY.delay(n) for n in (1, 2, 3, 9, 10, 50)] == [1, 2, 4, 256, 300, 300]
+    policy = RetryPolicy(backoff_base=2.0, backoff_max=100.0)
+    assert [policy.delay(n) for n in (1, 2, 3, 4, 5, 6)] == [2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+    assert policy.delay(7) == 100.0
     # an attempt number past any float power still names the cap
-    assert WebhookRetryPolicy(multiplier=10.0).delay(10_000) == 300.0
+    assert policy.delay(10_000) == 100.0
 
 
 def _failed(error: BaseException, attempt: int) -> RetryCallState:
