@@ -4,7 +4,7 @@ A job is a few *parts* (the slices of a backfill, the one scan of a contact expo
 feed of the sync (:class:`~asyncwifi.sync._feeds.EventFeed`,
 :class:`~asyncwifi.sync._snapshots.ContactFeed`) resumed from its checkpoint, written by the
 sync's one loop (:meth:`Syncer.copy`: a batch and its checkpoint in one transaction) into
-the output and its state (:class:`~asyncwifi.backfill._state.StateStore`). Parts run
+the output and its state (:class:`~asyncwifi.backfill._state.JsonlDestination`). Parts run
 ``concurrency`` at a time and share commits; a finished part's checkpoint says ``done``.
 
 A scroll that cannot go on (``ScrollExpiredError``) is opened again from the part's
@@ -26,12 +26,12 @@ from typing import Any
 from asyncwifi._client import Client
 from asyncwifi.backfill._contract import JobOutcome, Progress, Reporter
 from asyncwifi.backfill._errors import SliceIncompleteError
-from asyncwifi.backfill._state import DONE, StateStore
+from asyncwifi.backfill._state import DONE, JsonlDestination
 from asyncwifi.errors import ConfigurationError, QuotaExhaustedError, ScrollExpiredError
+from asyncwifi.sync._destination import Write
 from asyncwifi.sync._feeds import Batch
 from asyncwifi.sync._options import SyncOptions
 from asyncwifi.sync._runner import Syncer
-from asyncwifi.sync._store import Write
 
 __all__ = ["ExportJob", "Opened", "Part"]
 
@@ -56,12 +56,12 @@ class Part:
 
 
 class ExportJob:
-    """One resumable export: parts streamed through the sync engine into ``store``."""
+    """One resumable export: parts streamed through the sync engine into ``destination``."""
 
     def __init__(
         self,
         api: Client,
-        store: StateStore,
+        destination: JsonlDestination,
         parts: Sequence[Part],
         *,
         reporter: Reporter | None = None,
@@ -73,7 +73,7 @@ class ExportJob:
             raise ConfigurationError("concurrency must be at least 1")
         self.api = api
         self.clock = api.clock
-        self.store = store
+        self.destination = destination
         self.parts = list(parts)
         self.reporter = reporter or Reporter()
         self.concurrency = concurrency
@@ -81,7 +81,7 @@ class ExportJob:
         self.max_wait = max_wait
         self.progress = Progress()
         self._syncer = Syncer(
-            api, store, options=SyncOptions(settle=0.0, lookback=0.0), on_write=self._written
+            api, destination, options=SyncOptions(settle=0.0, lookback=0.0), on_write=self._written
         )
         #: the part of each write in flight, oldest first (for the reporter)
         self._writing: deque[int] = deque()
@@ -92,33 +92,33 @@ class ExportJob:
     @property
     def out_path(self) -> Path:
         """The output file."""
-        return self.store.out
+        return self.destination.out
 
     @property
     def state_path(self) -> Path:
         """The state file."""
-        return self.store.path
+        return self.destination.path
 
     async def run(self) -> JobOutcome:
         """Run until every part is done, or until the quota pauses the job (see ``wait``)."""
-        store = self.store
-        await store.open()
+        destination = self.destination
+        await destination.open()
         try:
             for part in self.parts:
-                if await store.checkpoint(self.store.params.part(part.index)) == DONE:
+                if await destination.checkpoint(self.destination.params.part(part.index)) == DONE:
                     self._done.add(part.index)
             self.progress = Progress(
                 slices_total=len(self.parts),
                 slices_done=len(self._done),
-                records=store.records,
-                requests_total=store.requests,
+                records=destination.records,
+                requests_total=destination.requests,
                 started_at=self.clock.now(),
             )
-            self.reporter.started(self.progress, resumed=store.resumed)
+            self.reporter.started(self.progress, resumed=destination.resumed)
             while True:
                 reset_at = await self._round()
                 if reset_at is None:
-                    await store.mark_done()
+                    await destination.mark_done()
                     self._update()
                     self.reporter.finished(self.progress)
                     return JobOutcome("done", self.progress)
@@ -132,7 +132,7 @@ class ExportJob:
                 self.reporter.resumed(self.progress)
         finally:
             await self._syncer.drain()
-            await store.close()
+            await destination.close()
 
     async def _round(self) -> float | None:
         """Stream every unfinished part; the quota's reset time if it ran out, else None."""
@@ -153,7 +153,7 @@ class ExportJob:
         return max(resets) if resets else None
 
     async def _run_part(self, part: Part) -> None:
-        name = self.store.params.part(part.index)
+        name = self.destination.params.part(part.index)
         expiries = 0
         while True:
             batches, spent = part.open(await self._syncer.checkpoint(name))
@@ -172,7 +172,7 @@ class ExportJob:
             finally:
                 self._spent[part.index] = self._spent.get(part.index, 0) + spent()
                 self._update()
-        await self.store.write(Write("events", checkpoints={name: DONE}))
+        await self.destination.write(Write("events", checkpoints={name: DONE}))
         self._done.add(part.index)
         self._update()
         self.reporter.slice_done(self.progress, slice_index=part.index)
@@ -189,10 +189,10 @@ class ExportJob:
 
     def _update(self) -> None:
         """The progress figures, read from the engine and the destination."""
-        progress, stats, store = self.progress, self._syncer.stats, self.store
+        progress, stats, destination = self.progress, self._syncer.stats, self.destination
         progress.requests_run = max(sum(self._spent.values()), sum(stats.requests.values()))
-        progress.requests_total = store.requests
-        progress.duplicates_run = store.repeats
+        progress.requests_total = destination.requests
+        progress.duplicates_run = destination.repeats
         progress.undecoded_run = stats.dead_letters
         progress.slices_done = len(self._done)
         progress.remaining_requests = self._remaining()

@@ -21,7 +21,7 @@ from asyncwifi._instant import MS
 from asyncwifi.backfill._contract import Reporter
 from asyncwifi.backfill._engine import ExportJob, Opened, Part
 from asyncwifi.backfill._plan import Slice, even_slice_size, plan_slices
-from asyncwifi.backfill._state import JobParams, StateStore
+from asyncwifi.backfill._state import JobParams, JsonlDestination
 from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.ratelimit import Lane
 from asyncwifi.resources._contacts import PageSize
@@ -157,10 +157,12 @@ def events_backfill(
         out=out, since=since, until=until, types=wanted, slice_size=slice_size, gzip=gzip
     )
     slices = plan_slices(since, until, slice_size)
-    store = StateStore(state, out, params, parts=len(slices), concurrency=concurrency, fsync=fsync)
+    destination = JsonlDestination(
+        state, out, params, parts=len(slices), concurrency=concurrency, fsync=fsync
+    )
     return ExportJob(
         api,
-        store,
+        destination,
         [part(piece) for piece in slices],
         reporter=reporter,
         concurrency=concurrency,
@@ -203,8 +205,8 @@ def contacts_export(
         return feed.scan(), lambda: feed.requests
 
     params = contacts_params(out=out, gzip=gzip, has_email=has_email)
-    store = StateStore(state, out, params, fsync=fsync)
+    destination = JsonlDestination(state, out, params, fsync=fsync)
     return ExportJob(
-        api, store, [Part(0, "the contact scan", open_scan)], reporter=reporter,
+        api, destination, [Part(0, "the contact scan", open_scan)], reporter=reporter,
         wait=wait, max_wait=max_wait,
     )  # fmt: skip

@@ -11,7 +11,7 @@ from asyncwifi.backfill._errors import (
     OutputNotWritableError,
     StateMismatchError,
 )
-from asyncwifi.backfill._state import JobParams, StateStore
+from asyncwifi.backfill._state import JobParams, JsonlDestination
 
 __all__ = ["preflight"]
 
@@ -43,14 +43,14 @@ def preflight(
         raise OutputConflictError("the state file and the output must be different files")
     _check_writable(out_path, "output")
     _check_writable(state_path, "state file")
-    if not StateStore.exists(state_path):
+    if not JsonlDestination.exists(state_path):
         if out_path.exists() and out_path.stat().st_size > 0:
             raise OutputConflictError(
                 f"{out_path} already exists and has no state file ({state_path}); "
                 "move it away, or pass the --state it was written with"
             )
         return "new"
-    info = StateStore.read_only(state_path)
+    info = JsonlDestination.read_only(state_path)
     if info.params != params:
         raise StateMismatchError(
             f"state file {state_path} belongs to another job ({info.diff(params)}); "

@@ -1,6 +1,6 @@
-"""The JSON Lines destination: an output file and its state file, one :class:`Store`.
+"""The JSON Lines destination: an output file and its state file, one :class:`Destination`.
 
-A batch is written like any store writes it (``Store.write``: its records and its
+A batch is written like any destination writes it (``Destination.write``: its records and its
 checkpoints in one transaction), here as lines of the server's own bytes appended to the
 output, fsync'ed, and then, in one SQLite transaction of the state file, the output's new
 length, the ids written (the primary key that makes a record written twice a no-op) and the
@@ -32,10 +32,10 @@ from asyncwifi.backfill._sink import JsonlOutput, RawRecord
 from asyncwifi.backfill._state_schema import DONE, MIGRATIONS, part_name
 from asyncwifi.errors import ClientStateError, SchemaVersionError
 from asyncwifi.models._identity import record_ids
+from asyncwifi.sync._destination import Destination, Write
 from asyncwifi.sync._feeds import Batch
-from asyncwifi.sync._store import Store, Write
 
-__all__ = ["DONE", "JobParams", "StateInfo", "StateStore"]
+__all__ = ["DONE", "JobParams", "JsonlDestination", "StateInfo"]
 
 
 class JobParams(msgspec.Struct, frozen=True, kw_only=True):
@@ -83,7 +83,7 @@ class _Queued:
     future: asyncio.Future[int]
 
 
-class StateStore(Store):
+class JsonlDestination(Destination):
     """``out`` (JSON Lines, optionally gzip) and its state file ``path``: a sync destination
     (see the module docstring). ``parts`` is how many checkpoints the job has (slices),
     ``concurrency`` how many of them stream at once."""
@@ -121,7 +121,7 @@ class StateStore(Store):
         self.repeats = 0
 
     def __repr__(self) -> str:
-        return f"StateStore({str(self.path)!r})"
+        return f"JsonlDestination({str(self.path)!r})"
 
     # -- reading without opening ----------------------------------------------------------
 
@@ -172,13 +172,13 @@ class StateStore(Store):
             slices_done=int(done or 0),
         )
 
-    # -- the Store ------------------------------------------------------------------------
+    # -- the Destination ------------------------------------------------------------------------
 
     async def open(self) -> None:
         """Open (or create) the state and the output; refuse a state of another job."""
         if self._bridge is not None:
             return
-        self.resumed = StateStore.exists(self.path)
+        self.resumed = JsonlDestination.exists(self.path)
         created = not self.path.exists()
         try:
             bridge = SqliteThread(self._connect, name="asyncwifi-backfill-state")

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from asyncwifi.backfill._plan import Slice, estimate
-from asyncwifi.backfill._state import JobParams, StateStore
+from asyncwifi.backfill._state import JobParams, JsonlDestination
 from asyncwifi.cli._app import App
 from asyncwifi.cli._progress import counted, human_duration
 
@@ -51,8 +51,8 @@ def dry_run_plan(
         day_period=day[1],
     )
     done_note = None
-    if StateStore.exists(state_path):
-        info = StateStore.read_only(state_path)
+    if JsonlDestination.exists(state_path):
+        info = JsonlDestination.read_only(state_path)
         done_note = (
             f"{info.slices_done}/{info.slices_total} slices done, {info.records:,} events "
             f"written (the estimate is for the whole job)"

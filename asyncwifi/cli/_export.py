@@ -26,7 +26,7 @@ from asyncwifi.backfill._jobs import (
 )
 from asyncwifi.backfill._plan import even_slice_size, parse_duration, parse_instant, plan_slices
 from asyncwifi.backfill._preflight import preflight
-from asyncwifi.backfill._state import JobParams, StateStore
+from asyncwifi.backfill._state import JobParams, JsonlDestination
 from asyncwifi.cli._app import App, output_options, pass_app, run_async
 from asyncwifi.cli._dry_run import DEFAULT_EVENTS_PER_DAY, dry_run_plan
 from asyncwifi.cli._exit import CliFailure, ExitCode
@@ -289,7 +289,7 @@ def backfill(
         return
     status = _check_files(app, params, state=state_path, out=out)
     if status == "done":
-        info = StateStore.read_only(state_path)
+        info = JsonlDestination.read_only(state_path)
         app.display.info(
             "done", f"already complete: {info.records:,} events in {out} (nothing sent)"
         )
@@ -376,7 +376,7 @@ def export(
     params = contacts_params(out=out, gzip=gzip, has_email=has_email)
     status = _check_files(app, params, state=state_path, out=out)
     if status == "done":
-        info = StateStore.read_only(state_path)
+        info = JsonlDestination.read_only(state_path)
         app.display.info(
             "done", f"already complete: {info.records:,} contacts in {out} (nothing sent)"
         )

@@ -133,10 +133,10 @@ def writing(out: Path, state: Path) -> Iterator[None]:
 def remove_if_unused(out: Path, state: Path, *, out_existed: bool) -> None:
     """After a new job failed: remove a state file that committed nothing, and the output's
     uncommitted bytes, so the next run starts clean instead of meeting a half-made job."""
-    from asyncwifi.backfill._state import StateStore
+    from asyncwifi.backfill._state import JsonlDestination
 
     try:
-        info = StateStore.read_only(state) if StateStore.exists(state) else None
+        info = JsonlDestination.read_only(state) if JsonlDestination.exists(state) else None
     except (sqlite3.Error, OSError):
         return
     if info is not None and (info.records or info.offset):

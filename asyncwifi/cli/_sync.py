@@ -114,7 +114,7 @@ def sync_command(
     and run it again, nothing is lost or doubled. Without --once it runs until SIGTERM.
     """
     from asyncwifi.ratelimit import RedisStore
-    from asyncwifi.sync import Budget, RedisLedger, Syncer, SyncOptions, open_store
+    from asyncwifi.sync import Budget, RedisLedger, Syncer, SyncOptions, open_destination
 
     if since is not None and until is not None and since >= until:
         raise click.UsageError("--since must be before --until")
@@ -123,7 +123,7 @@ def sync_command(
     if rate_store is not None and not rate_store.startswith(("redis://", "rediss://", "unix://")):
         raise click.BadParameter("a redis://, rediss:// or unix:// URL", param_hint="--rate-store")
     app.check_credentials()
-    store = open_store(url)
+    destination = open_destination(url)
 
     async def go() -> None:
         sim_since = since
@@ -153,7 +153,7 @@ def sync_command(
                 ledger = RedisLedger(rate_store, key=limiter_store.key)
             shared = Budget(day.count if day else 15_000, budget, clock=api.clock, ledger=ledger)
             metrics = None
-            syncer = Syncer(api, store, options=options, budget=shared)
+            syncer = Syncer(api, destination, options=options, budget=shared)
             if metrics_port is not None:
                 from asyncwifi.sync._metrics import SyncMetrics
 
@@ -171,12 +171,12 @@ def sync_command(
                     await syncer.run_once()
                     _report(app, syncer, "stopped" if syncer.stopping else "pass done")
                 else:
-                    app.display.info("sync", f"syncing into {store!r}; SIGTERM to stop")
+                    app.display.info("sync", f"syncing into {destination!r}; SIGTERM to stop")
                     await syncer.run_forever()
                     _report(app, syncer, "stopped")
             finally:
                 await syncer.drain()
-                await store.close()
+                await destination.close()
                 await shared.refresh()  # what this run spent, for the others
                 if ledger is not None:
                     await ledger.aclose()
@@ -188,9 +188,9 @@ def sync_command(
     except CliFailure:
         raise
     except Exception as exc:
-        from asyncwifi.sync import StoreUnavailableError
+        from asyncwifi.sync import DestinationUnavailableError
 
-        if isinstance(exc, StoreUnavailableError):
+        if isinstance(exc, DestinationUnavailableError):
             raise CliFailure(str(exc), ExitCode.FAILURE) from None
         raise
 

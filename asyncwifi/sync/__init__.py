@@ -1,4 +1,4 @@
-"""Keep a database in step with the platform: change feeds, checkpoints, stores, the syncer.
+"""Keep a database in step with the platform: feeds, checkpoints, destinations, the syncer.
 
 The primitives work without the ``asyncwifi sync`` command:
 
@@ -8,21 +8,22 @@ The primitives work without the ``asyncwifi sync`` command:
   saved" never disagree; exact on every event record shape (see ``docs/guides/sync.md``).
 - :class:`Budget` divides a share of the day's quota between resources; with a
   :class:`RedisLedger` the day's counts are shared by every process of the key.
-- :class:`Store` (:func:`open_store`: ``sqlite:///PATH`` or ``postgresql://...``) writes a
-  batch, its dead letters, deletes and checkpoints in one transaction.
+- A :class:`Destination` (:func:`open_destination`: ``sqlite:///PATH`` or
+  ``postgresql://...``) writes a batch, its dead letters, deletes and checkpoints in one
+  transaction.
 - :class:`Syncer` runs them: one pass (:meth:`Syncer.run_once`) or a daemon.
 """
 
 from asyncwifi._cursor import TimeCursor
 from asyncwifi.sync._budget import DEFAULT_SHARES, Budget
+from asyncwifi.sync._destination import Destination, DestinationUnavailableError, Write, rows_of
 from asyncwifi.sync._feeds import BadRecord, Batch, EventFeed
 from asyncwifi.sync._ledger import BudgetLedger, RedisLedger
-from asyncwifi.sync._open import open_store
+from asyncwifi.sync._open import open_destination
 from asyncwifi.sync._options import SyncOptions, SyncStats
 from asyncwifi.sync._runner import Syncer
 from asyncwifi.sync._schema import TABLES
 from asyncwifi.sync._snapshots import ContactFeed, snapshot
-from asyncwifi.sync._store import Store, StoreUnavailableError, Write, rows_of
 
 __all__ = [
     "DEFAULT_SHARES",
@@ -32,16 +33,16 @@ __all__ = [
     "Budget",
     "BudgetLedger",
     "ContactFeed",
+    "Destination",
+    "DestinationUnavailableError",
     "EventFeed",
     "RedisLedger",
-    "Store",
-    "StoreUnavailableError",
     "SyncOptions",
     "SyncStats",
     "Syncer",
     "TimeCursor",
     "Write",
-    "open_store",
+    "open_destination",
     "rows_of",
     "snapshot",
 ]

@@ -57,7 +57,7 @@ class BadRecord:
 class Batch(Generic[T]):
     """Records of one resource and the checkpoint that covers them.
 
-    Store ``records`` (``record.item`` typed, ``record.raw`` the server's bytes), set
+    Destination ``records`` (``record.item`` typed, ``record.raw`` the server's bytes), set
     ``bad`` aside, and save ``checkpoint`` under the feed's name in the same transaction.
     A snapshot's last batch has ``complete`` set and ``seen``: every id the scan found,
     so that what the database holds beyond them was deleted upstream.

@@ -25,7 +25,7 @@ What neither reads cannot be seen: an event that appears after the audit of its 
 read while catching up, more than ``span`` behind (a restart after a long stop: those
 events were read late already). Records found by a re-read are compared with the
 ids the feed delivered (:class:`Delivered`); one keyed before the feed started may have
-been stored by an earlier run, which only the store can tell.
+been stored by an earlier run, which only the destination can tell.
 """
 
 from __future__ import annotations

@@ -1,29 +1,29 @@
-"""Which store a database URL names: the one place that knows every backend (imported
+"""Which destination a database URL names: the one place that knows every backend (imported
 lazily, so that SQLite needs no PostgreSQL driver)."""
 
 from __future__ import annotations
 
 from asyncwifi._auth import redact_url
 from asyncwifi.errors import ValidationError
-from asyncwifi.sync._store import Store
+from asyncwifi.sync._destination import Destination
 
-__all__ = ["open_store"]
+__all__ = ["open_destination"]
 
 
-def open_store(url: str, *, writers: int = 2) -> Store:
-    """The store for ``sqlite:///PATH`` or ``postgresql://...`` (not connected yet);
+def open_destination(url: str, *, writers: int = 2) -> Destination:
+    """The destination for ``sqlite:///PATH`` or ``postgresql://...`` (not connected yet);
     ``writers``: PostgreSQL connections loading event batches side by side."""
     if url.startswith("sqlite:///"):
-        from asyncwifi.sync._sqlite import SqliteStore
+        from asyncwifi.sync._sqlite import SqliteDestination
 
         path = url[len("sqlite:///") :]
         if not path:
             raise ValidationError("sqlite:///PATH needs a path")
-        return SqliteStore(path)
+        return SqliteDestination(path)
     if url.startswith(("postgresql://", "postgres://")):
-        from asyncwifi.sync._postgres import PostgresStore
+        from asyncwifi.sync._postgres import PostgresDestination
 
-        return PostgresStore(url, writers=writers)
+        return PostgresDestination(url, writers=writers)
     raise ValidationError(
         "the database URL must be sqlite:///PATH or postgresql://USER@HOST/DB, got "
         f"{redact_url(url)!r}"

@@ -26,10 +26,10 @@ from typing import Any, TypeVar
 from asyncwifi._auth import check_url, hide_password, redact_url
 from asyncwifi._sqlite import pending
 from asyncwifi.errors import ValidationError
+from asyncwifi.sync._destination import Destination, DestinationUnavailableError, Write, digest
 from asyncwifi.sync._schema import MIGRATIONS_TABLE, STEPS, TABLES
-from asyncwifi.sync._store import Store, StoreUnavailableError, Write, digest
 
-__all__ = ["PostgresStore", "unavailable"]
+__all__ = ["PostgresDestination", "unavailable"]
 
 T = TypeVar("T")
 
@@ -61,7 +61,7 @@ class _Session:
     staged: set[str] = field(default_factory=set)
 
 
-class PostgresStore(Store):
+class PostgresDestination(Destination):
     """``postgresql://...``: see the module docstring."""
 
     dialect = "postgresql"
@@ -76,10 +76,12 @@ class PostgresStore(Store):
         self._idle: list[_Session] = []
 
     def __repr__(self) -> str:
-        return f"PostgresStore({redact_url(self.url)!r})"
+        return f"PostgresDestination({redact_url(self.url)!r})"
 
-    def _unavailable(self, exc: BaseException) -> StoreUnavailableError:
-        return StoreUnavailableError(f"PostgreSQL at {self!r}: {hide_password(str(exc), self.url)}")
+    def _unavailable(self, exc: BaseException) -> DestinationUnavailableError:
+        return DestinationUnavailableError(
+            f"PostgreSQL at {self!r}: {hide_password(str(exc), self.url)}"
+        )
 
     async def _session(self) -> _Session:
         while self._idle:
@@ -98,7 +100,7 @@ class PostgresStore(Store):
 
     async def _call(self, fn: Callable[[_Session], Awaitable[T]]) -> T:
         """Run ``fn`` on a connection of its own; a lost connection becomes
-        ``StoreUnavailableError`` (and the idle ones are dropped: the server went away)."""
+        ``DestinationUnavailableError`` (and the idle ones are dropped: the server went away)."""
         session = await self._session()
         try:
             result = await fn(session)

@@ -1,9 +1,9 @@
-"""The sync itself: feeds into a store, one pass or a daemon, surviving what goes wrong.
+"""The sync itself: feeds into a destination, one pass or a daemon, surviving what goes wrong.
 
 - Every batch is written with its checkpoint in one transaction; a kill at any moment
   loses nothing and doubles nothing (a replayed batch changes no row). Writes are
   pipelined: the next batch is fetched and prepared while the database commits the
-  previous one, and event batches load side by side on ``store.concurrency`` connections;
+  previous one, and event batches load side by side on ``destination.concurrency`` connections;
   commits stay in order (a checkpoint never passes rows not yet committed).
 - The database unreachable: the batch in hand is kept and its write retried with backoff;
   nothing more is asked of the API meanwhile (the quota is not spent on data that cannot
@@ -35,10 +35,10 @@ from asyncwifi._client import Client
 from asyncwifi._instant import format_instant
 from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.sync._budget import Budget
+from asyncwifi.sync._destination import Destination, DestinationUnavailableError, Write
 from asyncwifi.sync._feeds import Batch, EventFeed
 from asyncwifi.sync._options import SyncOptions, SyncStats
 from asyncwifi.sync._snapshots import ContactFeed, snapshot
-from asyncwifi.sync._store import Store, StoreUnavailableError, Write
 
 __all__ = ["SyncOptions", "SyncStats", "Syncer"]
 
@@ -74,25 +74,25 @@ def _stoppable(
 
 
 class Syncer:
-    """Keeps ``store`` in step with the organization behind ``api`` (module docstring)."""
+    """Keeps ``destination`` in step with the organization behind ``api`` (module docstring)."""
 
     def __init__(
         self,
         api: Client,
-        store: Store,
+        destination: Destination,
         *,
         options: SyncOptions | None = None,
         budget: Budget | None = None,
         on_write: Callable[[str, int], None] | None = None,
     ) -> None:
         self.api = api
-        self.store = store
+        self.destination = destination
         self.options = options or SyncOptions()
         self.budget = budget
         self.stats = SyncStats()
         self.on_write = on_write
         self._stopping = asyncio.Event()
-        #: store transactions in flight (shielded from a stop)
+        #: destination transactions in flight (shielded from a stop)
         self._writing: set[asyncio.Future[int]] = set()
         #: the writes committing while the next batch is prepared, oldest first
         self._pending: deque[asyncio.Future[int]] = deque()
@@ -100,14 +100,14 @@ class Syncer:
     # -- the database ----------------------------------------------------------------------
     async def _retrying(self, call: Callable[[], Awaitable[T]], *, read: bool = False) -> T:
         """``call()``, again with backoff (real seconds) while the database is unreachable:
-        the one rule for every store operation of the sync. Once stopping, it is not
+        the one rule for every destination operation of the sync. Once stopping, it is not
         retried (``_Stopped``), and a ``read`` (nothing to save) is not even started."""
         if read and self._stopping.is_set():
             raise _Stopped
         try:
             result = await retry_while(
                 call,
-                retry_on=StoreUnavailableError,
+                retry_on=DestinationUnavailableError,
                 initial=self.options.retry_initial,
                 maximum=self.options.retry_max,
                 sleep=lambda s: self._unless_stopped(functools.partial(asyncio.sleep, s)),
@@ -117,7 +117,7 @@ class Syncer:
                 ),
                 give_up=self._stopping.is_set,
             )
-        except StoreUnavailableError as exc:  # only through give_up: a stop
+        except DestinationUnavailableError as exc:  # only through give_up: a stop
             log.warning("sync: the database is unreachable (%s); stopping", exc)
             raise _Stopped from exc
         if self.stats.store_down_since is not None:
@@ -143,7 +143,7 @@ class Syncer:
     async def _transaction(self, write: Write, after: Awaitable[object] | None) -> int:
         """One attempt, shielded: a stop (cancellation) never interrupts a transaction
         half-way on our side (``drain`` waits for it)."""
-        writing = asyncio.ensure_future(self.store.write(write, after))
+        writing = asyncio.ensure_future(self.destination.write(write, after))
         self._writing.add(writing)
         try:
             return await asyncio.shield(writing)
@@ -153,11 +153,11 @@ class Syncer:
 
     async def _until_store(self) -> None:
         """Wait (with backoff) until the database answers: before any API request."""
-        await self._retrying(self.store.open, read=True)
+        await self._retrying(self.destination.open, read=True)
 
     async def checkpoint(self, name: str) -> str | None:
         """A stored checkpoint, waiting (with backoff) while the database is unreachable."""
-        return await self._retrying(lambda: self.store.checkpoint(name), read=True)
+        return await self._retrying(lambda: self.destination.checkpoint(name), read=True)
 
     async def copy(
         self,
@@ -203,7 +203,7 @@ class Syncer:
             log.warning("sync: a %s record set aside (dead letter): %s", batch.resource, bad.error)
         write = Write(
             batch.resource,
-            self.store.rows(batch),
+            self.destination.rows(batch),
             list(batch.bad),
             None,
             checkpoints,
@@ -213,7 +213,7 @@ class Syncer:
             write.seen = batch.seen
         # events only add rows (ids never repeat between batches): they may load side by
         # side; anything with deletes waits until nothing else is in flight
-        depth = self.store.concurrency if batch.resource == EVENTS else 1
+        depth = self.destination.concurrency if batch.resource == EVENTS else 1
         await self._flush(depth - 1)
         after = asyncio.shield(self._pending[-1]) if self._pending else None
         if after is not None:
@@ -241,7 +241,9 @@ class Syncer:
             size=opts.size,
             budget=self.budget,
             lookback=opts.lookback,
-            stored=lambda ids: self._retrying(lambda: self.store.existing(EVENTS, ids), read=True),
+            stored=lambda ids: self._retrying(
+                lambda: self.destination.existing(EVENTS, ids), read=True
+            ),
         )
 
         def newest(_: Batch[Any]) -> None:

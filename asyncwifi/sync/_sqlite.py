@@ -17,10 +17,10 @@ from typing import TypeVar
 
 from asyncwifi._instant import format_instant
 from asyncwifi._sqlite import SqliteThread, migrate, statements
+from asyncwifi.sync._destination import Destination, DestinationUnavailableError, Write, digest
 from asyncwifi.sync._schema import MIGRATIONS_TABLE, STEPS, TABLES
-from asyncwifi.sync._store import Store, StoreUnavailableError, Write, digest
 
-__all__ = ["SqliteStore"]
+__all__ = ["SqliteDestination"]
 
 T = TypeVar("T")
 
@@ -48,7 +48,7 @@ def _v1_or_carried_over(conn: sqlite3.Connection) -> None:
 _STEPS = (_v1_or_carried_over, *(statements(step("sqlite")) for step in STEPS[1:]))
 
 
-class SqliteStore(Store):
+class SqliteDestination(Destination):
     """``sqlite:///PATH``: see the module docstring."""
 
     dialect = "sqlite"
@@ -58,7 +58,7 @@ class SqliteStore(Store):
         self._db = SqliteThread(self._connect, name="asyncwifi-sync-sqlite", group_commit=True)
 
     def __repr__(self) -> str:
-        return f"SqliteStore({self.path!r})"
+        return f"SqliteDestination({self.path!r})"
 
     def _connect(self) -> sqlite3.Connection:
         """On the bridge's thread: open, migrate (first: a newer file is refused before
@@ -75,19 +75,19 @@ class SqliteStore(Store):
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """``fn(conn)`` in a transaction of its own (or shared with the jobs queued with it);
-        a locked or failing database is ``StoreUnavailableError``."""
+        a locked or failing database is ``DestinationUnavailableError``."""
         if not self._db.running:
-            raise StoreUnavailableError("the SQLite store is not open")
+            raise DestinationUnavailableError("the SQLite destination is not open")
         try:
             return await self._db.run(fn)
         except sqlite3.OperationalError as exc:
-            raise StoreUnavailableError(f"SQLite: {exc}") from exc
+            raise DestinationUnavailableError(f"SQLite: {exc}") from exc
 
     async def open(self) -> None:
         try:
             await self._db.start()
         except sqlite3.Error as exc:
-            raise StoreUnavailableError(f"cannot open {self.path}: {exc}") from exc
+            raise DestinationUnavailableError(f"cannot open {self.path}: {exc}") from exc
 
     async def close(self) -> None:
         await self._db.close()

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from asyncwifi.backfill._state import StateStore
+from asyncwifi.backfill._state import JsonlDestination
 
 __all__ = ["DiskLog", "spy_on_disk"]
 
@@ -60,7 +60,7 @@ class DiskLog:
 def spy_on_disk(out: Path) -> Iterator[DiskLog]:
     """Log the output's syncs (with the file's size then) and the state's page commits."""
     log = DiskLog(out)
-    real_commit = StateStore._commit
+    real_commit = JsonlDestination._commit
 
     def syncing(real: Callable[[int], None]) -> Callable[[int], None]:
         def sync(fd: int) -> None:
@@ -70,7 +70,7 @@ def spy_on_disk(out: Path) -> Iterator[DiskLog]:
 
         return sync
 
-    def commit(self: StateStore, conn: sqlite3.Connection, writes: Any) -> list[int]:
+    def commit(self: JsonlDestination, conn: sqlite3.Connection, writes: Any) -> list[int]:
         # logged when SQLite runs the COMMIT itself, with the length the state then records
         def trace(sql: str) -> None:
             if sql.strip().upper() == "COMMIT":
@@ -86,5 +86,5 @@ def spy_on_disk(out: Path) -> Iterator[DiskLog]:
         mp.setattr(os, "fsync", syncing(os.fsync))
         if hasattr(os, "fdatasync"):
             mp.setattr(os, "fdatasync", syncing(os.fdatasync))
-        mp.setattr(StateStore, "_commit", commit)
+        mp.setattr(JsonlDestination, "_commit", commit)
         yield log

@@ -18,7 +18,7 @@ import pytest
 from asyncwifi import ScaledClock
 from asyncwifi.backfill import SliceIncompleteError, events_backfill
 from asyncwifi.backfill._plan import estimate, even_slice_size, plan_slices
-from asyncwifi.backfill._state import StateStore
+from asyncwifi.backfill._state import JsonlDestination
 from asyncwifi.testing import Simulator, SimulatorProcess
 from tests.client._support import NO_LIMITS, client_for
 
@@ -127,7 +127,7 @@ async def test_ids_expiring_after_a_millisecond_never_end_a_backfill_done_with_e
             written = ids_in(out)
             assert max(written.values()) == 1
             assert set(written) < set(expected(server.data))
-            assert not StateStore.read_only(state).done
+            assert not JsonlDestination.read_only(state).done
         else:
             outcome = await job().run()
             assert outcome.status == "done"

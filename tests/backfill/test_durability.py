@@ -3,7 +3,7 @@
 The state file says "the output holds ``offset`` bytes"; a power loss right after that
 commit must not leave a shorter output behind (the next run would refuse the file, or,
 worse, count bytes that are not there). So every commit of the state
-(``StateStore._commit``) must come after an fsync of the output made when the file already
+(``JsonlDestination._commit``) must come after an fsync of the output made when the file already
 held ``offset`` bytes. A spy on the syncs (``os.fsync`` and ``os.fdatasync``, on the
 output's inode only) and on the state's commit writes one ordered log; the log is checked
 commit by commit. Over real HTTP against the simulator, on every record shape, with
@@ -21,7 +21,7 @@ import pytest
 
 from asyncwifi import ScaledClock
 from asyncwifi.backfill import ExportJob, contacts_export, events_backfill
-from asyncwifi.backfill._state import StateStore
+from asyncwifi.backfill._state import JsonlDestination
 from asyncwifi.testing import Simulator
 from tests.backfill._disk import spy_on_disk
 from tests.client._support import NO_LIMITS, client_for
@@ -98,10 +98,10 @@ def stopped(exc: BaseException) -> bool:
 
 async def test_a_resumed_run_syncs_before_each_commit_too(tmp_path: Path) -> None:
     async with sim() as server, client_for(server, limits=NO_LIMITS) as api:
-        real_commit = StateStore._commit
+        real_commit = JsonlDestination._commit
         calls = 0
 
-        def stop_after_three(self: StateStore, conn: Any, writes: Any) -> list[int]:
+        def stop_after_three(self: JsonlDestination, conn: Any, writes: Any) -> list[int]:
             nonlocal calls
             calls += 1
             if calls > 3:
@@ -110,11 +110,11 @@ async def test_a_resumed_run_syncs_before_each_commit_too(tmp_path: Path) -> Non
 
         first = backfill(api, tmp_path)
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(StateStore, "_commit", stop_after_three)
+            mp.setattr(JsonlDestination, "_commit", stop_after_three)
             with pytest.raises(BaseException) as caught:
                 await first.run()
         assert stopped(caught.value)
-        committed = StateStore.read_only(tmp_path / "state").offset
+        committed = JsonlDestination.read_only(tmp_path / "state").offset
         assert committed > 0
         with first.out_path.open("ab") as f:
             f.write(b'{"torn": ')  # a page being written when the process died

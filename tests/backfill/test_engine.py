@@ -27,7 +27,7 @@ from asyncwifi.backfill import (
 from asyncwifi.backfill._plan import plan_slices
 from asyncwifi.backfill._preflight import preflight
 from asyncwifi.backfill._sink import JsonlOutput, encode_lines
-from asyncwifi.backfill._state import JobParams, StateStore
+from asyncwifi.backfill._state import JobParams, JsonlDestination
 from tests.backfill._disk import spy_on_disk
 from tests.backfill.fakes import FakeApi, FakeClock, FakeServer, make_events, raw_of
 
@@ -128,7 +128,7 @@ async def test_every_event_written_once_as_the_servers_own_bytes(
     ]
     assert server.requests == sum(-(-n // 40) + 1 for n in per_slice)
     assert server.requests <= -(-len(events) // 40) + DAYS + (DAYS - 1)
-    assert StateStore.read_only(tmp_path / "out.state").done
+    assert JsonlDestination.read_only(tmp_path / "out.state").done
 
 
 async def test_a_finished_job_run_again_sends_nothing(tmp_path: Path, events: list[Any]) -> None:
@@ -152,7 +152,7 @@ async def test_crash_at_random_moments_then_resume_writes_each_event_once(
     out = tmp_path / ("out.jsonl.gz" if compress else "out.jsonl")
     p = params(tmp_path, out=str(out), gzip=compress)
     original_append = JsonlOutput.append_many
-    original_commit = StateStore._commit
+    original_commit = JsonlDestination._commit
     crashes = 0
     for attempt in range(40):
         kinds = ["mid-write", "after-write", "mid-stream"] + (["none"] if attempt >= 4 else [])
@@ -173,7 +173,7 @@ async def test_crash_at_random_moments_then_resume_writes_each_event_once(
                 raise Crash  # written and fsync'ed, never committed
             return offset
 
-        def commit(self: StateStore, conn: Any, writes: Any, _k: Kill = kill) -> list[int]:
+        def commit(self: JsonlDestination, conn: Any, writes: Any, _k: Kill = kill) -> list[int]:
             if _k.dead:
                 raise Crash
             return original_commit(self, conn, writes)
@@ -190,7 +190,7 @@ async def test_crash_at_random_moments_then_resume_writes_each_event_once(
             with pytest.MonkeyPatch.context() as mp:
                 mp.setattr(JsonlOutput, "append_many", append)
                 mp.setattr(JsonlOutput, "rollback", rollback)
-                mp.setattr(StateStore, "_commit", commit)
+                mp.setattr(JsonlDestination, "_commit", commit)
                 outcome = await job(tmp_path, server, params=p, concurrency=2).run()
         except BaseException as exc:
             if not crashed(exc):
@@ -404,7 +404,7 @@ async def test_a_failed_write_is_cut_back_and_the_next_run_writes_each_event_onc
             await job(tmp_path, FakeServer(events, page_size=30), concurrency=3).run()
     assert caught.group_contains(OSError)
     # what the state says was written is exactly what the file holds
-    info = StateStore.read_only(tmp_path / "out.state")
+    info = JsonlDestination.read_only(tmp_path / "out.state")
     assert (tmp_path / "out.jsonl").stat().st_size == info.offset
     await job(tmp_path, FakeServer(events, page_size=30), concurrency=3).run()
     assert_exactly_once(tmp_path / "out.jsonl", events)

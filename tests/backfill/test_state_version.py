@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from asyncwifi.backfill._state import JobParams, StateStore
+from asyncwifi.backfill._state import JobParams, JsonlDestination
 from asyncwifi.backfill._state_schema import _V1, DONE
 from asyncwifi.errors import AsyncWifiError, SchemaVersionError
 
@@ -47,8 +47,8 @@ def _old_state(path: Path, version: int = 1) -> None:
     conn.close()
 
 
-async def _open(path: Path) -> StateStore:
-    store = StateStore(path, path.with_name("events.jsonl"), PARAMS, parts=2)
+async def _open(path: Path) -> JsonlDestination:
+    store = JsonlDestination(path, path.with_name("events.jsonl"), PARAMS, parts=2)
     await store.open()
     return store
 
@@ -81,7 +81,7 @@ def test_a_state_of_the_per_slice_engine_is_carried_over(tmp_path: Path, version
 
     asyncio.run(go())
     assert _user_version(path) == 2
-    info = StateStore.read_only(path)
+    info = JsonlDestination.read_only(path)
     assert (info.offset, info.slices_done, info.slices_total) == (123, 1, 2)
 
 
@@ -97,6 +97,6 @@ def test_a_state_file_from_a_newer_release_is_refused_and_left_untouched(tmp_pat
     assert isinstance(caught.value, AsyncWifiError)
     assert str(path) in str(caught.value)
     with pytest.raises(SchemaVersionError):
-        StateStore.read_only(path)
+        JsonlDestination.read_only(path)
     assert path.read_bytes() == before
     assert _user_version(path) == 7

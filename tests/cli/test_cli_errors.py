@@ -117,7 +117,7 @@ def test_an_existing_output_without_its_state_exits_65_and_is_left_alone(
 def test_a_state_file_for_another_job_exits_65(creds: Path, run: Callable[..., Result]) -> None:
     from asyncwifi.backfill._jobs import events_params
     from asyncwifi.backfill._plan import parse_instant, plan_slices
-    from asyncwifi.backfill._state import StateStore
+    from asyncwifi.backfill._state import JsonlDestination
 
     since, until = parse_instant("2026-01-01"), parse_instant("2026-01-08")
     from datetime import timedelta
@@ -130,7 +130,7 @@ def test_a_state_file_for_another_job_exits_65(creds: Path, run: Callable[..., R
         slice_size=timedelta(days=1),
         gzip=False,
     )
-    store = StateStore(
+    store = JsonlDestination(
         creds / "events.jsonl.state",
         creds / "events.jsonl",
         params,

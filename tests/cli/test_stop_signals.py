@@ -10,7 +10,7 @@ import signal
 from datetime import UTC, datetime
 from pathlib import Path
 
-from asyncwifi.backfill._state import StateStore
+from asyncwifi.backfill._state import JsonlDestination
 from asyncwifi.cli import ExitCode
 from asyncwifi.testing import Faults, Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
@@ -30,7 +30,7 @@ def _interrupted(stopped: Stopped) -> None:
 
 def _whole(out: Path) -> int:
     """The output is exactly what the state committed: its length, its records, each once."""
-    info = StateStore.read_only(out.with_name(out.name + ".state"))
+    info = JsonlDestination.read_only(out.with_name(out.name + ".state"))
     data = out.read_bytes()
     assert info.offset == len(data)
     lines = data.splitlines()

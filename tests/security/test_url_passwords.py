@@ -1,6 +1,6 @@
 """Security: the password of a database or Redis URL shows in no log line, repr, error or
 event: the rate limiter's ``RedisStore``, the budget's ``RedisLedger``, the webhooks'
-``RedisDeduplicator``, the sync's stores (``open_store``) and the client's ``base_url``.
+``RedisDeduplicator``, the sync's stores (``open_destination``) and the client's ``base_url``.
 
 Every logger is captured at DEBUG (``debug_logs``). A password split by a parser (an
 unescaped ``/ ? # @``) is looked for piece by piece: such URLs are refused up front, or
@@ -23,7 +23,7 @@ from asyncwifi._auth import hide_password, redact_url
 from asyncwifi._transport import AiohttpTransport
 from asyncwifi.errors import ConfigurationError, ValidationError
 from asyncwifi.ratelimit import Limit, Limits, RedisStore, Scheduler, ThrottleEvent
-from asyncwifi.sync import Budget, RedisLedger, StoreUnavailableError, open_store
+from asyncwifi.sync import Budget, DestinationUnavailableError, RedisLedger, open_destination
 from asyncwifi.webhooks import RedisDeduplicator
 from tests.security._scan import (
     HEAD,
@@ -227,7 +227,7 @@ async def test_redis_refusing_the_credentials_shows_them_nowhere(
 async def _use_database(url: str) -> list[str]:
     """Open the store of ``url``; what it and its errors show."""
     try:
-        store = open_store(url)
+        store = open_destination(url)
     except ValidationError as exc:  # refused up front: fine, if it says nothing
         return [error_text(exc)]
     shown = [repr(store), str(store)]
@@ -256,14 +256,14 @@ async def test_an_unreachable_postgres_store_shows_no_password(
         f"postgres://127.0.0.1:{port}/db?sslmode=disable&password={password}",
     ):
         shown += await _use_database(url)
-    assert any("StoreUnavailableError" in s or "ValidationError" in s for s in shown)
+    assert any("DestinationUnavailableError" in s or "ValidationError" in s for s in shown)
     assert not url_leaks("\n".join(shown) + debug_logs())
 
 
 async def test_a_database_url_of_no_known_scheme_is_refused_without_its_password() -> None:
     for url in (f"user:{PASSWORD}@127.0.0.1/db", f"mysql://user:{PASSWORD}@127.0.0.1/db"):
         with pytest.raises(ValidationError) as caught:
-            open_store(url)
+            open_destination(url)
         assert not url_leaks(error_text(caught.value))
 
 
@@ -277,8 +277,8 @@ async def test_a_postgres_error_that_quotes_the_dsn_is_shown_without_its_passwor
 
     monkeypatch.setattr(asyncpg, "connect", refuse)
     url = f"postgresql://user:{PASSWORD}@db.example/app"
-    store = open_store(url)
-    with pytest.raises(StoreUnavailableError) as caught:
+    store = open_destination(url)
+    with pytest.raises(DestinationUnavailableError) as caught:
         await store.open()
     assert "could not connect to postgresql://user:***@db.example/app" in str(caught.value)
     assert not url_leaks(str(caught.value) + repr(caught.value) + debug_logs())

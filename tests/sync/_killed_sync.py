@@ -11,7 +11,7 @@ process's event transactions:
 
 Just before, it writes NOTE (JSON: the point and the ids of that transaction's rows), so
 that the test can check the kill was where it says. The hook is this test module wrapping
-the store (the product has none): on PostgreSQL through ``Store.write``'s ``after``, which
+the store (the product has none): on PostgreSQL through ``Destination.write``'s ``after``, which
 the store awaits inside the transaction once the rows are in; on SQLite through the
 connection's statement trace, at the statement that saves that transaction's checkpoint.
 """
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from asyncwifi import ScaledClock
-from asyncwifi.sync import Store, Syncer, SyncOptions, Write, open_store
+from asyncwifi.sync import Destination, Syncer, SyncOptions, Write, open_destination
 from asyncwifi.testing import Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
 from tests.sync.conftest import Wrapped
@@ -56,7 +56,7 @@ class Dying(Wrapped):
     """A store that kills its process at ``point`` of its ``n``-th event transaction that
     holds rows."""
 
-    def __init__(self, inner: Store, point: str, n: int, note: Path) -> None:
+    def __init__(self, inner: Destination, point: str, n: int, note: Path) -> None:
         super().__init__(inner)
         self.point, self.n, self.note = point, n, note
         self.event_writes = 0
@@ -90,7 +90,7 @@ class Dying(Wrapped):
             self.armed = ids
             return await self.inner.write(write, None)
 
-        async def rows_in() -> None:  # awaited by PostgresStore once the rows are in
+        async def rows_in() -> None:  # awaited by PostgresDestination once the rows are in
             if after is not None:
                 await after
             self.die(ids)
@@ -100,7 +100,7 @@ class Dying(Wrapped):
 
 
 async def main(url: str, shape: str, fault: str | None, note: str | None) -> None:
-    store = open_store(url)
+    store = open_destination(url)
     if fault is not None and note is not None:
         point, n = fault.split(":")
         store = dying = Dying(store, point, int(n), Path(note))

@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 import pytest
 
 from asyncwifi import Client, ScaledClock
-from asyncwifi.sync import Store, Write
+from asyncwifi.sync import Destination, Write
 from asyncwifi.testing import Simulator
 
 PG_HOST, PG_PORT = "127.0.0.1", 5432
@@ -147,10 +147,10 @@ class Crash(Exception):
     """A failure a test injects (not one the sync knows how to wait out)."""
 
 
-class Wrapped(Store):
+class Wrapped(Destination):
     """A store around another: every operation goes to ``inner`` unless overridden."""
 
-    def __init__(self, inner: Store) -> None:
+    def __init__(self, inner: Destination) -> None:
         self.inner = inner
         self.dialect = inner.dialect
         self.concurrency = inner.concurrency
@@ -188,7 +188,7 @@ class Recording(Wrapped):
     written (the pass ends there, as a process killed between two transactions would).
     """
 
-    def __init__(self, inner: Store, events: list[str] | None = None) -> None:
+    def __init__(self, inner: Destination, events: list[str] | None = None) -> None:
         super().__init__(inner)
         #: event ids in the order they were written (shared with a later store: a restart)
         self.events: list[str] = [] if events is None else events

@@ -16,11 +16,11 @@ import pytest
 
 from asyncwifi import Client, ScaledClock
 from asyncwifi.sync import (
+    Destination,
     EventFeed,
-    Store,
     Syncer,
     SyncOptions,
-    open_store,
+    open_destination,
 )
 from asyncwifi.testing import Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
@@ -58,7 +58,7 @@ def options() -> SyncOptions:
     )
 
 
-async def stored_exactly(reader: Store, sim: Simulator, task: asyncio.Task[Any]) -> None:
+async def stored_exactly(reader: Destination, sim: Simulator, task: asyncio.Task[Any]) -> None:
     """Wait until the database holds exactly the simulator's events (fail at the deadline,
     or at once if the sync ended). ``reader`` is a store of its own: a store is not for
     concurrent use (one PostgreSQL connection), the sync's is busy."""
@@ -77,7 +77,7 @@ async def stored_exactly(reader: Store, sim: Simulator, task: asyncio.Task[Any])
     pytest.fail(f"not stored after {DEADLINE} s: {missing} missing, {extra} unexpected")
 
 
-async def check_exactly_once(reader: Store, store: Recording, sim: Simulator) -> None:
+async def check_exactly_once(reader: Destination, store: Recording, sim: Simulator) -> None:
     ids = sim.data.event_ids()
     assert await reader.ids("events") == set(ids)
     assert await reader.count("events") == len(ids)
@@ -105,7 +105,7 @@ async def test_new_events_are_stored_exactly_once_as_they_appear(
     db_url: str, shape: str, runner: str
 ) -> None:
     async with following(shape) as (sim, api):
-        reader = open_store(db_url)
+        reader = open_destination(db_url)
         await reader.open()
         try:
             await follow(sim, api, db_url, reader, runner)
@@ -114,9 +114,11 @@ async def test_new_events_are_stored_exactly_once_as_they_appear(
             await reader.close()
 
 
-async def follow(sim: Simulator, api: Client, db_url: str, reader: Store, runner: str) -> None:
+async def follow(
+    sim: Simulator, api: Client, db_url: str, reader: Destination, runner: str
+) -> None:
     """Follow from ``since``: the initial events, then bursts added while it runs."""
-    store = Recording(open_store(db_url))
+    store = Recording(open_destination(db_url))
     try:
         syncer = Syncer(api, store, options=options())
         task: asyncio.Task[Any]
@@ -154,11 +156,11 @@ async def follow(sim: Simulator, api: Client, db_url: str, reader: Store, runner
         await store.close()
 
 
-async def restart(sim: Simulator, api: Client, db_url: str, reader: Store) -> None:
+async def restart(sim: Simulator, api: Client, db_url: str, reader: Destination) -> None:
     """A new Syncer on the same database, from the checkpoint: what appeared meanwhile (and
     while it runs) is stored once, and nothing stored before comes again."""
     sim.data.add_events(250)
-    store = Recording(open_store(db_url))
+    store = Recording(open_destination(db_url))
     store.events = sorted(await reader.ids("events"))
     try:
         await store.open()

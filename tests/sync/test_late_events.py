@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from asyncwifi import Client, ScaledClock
-from asyncwifi.sync import EventFeed, Store, Syncer, SyncOptions, Write, open_store
+from asyncwifi.sync import Destination, EventFeed, Syncer, SyncOptions, Write, open_destination
 from asyncwifi.sync._metrics import SyncMetrics
 from asyncwifi.testing import Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
@@ -41,7 +41,9 @@ async def platform(shape: str, events: int, speed: float = SPEED) -> AsyncIterat
         yield sim
 
 
-async def stored(reader: Store, want: set[str], task: asyncio.Task[Any] | None = None) -> None:
+async def stored(
+    reader: Destination, want: set[str], task: asyncio.Task[Any] | None = None
+) -> None:
     """Wait until the database holds exactly ``want`` (fail at the deadline)."""
     deadline = time.monotonic() + DEADLINE
     held: set[str] = set()
@@ -60,7 +62,7 @@ class Watching(Recording):
     """A recording store that also notes, for each event, how many lookback requests the
     sync had spent when the event was handed over for writing."""
 
-    def __init__(self, inner: Store) -> None:
+    def __init__(self, inner: Destination) -> None:
         super().__init__(inner)
         self.syncer: Syncer | None = None
         self.requests_at: dict[str, int] = {}
@@ -87,9 +89,9 @@ CASES = [("sqlite", "nested"), ("sqlite", "flat"), ("postgresql", "flat")]
 async def test_events_five_minutes_late_are_stored_exactly_once(db_url: str, shape: str) -> None:
     # the issue's run: 6,000 events, 500 of them appearing 5 minutes after their own time
     async with platform(shape, events=5_500) as sim, sim.client() as api:
-        reader = open_store(db_url)
+        reader = open_destination(db_url)
         await reader.open()
-        store = Watching(open_store(db_url))
+        store = Watching(open_destination(db_url))
         options = SyncOptions(since=SINCE, poll_interval=1.0, refresh_every=1e9)
         syncer = store.syncer = Syncer(api, store, options=options)  # a 10 min lookback
         task = asyncio.create_task(syncer.run_forever())
@@ -136,7 +138,7 @@ async def test_a_sync_run_pass_by_pass_stores_what_appeared_late_in_between(
     # ``asyncwifi sync --once`` from cron: each pass re-reads the lookback before its
     # checkpoint (a request), and asks the database about what it finds there
     async with platform(shape, events=500) as sim, sim.client() as api:
-        store = Recording(open_store(f"sqlite:///{tmp_path / 'passes.db'}"))
+        store = Recording(open_destination(f"sqlite:///{tmp_path / 'passes.db'}"))
         try:
             first = Syncer(api, store, options=SyncOptions(since=SINCE))
             await first.run_once()
@@ -160,9 +162,9 @@ async def test_an_event_later_than_the_lookback_is_counted_shown_and_stored(
     caplog.set_level(logging.INFO, logger="asyncwifi.sync")
     async with platform(shape, events=300) as sim, sim.client() as api:
         url = f"sqlite:///{tmp_path / 'late.db'}"
-        reader = open_store(url)
+        reader = open_destination(url)
         await reader.open()
-        store = Recording(open_store(url))
+        store = Recording(open_destination(url))
         # a one-minute lookback: an event 100 s late is beyond it (but within two)
         options = SyncOptions(
             since=SINCE, poll_interval=1.0, settle=10.0, lookback=60.0, refresh_every=1e9

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from asyncwifi.backfill import events_backfill
-from asyncwifi.backfill._state import StateStore
+from asyncwifi.backfill._state import JsonlDestination
 from asyncwifi.models._identity import content_id
-from asyncwifi.sync import Syncer, SyncOptions, open_store
+from asyncwifi.sync import Syncer, SyncOptions, open_destination
 from asyncwifi.testing._api_events import patch_event
 from tests.sync.conftest import sim_client
 
@@ -47,13 +47,13 @@ async def test_the_backfill_the_sync_and_the_stream_name_an_odd_event_alike(
 
         # the backfill: the id it gives each line it writes (its destination's primary key)
         named: dict[bytes, str] = {}
-        commit = StateStore._commit
+        commit = JsonlDestination._commit
 
-        def spy(self: StateStore, conn: Any, writes: Any) -> list[int]:
+        def spy(self: JsonlDestination, conn: Any, writes: Any) -> list[int]:
             named.update((bytes(raw), ident) for w in writes for ident, raw in w.rows)
             return commit(self, conn, writes)
 
-        monkeypatch.setattr(StateStore, "_commit", spy)
+        monkeypatch.setattr(JsonlDestination, "_commit", spy)
         out = tmp_path / "events.jsonl"
         job = events_backfill(
             api,
@@ -73,7 +73,7 @@ async def test_the_backfill_the_sync_and_the_stream_name_an_odd_event_alike(
 
         # the sync: the three set aside, under the same ids
         url = f"sqlite:///{tmp_path / 'sync.db'}"
-        store = open_store(url)
+        store = open_destination(url)
         await store.open()
         try:
             options = SyncOptions(since=SINCE, until=UNTIL, size=100)

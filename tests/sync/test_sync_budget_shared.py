@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from asyncwifi import ScaledClock
-from asyncwifi.sync import Budget, RedisLedger, Syncer, SyncOptions, open_store
+from asyncwifi.sync import Budget, RedisLedger, Syncer, SyncOptions, open_destination
 from asyncwifi.sync._ledger import key_name
 from asyncwifi.testing import Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
@@ -85,7 +85,7 @@ async def test_a_second_process_waits_for_the_day_the_first_spent(tmp_path: Path
         async def one_process(name: str) -> tuple[Syncer, float]:
             ledger = RedisLedger(REDIS, key=key)
             budget = Budget(8, clock=clock, shares=ONLY_EVENTS, ledger=ledger)
-            store = open_store(f"sqlite:///{tmp_path / name}.db")
+            store = open_destination(f"sqlite:///{tmp_path / name}.db")
             await store.open()
             try:
                 async with sim.client(scroll_window=1e9) as api:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from asyncwifi import ScaledClock
-from asyncwifi.sync import Syncer, SyncOptions, open_store
+from asyncwifi.sync import Syncer, SyncOptions, open_destination
 from asyncwifi.testing import Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_START
 
@@ -38,7 +38,7 @@ async def test_the_syncer_learns_the_contact_page_size_once(
         ) as sim,
         sim.client() as api,
     ):  # fmt: skip
-        store = open_store(f"sqlite:///{tmp_path / 'sync.db'}")
+        store = open_destination(f"sqlite:///{tmp_path / 'sync.db'}")
         options = SyncOptions(since=SINCE, until=UNTIL, reconcile_every=0)
         syncer = Syncer(api, store, options=options)
         try:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from asyncwifi.sync import Syncer, SyncOptions, open_store
+from asyncwifi.sync import Syncer, SyncOptions, open_destination
 from asyncwifi.testing._data import DEFAULT_EVENTS_START
 from tests.sync._killed_sync import simulator
 from tests.sync.conftest import (
@@ -89,7 +89,7 @@ def run_sync(url: str, shape: str, *fault: str) -> subprocess.CompletedProcess[b
 async def test_kill_9_at_protocol_points_then_finish(
     db_url: str, shape: str, tmp_path: Path
 ) -> None:
-    store = open_store(db_url)
+    store = open_destination(db_url)
     await store.open()  # the sync's tables, then the audit trigger on them
     await store.close()
     await audit_event_inserts(db_url)
@@ -136,7 +136,7 @@ async def test_postgres_restarted_mid_run_the_sync_waits_and_finishes() -> None:
     restart = ["pg_ctlcluster", "--skip-systemctl-redirect", clusters[0], "main", "restart"]
     with pg_lock(exclusive=True):
         async with pg_database() as url, sim_client(events=20_000, contacts=100) as (sim, api):
-            store = open_store(url)
+            store = open_destination(url)
             since = datetime.fromtimestamp(DEFAULT_EVENTS_START, UTC)
             options = SyncOptions(since=since, until=None, size=500, retry_initial=0.2)
             options.until = datetime.fromtimestamp(DEFAULT_EVENTS_START + 30 * 86_400, UTC)

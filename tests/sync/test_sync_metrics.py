@@ -13,7 +13,7 @@ import pytest
 
 from asyncwifi import Client, ScaledClock
 from asyncwifi.errors import ConfigurationError
-from asyncwifi.sync import Syncer, SyncOptions, open_store
+from asyncwifi.sync import Syncer, SyncOptions, open_destination
 from asyncwifi.sync._metrics import SyncMetrics
 from asyncwifi.testing import Faults, Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
@@ -36,7 +36,7 @@ async def test_429s_rows_and_requests_reach_metrics(tmp_path: Path) -> None:
         async with Client(sim.client_key, sim.client_secret, base_url=sim.base_url,
                           organization=sim.organization, allow_http=True, clock=clock,
                           scroll_window=1e9) as api:  # fmt: skip
-            store = open_store(f"sqlite:///{tmp_path / 'm.db'}")
+            store = open_destination(f"sqlite:///{tmp_path / 'm.db'}")
             options = SyncOptions(
                 since=datetime.fromtimestamp(DEFAULT_EVENTS_START, UTC),
                 until=datetime.fromtimestamp(DEFAULT_EVENTS_END, UTC),

@@ -9,7 +9,7 @@ import sqlite3
 from datetime import UTC, datetime
 from typing import Any
 
-from asyncwifi.sync import Syncer, SyncOptions, open_store
+from asyncwifi.sync import Syncer, SyncOptions, open_destination
 from asyncwifi.testing._api_contacts import add_contact, modify_contact
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
 from tests.sync.conftest import sim_client
@@ -39,7 +39,7 @@ async def raw_of(url: str, table: str, ident: str) -> Any:
 
 async def test_one_pass_equals_the_source_and_a_second_writes_nothing(db_url: str) -> None:
     async with sim_client(events=3_000, contacts=150) as (sim, api):
-        store = open_store(db_url)
+        store = open_destination(db_url)
         syncer = Syncer(api, store, options=SyncOptions(since=SINCE, until=UNTIL, size=1_000))
         try:
             first = await syncer.run_once()
@@ -63,7 +63,7 @@ async def test_one_pass_equals_the_source_and_a_second_writes_nothing(db_url: st
 
 async def test_upstream_changes_show_after_the_next_pass(db_url: str) -> None:
     async with sim_client(events=500, contacts=60) as (sim, api):
-        store = open_store(db_url)
+        store = open_destination(db_url)
         options = SyncOptions(since=SINCE, until=UNTIL, reconcile_every=0)
         syncer = Syncer(api, store, options=options)
         try:
@@ -103,7 +103,7 @@ async def test_a_bad_record_goes_to_the_dead_letters_and_the_sync_goes_on(db_url
         hotspots[2]["latitude"] = "north"  # not a number: the Hotspot model refuses it
         bad_contact = data.contacts[4]["cid"]
         modify_contact(data, bad_contact, sim.clock.now(), logins="many")
-        store = open_store(db_url)
+        store = open_destination(db_url)
         options = SyncOptions(since=SINCE, until=UNTIL, reconcile_every=0)
         syncer = Syncer(api, store, options=options)
         try:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from asyncwifi import Client, Limit, Limits, ScaledClock
-from asyncwifi.sync import Syncer, SyncOptions, open_store
+from asyncwifi.sync import Syncer, SyncOptions, open_destination
 from asyncwifi.testing import Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
 
@@ -30,7 +30,7 @@ async def test_quota_spent_sleeps_until_the_reset_and_resumes(
                           organization=sim.organization, allow_http=True, clock=clock,
                           limits=limits, on_quota_exhausted="raise",
                           scroll_window=1e9) as api:  # fmt: skip
-            store = open_store(f"sqlite:///{tmp_path / 'q.db'}")
+            store = open_destination(f"sqlite:///{tmp_path / 'q.db'}")
             options = SyncOptions(
                 since=datetime.fromtimestamp(DEFAULT_EVENTS_START, UTC),
                 until=datetime.fromtimestamp(DEFAULT_EVENTS_END, UTC),

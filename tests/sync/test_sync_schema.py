@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from asyncwifi.errors import SchemaVersionError
-from asyncwifi.sync import Write, open_store
+from asyncwifi.sync import Write, open_destination
 from asyncwifi.sync._schema import STEPS, TABLES
 from tests.sync.conftest import pg_database, pg_lock, require_postgres
 
@@ -77,7 +77,7 @@ async def test_a_sqlite_file_of_the_migrations_table_scheme_is_carried_over(
     path = tmp_path / "old.db"
     _sqlite(path, *OLD_DDL, *OLD_ROWS)
     before = _dump(path)
-    store = open_store(f"sqlite:///{path}")
+    store = open_destination(f"sqlite:///{path}")
     await store.open()
     try:
         assert await store.schema_version() == len(STEPS)
@@ -100,7 +100,7 @@ async def test_a_sqlite_file_whose_old_migration_never_ran_gets_its_tables(
     # the old code created schema_migrations, then died before its version 1 committed
     path = tmp_path / "half.db"
     _sqlite(path, OLD_DDL[0])
-    store = open_store(f"sqlite:///{path}")
+    store = open_destination(f"sqlite:///{path}")
     await store.open()
     try:
         assert await store.schema_version() == len(STEPS)
@@ -116,7 +116,7 @@ async def test_a_sqlite_file_of_a_newer_release_is_refused_untouched(tmp_path: P
     _sqlite(path, *OLD_DDL[1:], f"PRAGMA user_version = {newer}")
     before = path.read_bytes()
     with pytest.raises(SchemaVersionError, match=f"schema version {newer}.*upgrade asyncwifi"):
-        await open_store(f"sqlite:///{path}").open()
+        await open_destination(f"sqlite:///{path}").open()
     assert path.read_bytes() == before
     assert _user_version(path) == newer
 
@@ -136,14 +136,14 @@ async def test_a_postgres_database_of_a_newer_release_is_refused_untouched() -> 
     require_postgres()
     with pg_lock(exclusive=False):
         async with pg_database() as url:
-            store = open_store(url)
+            store = open_destination(url)
             await store.open()
             await store.close()
             newer = len(STEPS) + 1
             await _pg(url, "INSERT INTO schema_migrations VALUES ($1, now())", newer)
             tables = "SELECT table_name FROM information_schema.tables ORDER BY 1"
             before = (await _pg(url, tables), await _pg(url, "TABLE schema_migrations"))
-            store = open_store(url)
+            store = open_destination(url)
             with pytest.raises(SchemaVersionError, match=f"schema version {newer}"):
                 await store.open()
             await store.close()
@@ -151,7 +151,7 @@ async def test_a_postgres_database_of_a_newer_release_is_refused_untouched() -> 
 
 
 async def test_both_destinations_run_the_same_steps(db_url: str) -> None:
-    store = open_store(db_url)
+    store = open_destination(db_url)
     await store.open()
     try:
         assert await store.schema_version() == len(STEPS)

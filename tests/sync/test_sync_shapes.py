@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import pytest
 
 from asyncwifi import Client, Limit, Limits, ScaledClock
-from asyncwifi.sync import Syncer, SyncOptions, open_store
+from asyncwifi.sync import Syncer, SyncOptions, open_destination
 from asyncwifi.testing import Faults, Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
 from tests.sync.conftest import SPEED, Crash, Recording, shape_options
@@ -95,7 +95,7 @@ async def test_a_pass_that_dies_then_resumes_stores_every_record_once(
         # the first pass dies at its third event transaction: two committed, the feed in
         # the middle of its second window (a day first, then the rest), whose checkpoint
         # holds boundary ids (for records with no time: every id of the window so far)
-        first = Recording(open_store(db_url))
+        first = Recording(open_destination(db_url))
         first.crash_at(3)
         dying = Syncer(api, first, options=options())
         try:
@@ -112,7 +112,7 @@ async def test_a_pass_that_dies_then_resumes_stores_every_record_once(
         assert state["carry"] or state["fresh"]
 
         # a restart: a new store and a new Syncer, from what the database holds
-        second = Recording(open_store(db_url), events=first.events)
+        second = Recording(open_destination(db_url), events=first.events)
         resumed = Syncer(api, second, options=options())
         try:
             await resumed.run_once()

@@ -19,7 +19,7 @@ from asyncwifi._clock import ScaledClock
 from asyncwifi._cursor import TimeCursor
 from asyncwifi.cli._app import SimOptions
 from asyncwifi.cli._simulate import build_simulator
-from asyncwifi.sync import open_store
+from asyncwifi.sync import open_destination
 from asyncwifi.testing import Faults, Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END as EVENTS_END
 from asyncwifi.testing._data import DEFAULT_EVENTS_START as EVENTS_START
@@ -71,7 +71,7 @@ async def _whole_batches(
     half-written, none beyond the checkpoint): every simulated event before its time, and
     of those at its time the ids it names. Returns how many."""
     sim = build_simulator(options, since=since, until=until, clock=ScaledClock(1.0))
-    store = open_store(url)
+    store = open_destination(url)
     await store.open()
     try:
         text = await store.checkpoint("events")
@@ -163,7 +163,7 @@ async def test_sigterm_while_a_request_is_in_backoff(tmp_path: Path) -> None:
     _stopped_cleanly(stopped)
     assert "retry 3 in" not in stopped.err
     url = f"sqlite:///{db}"
-    store = open_store(url)
+    store = open_destination(url)
     await store.open()
     try:
         assert await store.count("events") == 0

@@ -15,7 +15,7 @@ from asyncwifi._clock import ScaledClock
 from asyncwifi._scroll import Record
 from asyncwifi.errors import ValidationError
 from asyncwifi.models._identity import content_id
-from asyncwifi.sync import TABLES, Batch, Budget, TimeCursor, Write, open_store, rows_of
+from asyncwifi.sync import TABLES, Batch, Budget, TimeCursor, Write, open_destination, rows_of
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
 from tests.sync.conftest import sim_client
 
@@ -60,7 +60,7 @@ def test_the_event_row_builder_matches_the_table(nested: bool) -> None:
 
 
 async def test_a_replayed_batch_writes_nothing(db_url: str) -> None:
-    store = open_store(db_url)
+    store = open_destination(db_url)
     await store.open()
     try:
         batch = _events(50)
@@ -80,7 +80,7 @@ async def test_a_replayed_batch_writes_nothing(db_url: str) -> None:
 async def test_event_writes_load_side_by_side_and_commit_in_order(db_url: str) -> None:
     # the second batch's rows load while the first is still open; its rows and checkpoint
     # become visible only once the first committed (a checkpoint never passes rows)
-    store = open_store(db_url, writers=2)
+    store = open_destination(db_url, writers=2)
     await store.open()
     try:
         first_committed = asyncio.Event()
@@ -104,7 +104,7 @@ async def test_event_writes_load_side_by_side_and_commit_in_order(db_url: str) -
 
 def test_writers_must_be_a_positive_integer() -> None:
     with pytest.raises(ValidationError, match="writers"):
-        open_store("postgresql://u@h/db", writers=0)
+        open_destination("postgresql://u@h/db", writers=0)
 
 
 def test_budget_divides_the_share_and_events_take_what_is_left() -> None:
@@ -182,16 +182,16 @@ def test_a_cursor_restored_mid_window_finishes_that_window() -> None:
 async def test_a_checkpoint_read_waits_out_an_outage(tmp_path: Path) -> None:
     # the database is unreachable when the feed reads where it stopped: the sync waits and
     # retries (the daemon does not end), then syncs every event once
-    from asyncwifi.sync import StoreUnavailableError, Syncer, SyncOptions
-    from asyncwifi.sync._sqlite import SqliteStore
+    from asyncwifi.sync import DestinationUnavailableError, Syncer, SyncOptions
+    from asyncwifi.sync._sqlite import SqliteDestination
 
-    class Flaky(SqliteStore):
+    class Flaky(SqliteDestination):
         failures = 2
 
         async def checkpoint(self, name: str) -> str | None:
             if self.failures:
                 self.failures -= 1
-                raise StoreUnavailableError("connection refused (test)")
+                raise DestinationUnavailableError("connection refused (test)")
             return await super().checkpoint(name)
 
     async with sim_client(events=500, contacts=5) as (sim, api):

@@ -1,10 +1,10 @@
 """What a sync destination does, whatever the database: one transaction per batch.
 
-``Store.write`` upserts a batch's rows, sets its bad records aside, marks deleted what a
+``Destination.write`` upserts a batch's rows, sets its bad records aside, marks deleted what a
 complete snapshot no longer holds, and saves the checkpoints, all in one transaction: the
 rows and the position can never disagree. An upsert changes a row only when its ``raw``
 differs (or it was marked deleted), so replaying a batch writes nothing.
-``StoreUnavailableError`` means "the database cannot be reached now": the sync waits and
+``DestinationUnavailableError`` means "the database cannot be reached now": the sync waits and
 retries without asking the API for more data.
 """
 
@@ -22,10 +22,10 @@ from asyncwifi.models._identity import record_id
 from asyncwifi.sync._feeds import BadRecord, Batch
 from asyncwifi.sync._schema import TABLES
 
-__all__ = ["Store", "StoreUnavailableError", "Write", "digest", "rows_of"]
+__all__ = ["Destination", "DestinationUnavailableError", "Write", "digest", "rows_of"]
 
 
-class StoreUnavailableError(AsyncWifiError):
+class DestinationUnavailableError(AsyncWifiError):
     """The database cannot be reached (down, restarting, refusing connections)."""
 
 
@@ -86,7 +86,7 @@ def _event_rows(batch: Batch[Any], now: datetime) -> list[Sequence[object]]:
     ]
 
 
-class Store(abc.ABC):
+class Destination(abc.ABC):
     """A sync destination (see the module docstring).
 
     ``concurrency`` is how many event writes may be in flight at once (each on its own
