@@ -7,13 +7,13 @@ A time cursor (:class:`TimeCursor`) says "every record with a time before ``at``
 delivered, and of those at ``at`` or later exactly the ids in ``carry`` and ``fresh``".
 While the records carry a UTC time and arrive in its order, ``at`` follows them and the id
 sets hold only the ids at ``at``. Records with no time (the spec's flat events) cannot move
-``at``: their ids pile up in ``fresh`` until the window the stream was asked for
-(``dateStart``..``dateEnd``, server-side) completes; then ``at`` jumps to the window's end,
-and the window's ids become ``carry`` (the inclusive ``dateEnd`` and ``dateStart`` both
-hold records exactly at the boundary, which the next window must skip). While such a window
+``at``: their ids pile up in ``fresh`` until the span the stream was asked for
+(``dateStart``..``dateEnd``, server-side) completes; then ``at`` jumps to the span's end,
+and the span's ids become ``carry`` (the inclusive ``dateEnd`` and ``dateStart`` both
+hold records exactly at the boundary, which the next span must skip). While such a span
 is in progress its end is saved too (``to``): its ids may lie anywhere up to it, so a cursor
-restored from it finishes that same window before it lets them go. So the checkpoint stays
-exact on every record shape, and bounded by two windows of ids.
+restored from it finishes that same span before it lets them go. So the checkpoint stays
+exact on every record shape, and bounded by two spans of ids.
 """
 
 from __future__ import annotations
@@ -51,13 +51,13 @@ class TimeCursor:
 
     kind: str
     at: datetime
-    #: ids delivered before the current window, at its start (skipped by the window)
+    #: ids delivered before the current span, at its start (skipped by the span)
     carry: set[str] = field(default_factory=set)
-    #: ids delivered in the current window since ``at`` last moved
+    #: ids delivered in the current span since ``at`` last moved
     fresh: set[str] = field(default_factory=set)
-    #: whether every record of the current window so far came in time order with a time
+    #: whether every record of the current span so far came in time order with a time
     timed: bool = True
-    #: the end of the current window (:meth:`begin_window`); saved while the window is not
+    #: the end of the current span (:meth:`begin_span`); saved while the span is not
     #: ``timed`` (its ids in ``fresh`` may lie anywhere up to it)
     stop: datetime | None = None
 
@@ -77,7 +77,7 @@ class TimeCursor:
             raise ValidationError(f"a damaged {kind} checkpoint: {checkpoint[:60]!r}") from None
         if stop is None:
             return cls(kind, at, carry, fresh)
-        # saved in the middle of a window of records with no time: that window goes on
+        # saved in the middle of a span of records with no time: that span goes on
         return cls(kind, at, carry, fresh, timed=False, stop=stop)
 
     @property
@@ -85,10 +85,10 @@ class TimeCursor:
         """The ids a query from ``at`` must not deliver again."""
         return self.carry | self.fresh
 
-    def begin_window(self, stop: datetime, end: datetime | None = None) -> datetime:
+    def begin_span(self, stop: datetime, end: datetime | None = None) -> datetime:
         """A new query from ``at`` to ``stop`` starts: its records are checked for time
         order anew. Returns where the query must stop: ``stop``, unless the cursor was
-        restored in the middle of a window of records with no time; then that window's end
+        restored in the middle of a span of records with no time; then that span's end
         (no later than ``end``), since its ids may lie anywhere up to it."""
         if self.timed or self.stop is None:
             self.timed = True
@@ -110,7 +110,7 @@ class TimeCursor:
             if key == self.at:
                 self.fresh.add(ident)
                 return
-        # no time, or out of order: ``at`` cannot move until the window is complete
+        # no time, or out of order: ``at`` cannot move until the span is complete
         self.timed = False
         self.fresh.add(ident)
 
@@ -145,12 +145,12 @@ class TimeCursor:
             # nothing was delivered at ``end`` unless ``at`` reached it (then end == at)
             self.carry, self.fresh = set(), set()
         elif self.stop is not None and end < self.stop:
-            # a restored window cut short (an earlier end): any of its ids may lie beyond
-            # ``end``; the next query goes on with the same window
+            # a restored span cut short (an earlier end): any of its ids may lie beyond
+            # ``end``; the next query goes on with the same span
             self.carry, self.fresh, self.at = self.carry | self.fresh, set(), end
             return
         else:
-            # any id of the window may sit exactly at ``end``: the next window skips them
+            # any id of the span may sit exactly at ``end``: the next span skips them
             self.carry, self.fresh = self.fresh, set()
         self.at = end
         self.timed = True

@@ -143,7 +143,7 @@ def events_backfill(
                 until=piece.end - MS,  # the feed's end is inclusive, the slice's is not
                 settle=None,  # the range asked for, whatever the clock says
                 size=page_size,
-                window=piece.end - piece.start,  # one scroll, while records carry a time
+                span=piece.end - piece.start,  # one scroll, while records carry a time
                 budget=room,
                 list_options=options,
             )

@@ -1,7 +1,7 @@
 """Change feeds: records in batches, each with the checkpoint to store in the same transaction.
 
 - :class:`EventFeed` follows the organization's events from a checkpoint, up to a time or
-  forever (new events as they appear), over ``dateStart``/``dateEnd`` windows sorted by
+  forever (new events as they appear), over ``dateStart``/``dateEnd`` spans sorted by
   ``utcTime``; exact on every record shape (see ``asyncwifi._cursor``); with a lookback it
   re-reads the recent past for events that appear late (see ``_lookback``).
 - contacts, hotspots and segments: see ``_snapshots``.
@@ -118,10 +118,10 @@ class EventFeed:
     ``since`` is where a feed with no checkpoint starts; ``until`` where it stops (inclusive;
     default: now, or never with ``follow=True``, which then polls every ``poll_interval``
     clock seconds for new events). Events newer than ``settle`` seconds are left for the
-    next poll: a late write upstream then still lands in a window not yet closed; with
+    next poll: a late write upstream then still lands in a span not yet closed; with
     ``settle=None`` an ``until`` is read whole, even past now (a backfill's range).
-    Records without a UTC time are windowed (``window`` long at first, then sized to about
-    ``window_records``) so the checkpoint's id set stays bounded.
+    Records without a UTC time are read in spans (``span`` long at first, then sized to about
+    ``span_records``) so the checkpoint's id set stays bounded.
 
     ``lookback`` (seconds, 0: off) re-reads the recent past for events that appear late;
     their batches have ``late`` set and no checkpoint (``rereads``: see
@@ -141,8 +141,8 @@ class EventFeed:
         poll_interval: float = 60.0,
         settle: float | None = 0.0,
         size: int = MAX_SIZE,
-        window: timedelta = timedelta(days=1),
-        window_records: int = 4 * MAX_SIZE,
+        span: timedelta = timedelta(days=1),
+        span_records: int = 4 * MAX_SIZE,
         budget: Allowance | None = None,
         lookback: float = 0.0,
         lookback_every: float = LOOKBACK_EVERY,
@@ -155,8 +155,8 @@ class EventFeed:
         _aware(until, "until")
         if since is not None and until is not None and since > until:
             raise ValidationError("since is after until")
-        if poll_interval <= 0 or (settle or 0) < 0 or window <= timedelta(0) or window_records < 1:
-            raise ValidationError("poll_interval and window must be positive, settle >= 0")
+        if poll_interval <= 0 or (settle or 0) < 0 or span <= timedelta(0) or span_records < 1:
+            raise ValidationError("poll_interval and span must be positive, settle >= 0")
         self.api = api
         self.cursor = TimeCursor.start("events", checkpoint, since or datetime.now(UTC))
         #: the re-reads of the recent past (a first run re-reads nothing before ``since``)
@@ -169,12 +169,12 @@ class EventFeed:
         self.poll_interval = poll_interval
         self.settle = settle
         self.size = size
-        self.window = window
-        self.window_records = window_records
+        self.span = span
+        self.span_records = span_records
         self.budget = budget
         #: more keyword arguments of ``events.list`` (``types``, ``lane``, ``prefetch``)
         self.list_options = dict(list_options or {})
-        #: None until a window shows whether the records carry a UTC time
+        #: None until a span shows whether the records carry a UTC time
         self.timed_shape: bool | None = None
         self.requests = 0
         #: the stream whose requests were counted last, and how many (held, not its id: a
@@ -194,14 +194,14 @@ class EventFeed:
 
     async def __aiter__(self) -> AsyncIterator[Batch[Event]]:
         cursor = self.cursor
-        window = self.window
+        span = self.span
         # without follow, "until now" is the horizon when the feed starts: a horizon read
-        # anew after each window moves on while the window is fetched, and never is reached
+        # anew after each span moves on while the span is fetched, and never is reached
         until = self.until if self.until is not None or self.follow else self._end(None)
         until = None if until is None else floor_ms(until)  # the precision of ``at``
         caught_up = False
         while True:
-            if caught_up:  # following, and the last window reached the horizon: poll
+            if caught_up:  # following, and the last span reached the horizon: poll
                 if until is not None and cursor.at >= until:
                     return
                 await self.api.clock.sleep(self.poll_interval)
@@ -221,25 +221,25 @@ class EventFeed:
                     return
                 caught_up = True
                 continue
-            stop = end if self.timed_shape else min(end, cursor.at + window)
-            # a cursor restored mid-window (records with no time) finishes that window
-            stop = cursor.begin_window(stop, end)
+            stop = end if self.timed_shape else min(end, cursor.at + span)
+            # a cursor restored mid-span (records with no time) finishes that span
+            stop = cursor.begin_span(stop, end)
             caught_up = self.follow and stop >= end
             if self.budget is not None:
                 await self.budget.wait(self.resource, 2)
             delivered, begin = 0, cursor.at
-            async for batch in self._window(stop):
+            async for batch in self._span(stop):
                 delivered += len(batch.records)
                 yield batch
             if self.timed_shape is False:
-                # about window_records per window: the checkpoint's ids stay bounded
-                scale = self.window_records / max(delivered, 1)
+                # about span_records per span: the checkpoint's ids stay bounded
+                scale = self.span_records / max(delivered, 1)
                 span = (stop - begin) * scale
-                window = max(timedelta(seconds=1), min(self.window * 30, span))
+                span = max(timedelta(seconds=1), min(self.span * 30, span))
 
-    async def _window(self, stop: datetime) -> AsyncIterator[Batch[Event]]:
-        """Every event of ``[cursor.at, stop]`` (a window the cursor began), a batch per
-        page; then a batch of its own with the window's completion in the checkpoint."""
+    async def _span(self, stop: datetime) -> AsyncIterator[Batch[Event]]:
+        """Every event of ``[cursor.at, stop]`` (a span the cursor began), a batch per
+        page; then a batch of its own with the span's completion in the checkpoint."""
         cursor = self.cursor
         stream: ScrollStream[Event] = self.api.events.list(
             date_start=cursor.at,
@@ -273,7 +273,7 @@ class EventFeed:
                     newest = top
                 any_record = any_record or bool(records)
                 self.newest = newest
-                # yielded at once (a page held back costs its memory): the window's
+                # yielded at once (a page held back costs its memory): the span's
                 # completion comes after it, on a batch of its own
                 yield Batch(
                     "events", records, bad, cursor.encode(), times=times, ids=list(idents),

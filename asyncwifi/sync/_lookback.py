@@ -5,7 +5,7 @@ two sans-I/O parts: when to re-read what (:class:`Lookback`) and what was delive
 A late event reaches the platform after its own time (a visit written when the guest
 leaves, an access point uploading after an outage). The API's ``dateStart``/``dateEnd``
 filter on the event's own time (our reading of spec §4.5 "events with date >= value";
-the simulator's too), so a late event lands behind the feed's cursor, in a window already
+the simulator's too), so a late event lands behind the feed's cursor, in a span already
 read: a feed that only moves forward never sees it. So the feed re-reads:
 
 - the **lookback**: every ``every`` clock seconds (at a poll: never two re-reads in one),
@@ -154,7 +154,7 @@ class Lookback:
 
 
 class Delivered:
-    """The ids a feed delivered lately, each with a key: its time, or the end of the window
+    """The ids a feed delivered lately, each with a key: its time, or the end of the span
     it came in (records with no time); forgotten once keyed before :attr:`Lookback.oldest`.
     """
 
@@ -239,7 +239,7 @@ class Rereads:
         bad: Sequence[bytes],
     ) -> None:
         """What a page of the feed delivered (a record with no time is keyed by the end of
-        its window: until then, a re-read may ask for it again). A window that ends before
+        its span: until then, a re-read may ask for it again). A span that ends before
         anything a re-read may ask for (a feed catching up) is not kept. A record set aside
         (``bad``) is remembered by its bytes (``content_id``), not by its id: the same
         record, mended upstream, is then stored when a re-read meets it."""

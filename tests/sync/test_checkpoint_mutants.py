@@ -81,11 +81,11 @@ def test_a_record_out_of_time_order_marks_the_window_untimed() -> None:
     cursor = TimeCursor.start("events", None, T0)
     assert cursor.timed is True
     cursor.add("a", T0 + timedelta(seconds=2))
-    cursor.add("b", T0 + timedelta(seconds=1))  # older than ``at``: the window is untimed
+    cursor.add("b", T0 + timedelta(seconds=1))  # older than ``at``: the span is untimed
     assert cursor.timed is False
     assert cursor == TimeCursor("events", T0 + timedelta(seconds=2), set(), {"a", "b"}, False)
-    # a new window restarts the time-order check (the untimed one was not saved mid-way)
-    assert cursor.begin_window(T0 + timedelta(hours=1)) == T0 + timedelta(hours=1)
+    # a new span restarts the time-order check (the untimed one was not saved mid-way)
+    assert cursor.begin_span(T0 + timedelta(hours=1)) == T0 + timedelta(hours=1)
     assert cursor.timed is True
 
 
@@ -152,6 +152,6 @@ def test_after_a_window_completes_timed_records_move_the_cursor_again() -> None:
     assert cursor.timed is False
     end = T0 + timedelta(hours=1)
     cursor.complete(end)
-    assert cursor.timed is True  # without begin_window(): a new window starts timed
+    assert cursor.timed is True  # without begin_span(): a new span starts timed
     cursor.add("later", end + timedelta(seconds=1))
     assert (cursor.at, cursor.carry, cursor.fresh) == (end + timedelta(seconds=1), set(), {"later"})

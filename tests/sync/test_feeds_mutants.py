@@ -260,7 +260,7 @@ def ids(batches: list[Batch[Any]]) -> list[str]:
     ]
 
 
-def windows(api: FakeApi) -> list[tuple[datetime, datetime]]:
+def spans(api: FakeApi) -> list[tuple[datetime, datetime]]:
     return [(q["date_start"], q["date_end"]) for q in api.events.queries]
 
 
@@ -317,33 +317,33 @@ def test_an_event_feed_refuses_what_it_cannot_follow(api: FakeApi) -> None:
     )
     refused("until has no time zone; pass an aware datetime", since=T0, until=datetime(2024, 2, 1))
     refused("since is after until", since=T0 + timedelta(seconds=1), until=T0)
-    bad = "poll_interval and window must be positive, settle >= 0"
+    bad = "poll_interval and span must be positive, settle >= 0"
     refused(bad, since=T0, poll_interval=0)
     refused(bad, since=T0, settle=-0.5)
-    refused(bad, since=T0, window=timedelta(0))
-    refused(bad, since=T0, window_records=0)
+    refused(bad, since=T0, span=timedelta(0))
+    refused(bad, since=T0, span_records=0)
     feed = feed_of(
         api,
         since=T0,
         until=T0,
         poll_interval=0.5,
-        window=timedelta(milliseconds=1),
-        window_records=1,
+        span=timedelta(milliseconds=1),
+        span_records=1,
     )
     assert (feed.follow, feed.poll_interval, feed.settle) == (False, 0.5, 0.0)
     assert (feed.requests, feed.timed_shape, feed.newest) == (0, None, None)
 
 
-# -- windows -------------------------------------------------------------------------------------
+# -- spans -------------------------------------------------------------------------------------
 
 
 async def test_timed_records_take_one_bounded_window_then_the_rest_at_once(api: FakeApi) -> None:
     spread(api, 60, T0, timedelta(hours=1))
     until = T0 + timedelta(days=3)
-    feed = feed_of(api, since=T0, until=until, size=25, window=timedelta(hours=2))
+    feed = feed_of(api, since=T0, until=until, size=25, span=timedelta(hours=2))
     batches = await drain(feed)
     assert ids(batches) == [f"e{i:05d}" for i in range(60)]
-    assert windows(api) == [(T0, T0 + timedelta(hours=2)), (T0 + timedelta(hours=2), until)]
+    assert spans(api) == [(T0, T0 + timedelta(hours=2)), (T0 + timedelta(hours=2), until)]
     assert {q["sort_by"] for q in api.events.queries} == {"utcTime"}
     assert {q["size"] for q in api.events.queries} == {25}
     assert feed.timed_shape is True
@@ -356,15 +356,15 @@ async def test_timed_records_take_one_bounded_window_then_the_rest_at_once(api: 
 
 
 async def test_untimed_records_take_windows_sized_to_window_records(api: FakeApi) -> None:
-    # 4 records an hour, no time in them: windows of ``window_records`` records
+    # 4 records an hour, no time in them: spans of ``span_records`` records
     spread(api, 200, T0, timedelta(minutes=15), timed=False)
     until = T0 + timedelta(days=3)
-    feed = feed_of(api, since=T0, until=until, size=4, window=timedelta(hours=2), window_records=20)
+    feed = feed_of(api, since=T0, until=until, size=4, span=timedelta(hours=2), span_records=20)
     batches = await drain(feed)
     assert sorted(ids(batches)) == [f"e{i:05d}" for i in range(200)]
     assert len(ids(batches)) == 200
-    got = windows(api)
-    # the first window: ``window`` long, 9 records (both ends inclusive); then 20 / 9 of it
+    got = spans(api)
+    # the first span: ``span`` long, 9 records (both ends inclusive); then 20 / 9 of it
     assert got[0] == (T0, T0 + timedelta(hours=2))
     assert got[1][1] - got[1][0] == timedelta(hours=2) * 20 / 9
     assert all(ms(end) == nxt for (_, end), (nxt, _) in itertools.pairwise(got))
@@ -385,32 +385,32 @@ async def test_a_window_never_shrinks_below_a_second_nor_grows_past_30_windows(
         dense,
         since=T0,
         until=T0 + timedelta(seconds=10),
-        window=timedelta(seconds=2),
-        window_records=1,
+        span=timedelta(seconds=2),
+        span_records=1,
     )
     await drain(feed)
-    assert [end - start for start, end in windows(dense)][1] == timedelta(seconds=1)
-    # a few records over a long range: the next window is 30 times the first, no more
+    assert [end - start for start, end in spans(dense)][1] == timedelta(seconds=1)
+    # a few records over a long range: the next span is 30 times the first, no more
     spread(api, 3, T0, timedelta(hours=1), timed=False)
     feed = feed_of(
         api,
         since=T0,
         until=T0 + timedelta(days=400),
-        window=timedelta(hours=3),
-        window_records=1000,
+        span=timedelta(hours=3),
+        span_records=1000,
     )
     await drain(feed)
-    assert [end - start for start, end in windows(api)][1] == timedelta(hours=90)
+    assert [end - start for start, end in spans(api)][1] == timedelta(hours=90)
 
 
 async def test_a_window_of_one_record_sizes_the_next_to_window_records(api: FakeApi) -> None:
     api.events.add(T0 + timedelta(minutes=30), "only", timed=False)
     api.events.add(T0 + timedelta(hours=5), "later", timed=False)
     feed = feed_of(
-        api, since=T0, until=T0 + timedelta(days=2), window=timedelta(hours=1), window_records=10
+        api, since=T0, until=T0 + timedelta(days=2), span=timedelta(hours=1), span_records=10
     )
     assert ids(await drain(feed)) == ["only", "later"]
-    assert [end - start for start, end in windows(api)][:2] == [timedelta(hours=1)] * 1 + [
+    assert [end - start for start, end in spans(api)][:2] == [timedelta(hours=1)] * 1 + [
         timedelta(hours=10)
     ]
 
@@ -418,7 +418,7 @@ async def test_a_window_of_one_record_sizes_the_next_to_window_records(api: Fake
 async def test_untimed_records_after_timed_ones_keep_the_newest_time(api: FakeApi) -> None:
     api.events.add(T0, "timed")
     api.events.add(T0 + timedelta(hours=3), "untimed", timed=False)
-    feed = feed_of(api, since=T0, until=T0 + timedelta(days=1), window=timedelta(hours=1))
+    feed = feed_of(api, since=T0, until=T0 + timedelta(days=1), span=timedelta(hours=1))
     assert ids(await drain(feed)) == ["timed", "untimed"]
     assert feed.newest == T0
 
@@ -426,16 +426,16 @@ async def test_untimed_records_after_timed_ones_keep_the_newest_time(api: FakeAp
 async def test_an_empty_first_window_leaves_the_record_shape_open(api: FakeApi) -> None:
     spread(api, 30, T0 + timedelta(days=2), timedelta(minutes=1), timed=False)
     until = T0 + timedelta(days=5)
-    feed = feed_of(api, since=T0, until=until, window=timedelta(days=1), window_records=10)
+    feed = feed_of(api, since=T0, until=until, span=timedelta(days=1), span_records=10)
     batches = await drain(feed)
     assert len(ids(batches)) == 30
     assert feed.timed_shape is False
-    # the empty window is one empty batch: its checkpoint, its request
+    # the empty span is one empty batch: its checkpoint, its request
     first = batches[0]
     assert (first.resource, first.records, first.bad, first.times) == ("events", [], [], [])
     assert first.requests == 1
     assert json.loads(first.checkpoint or "")["at"] == iso(T0 + timedelta(days=1))
-    assert windows(api)[1] == (T0 + timedelta(days=1), T0 + timedelta(days=2))
+    assert spans(api)[1] == (T0 + timedelta(days=1), T0 + timedelta(days=2))
 
 
 async def test_every_batch_has_a_checkpoint_to_restart_from(api: FakeApi) -> None:
@@ -484,7 +484,7 @@ async def test_a_feed_without_until_ends_at_the_horizon_it_started_with(api: Fak
             break  # it follows: the assertions below fail
     assert seen[-1] == "just-now"
     assert "later" not in seen
-    assert windows(api)[-1][1] == ms(now)
+    assert spans(api)[-1][1] == ms(now)
 
 
 async def test_settle_leaves_the_newest_events_for_the_next_poll(api: FakeApi) -> None:
@@ -493,7 +493,7 @@ async def test_settle_leaves_the_newest_events_for_the_next_poll(api: FakeApi) -
     api.events.add(now - timedelta(seconds=5), "old")
     api.events.add(now - timedelta(seconds=0.5), "recent")
     assert ids(await drain(feed_of(api, since=T0, settle=2.0))) == ["old"]
-    assert windows(api)[-1][1] == ms(now - timedelta(seconds=2))
+    assert spans(api)[-1][1] == ms(now - timedelta(seconds=2))
 
 
 async def test_an_until_in_the_future_stops_at_now_without_following(api: FakeApi) -> None:
@@ -518,7 +518,7 @@ async def test_a_follower_polls_every_poll_interval_and_hands_out_new_events(api
     async for batch in feed:
         seen += ids([batch])
         if len(api.clock.sleeps) == 0:
-            assert seen == ["a"]  # at once: no poll before the first window
+            assert seen == ["a"]  # at once: no poll before the first span
         if len(api.clock.sleeps) == 2 and "b" not in seen:
             api.events.add(datetime.fromtimestamp(api.clock.now(), UTC), "b")
         if "b" in seen or len(api.clock.sleeps) > 20:
@@ -527,7 +527,7 @@ async def test_a_follower_polls_every_poll_interval_and_hands_out_new_events(api
     assert set(api.clock.sleeps) == {30.0}
     assert feed.newest is not None
     assert feed.newest > now
-    assert len(api.events.queries) == len(api.clock.sleeps) + 1  # one window a poll
+    assert len(api.events.queries) == len(api.clock.sleeps) + 1  # one span a poll
 
 
 async def test_a_follower_with_a_default_interval_polls_every_minute(api: FakeApi) -> None:
@@ -553,7 +553,7 @@ async def test_a_slow_consumer_does_not_make_a_follower_poll_faster(api: FakeApi
         await api.clock.sleep(1.0)  # storing a batch takes a second
         if api.clock.sleeps.count(100.0) == 2 or len(api.clock.sleeps) > 50:
             break
-    # a window when it starts, then one per poll: never a window right after another
+    # a span when it starts, then one per poll: never a span right after another
     assert len(api.events.queries) == 3
 
 
@@ -565,15 +565,15 @@ async def test_a_follower_of_untimed_records_polls_only_when_caught_up(api: Fake
         since=now - timedelta(hours=6),
         follow=True,
         poll_interval=50.0,
-        window=timedelta(hours=1),
-        window_records=3,
+        span=timedelta(hours=1),
+        span_records=3,
     )
     seen: list[str] = []
     async for batch in feed:
         seen += ids([batch])
         if len(seen) == 12 or len(api.clock.sleeps) > 20:
             break
-    assert api.clock.sleeps == []  # every window came one after the other
+    assert api.clock.sleeps == []  # every span came one after the other
 
 
 async def test_a_follower_ends_at_its_until_without_an_extra_poll(api: FakeApi) -> None:
@@ -584,7 +584,7 @@ async def test_a_follower_ends_at_its_until_without_an_extra_poll(api: FakeApi) 
     )
     await drain(feed)
     assert api.clock.sleeps == [30.0, 30.0, 30.0, 30.0]
-    assert windows(api)[-1][1] == until
+    assert spans(api)[-1][1] == until
     assert len(api.events.queries) == 5
 
 
@@ -601,9 +601,9 @@ async def test_a_follower_whose_since_is_still_ahead_waits_for_it(api: FakeApi, 
         if seen or len(api.clock.sleeps) > 10:
             break
     assert seen == ["soon"]
-    # nothing asked before its since; then a window a poll
+    # nothing asked before its since; then a span a poll
     assert api.clock.sleeps == [30.0, 30.0]
-    assert windows(api)[0] == (since, now + timedelta(seconds=30))
+    assert spans(api)[0] == (since, now + timedelta(seconds=30))
 
 
 async def test_a_follower_without_until_follows_until_stopped(api: FakeApi) -> None:
@@ -623,11 +623,11 @@ async def test_the_event_feed_charges_its_budget_and_waits_below_two_requests(
     spread(api, 30, T0, timedelta(hours=1))
     budget = Budget(100, clock=api.clock, shares={"events": 1.0})
     until = T0 + timedelta(days=2)
-    feed = feed_of(api, since=T0, until=until, size=10, window=timedelta(hours=12), budget=budget)
+    feed = feed_of(api, since=T0, until=until, size=10, span=timedelta(hours=12), budget=budget)
     await drain(feed)
     assert budget.spent["events"] == feed.requests == api.requests
     assert api.clock.sleeps == []
-    # two requests left: a window goes ahead
+    # two requests left: a span goes ahead
     budget.spent["events"] = 98
     await drain(feed_of(api, since=T0, until=T0 + timedelta(hours=1), budget=budget))
     assert api.clock.sleeps == []

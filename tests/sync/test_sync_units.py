@@ -126,7 +126,7 @@ def test_budget_divides_the_share_and_events_take_what_is_left() -> None:
 def test_time_cursor_windows_untimed_records_exactly() -> None:
     cursor = TimeCursor.start("events", None, T0)
     end = T0 + timedelta(hours=1)
-    assert cursor.begin_window(end) == end
+    assert cursor.begin_span(end) == end
     for ident in ("a", "b"):
         cursor.add(ident, None)  # no time: ``at`` cannot move
     assert cursor.at == T0
@@ -137,7 +137,7 @@ def test_time_cursor_windows_untimed_records_exactly() -> None:
     assert not cursor.fresh
     restored = TimeCursor.start("events", cursor.encode(), T0)
     assert (restored.at, restored.carry) == (end, {"a", "b"})
-    restored.begin_window(end + timedelta(hours=1))
+    restored.begin_span(end + timedelta(hours=1))
     restored.add("c", end + timedelta(seconds=5))  # timed: moves, drops the carry
     assert restored.skip == {"c"}
     with pytest.raises(ValidationError):
@@ -145,38 +145,38 @@ def test_time_cursor_windows_untimed_records_exactly() -> None:
 
 
 def test_a_cursor_restored_mid_window_finishes_that_window() -> None:
-    # records with no time, saved part-way through a wide window: their ids may lie
-    # anywhere up to its end. A restored cursor asked for a narrower window (a new feed
+    # records with no time, saved part-way through a wide span: their ids may lie
+    # anywhere up to its end. A restored cursor asked for a narrower span (a new feed
     # starts with a day) goes on to that end, and forgets no id before it is passed
     wide = T0 + timedelta(days=30)
     cursor = TimeCursor.start("events", None, T0)
-    cursor.begin_window(wide)
+    cursor.begin_span(wide)
     for ident in ("a", "b"):
         cursor.add(ident, None)
     saved = cursor.encode()
     restored = TimeCursor.start("events", saved, T0)
-    assert restored.begin_window(T0 + timedelta(days=1), wide + timedelta(days=9)) == wide
+    assert restored.begin_span(T0 + timedelta(days=1), wide + timedelta(days=9)) == wide
     restored.complete(wide)
     assert (restored.at, restored.carry, restored.fresh) == (wide, {"a", "b"}, set())
     assert '"to"' not in restored.encode()  # complete: nothing pending any more
     # cut short by an earlier end (a run with an earlier until): every id is kept, and
-    # the next run goes on with the same window
+    # the next run goes on with the same span
     early = T0 + timedelta(days=2)
     cut = TimeCursor.start("events", saved, T0)
-    assert cut.begin_window(T0 + timedelta(days=1), early) == early
+    assert cut.begin_span(T0 + timedelta(days=1), early) == early
     cut.add("c", None)
     cut.complete(early)
     assert (cut.at, cut.skip) == (early, {"a", "b", "c"})
     again = TimeCursor.start("events", cut.encode(), T0)
-    assert again.begin_window(early + timedelta(days=1), wide) == wide
+    assert again.begin_span(early + timedelta(days=1), wide) == wide
     assert again.skip == {"a", "b", "c"}
-    # records with a time: the ids at ``at`` are all there is to keep (no window end)
+    # records with a time: the ids at ``at`` are all there is to keep (no span end)
     timed = TimeCursor.start("events", None, T0)
-    timed.begin_window(wide)
+    timed.begin_span(wide)
     timed.add("t", T0 + timedelta(hours=3))
     assert '"to"' not in timed.encode()
     back = TimeCursor.start("events", timed.encode(), T0)
-    assert back.begin_window(T0 + timedelta(days=1)) == T0 + timedelta(days=1)
+    assert back.begin_span(T0 + timedelta(days=1)) == T0 + timedelta(days=1)
 
 
 async def test_a_checkpoint_read_waits_out_an_outage(tmp_path: Path) -> None:
