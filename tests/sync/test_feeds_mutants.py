@@ -355,7 +355,7 @@ async def test_timed_records_take_one_bounded_window_then_the_rest_at_once(api: 
     assert json.loads(batches[-1].checkpoint or "")["at"] == iso(until)
 
 
-async def test_untimed_records_take_windows_sized_to_window_records(api: FakeApi) -> None:
+async def test_untimed_records_take_spans_sized_to_span_records(api: FakeApi) -> None:
     # 4 records an hour, no time in them: spans of ``span_records`` records
     spread(api, 200, T0, timedelta(minutes=15), timed=False)
     until = T0 + timedelta(days=3)
@@ -403,7 +403,7 @@ async def test_a_window_never_shrinks_below_a_second_nor_grows_past_30_windows(
     assert [end - start for start, end in spans(api)][1] == timedelta(hours=90)
 
 
-async def test_a_window_of_one_record_sizes_the_next_to_window_records(api: FakeApi) -> None:
+async def test_a_span_of_one_record_sizes_the_next_to_span_records(api: FakeApi) -> None:
     api.events.add(T0 + timedelta(minutes=30), "only", timed=False)
     api.events.add(T0 + timedelta(hours=5), "later", timed=False)
     feed = feed_of(
