@@ -30,7 +30,7 @@ from asyncwifi._auth import Token, TokenManager
 from asyncwifi._backoff import client_retrying
 from asyncwifi._clock import Clock
 from asyncwifi._response import error_from_response
-from asyncwifi._retry import Decision, RetryPolicy, classify, refused
+from asyncwifi._retry import Remedy, RetryPolicy, classify, refused
 from asyncwifi._scopes import Scope, attempt_scope, call_scope
 from asyncwifi._transport import BodyBuffer, Request, Response, Transport
 from asyncwifi.errors import (
@@ -268,7 +268,7 @@ class RequestPipeline:
         try:
             return await self._once(call, decode)
         except Exception as exc:
-            if classify(exc, write=write) is Decision.RAISE:
+            if classify(exc, write=write) is Remedy.RAISE:
                 raise
             first = exc
         return await self._retrying(call, first, decode, verify, write=write)
@@ -287,7 +287,7 @@ class RequestPipeline:
         replay: Exception | None = first
         #: the last failure that may be repeated, and what it called for
         failure: BaseException | None = None
-        decision = Decision.RETRY
+        decision = Remedy.RETRY
 
         async def attempt() -> T:
             nonlocal replay, failure, decision
@@ -298,11 +298,11 @@ class RequestPipeline:
                 return await self._once(call, decode)
             except Exception as exc:
                 decided = classify(exc, write=write)
-                if decided is Decision.RAISE:
+                if decided is Remedy.RAISE:
                     raise
                 if refused(exc):
                     call.rate_limited += 1
-                if decided is Decision.VERIFY:
+                if decided is Remedy.VERIFY:
                     verdict = await self._verify(call, exc, verify)
                     if verdict.done:
                         assert verdict.result is not None
@@ -311,7 +311,7 @@ class RequestPipeline:
                 raise
 
         def give_up(error: BaseException, attempts: int) -> NoReturn:
-            if decision is Decision.VERIFY:
+            if decision is Remedy.VERIFY:
                 raise AmbiguousWriteError(
                     f"the write did not take effect after {attempts} attempts",
                     method=call.method,

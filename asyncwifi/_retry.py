@@ -21,10 +21,10 @@ from asyncwifi.errors import (
     TransportError,
 )
 
-__all__ = ["Decision", "RetryPolicy", "classify", "refused"]
+__all__ = ["Remedy", "RetryPolicy", "classify", "refused"]
 
 
-class Decision(enum.Enum):
+class Remedy(enum.Enum):
     """What a failed attempt calls for."""
 
     #: try again after the policy's wait (:class:`asyncwifi._backoff.ClientWait`)
@@ -40,7 +40,7 @@ def refused(exc: BaseException) -> TypeGuard[RateLimitedError]:
     return isinstance(exc, RateLimitedError) and not exc.bodyless
 
 
-def classify(exc: BaseException, *, write: bool) -> Decision:
+def classify(exc: BaseException, *, write: bool) -> Remedy:
     """The one rule for which failures are retried, for reads (``write=False``) and writes.
 
     A read is safe to repeat, so whatever may pass is retried. A write is repeated blindly
@@ -51,22 +51,22 @@ def classify(exc: BaseException, *, write: bool) -> Decision:
     """
     if isinstance(exc, RateLimitedError):
         if not exc.bodyless:
-            return Decision.RETRY
+            return Remedy.RETRY
         # a bodyless 429 is the per-object quota, spent until the day resets: repeating a
         # read would only burn another request; a write was executed
-        return Decision.VERIFY if write else Decision.RAISE
+        return Remedy.VERIFY if write else Remedy.RAISE
     if isinstance(exc, TransportError):
         if exc.kind == "tls":
-            return Decision.RAISE
+            return Remedy.RAISE
         if write and exc.request_may_have_been_executed:
-            return Decision.VERIFY
-        return Decision.RETRY
+            return Remedy.VERIFY
+        return Remedy.RETRY
     if isinstance(exc, ServerError):
-        return Decision.VERIFY if write else Decision.RETRY
+        return Remedy.VERIFY if write else Remedy.RETRY
     if not write and isinstance(exc, DecodeError) and exc.retryable:
         # a 200 whose body was cut mid-JSON is a transport fault in disguise
-        return Decision.RETRY
-    return Decision.RAISE
+        return Remedy.RETRY
+    return Remedy.RAISE
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 from asyncwifi._core import RequestPipeline
 from asyncwifi._scroll_pages import Chunked, ScrollPage, ScrollSpec, Spill, Spilled
-from asyncwifi._scroll_state import Cursor, Decision, PageOutcome, ScrollMachine
+from asyncwifi._scroll_state import Cursor, PageOutcome, ScrollMachine, Step
 from asyncwifi._transport import BodyBuffer
 from asyncwifi.errors import ConflictError, ScrollExpiredError
 from asyncwifi.models import ItemError
@@ -128,12 +128,12 @@ class Producer:
         query: Mapping[str, str] = spec.params
         continuation = False
         while True:
-            decision = Decision.CONTINUE
+            decision = Step.CONTINUE
             if continuation and self.last_received is not None:
                 gap = clock.now() - self.last_received
                 # past the window the id is known to be dead: resume without a request
                 decision = machine.before_continuation(gap)
-            if decision is Decision.CONTINUE:
+            if decision is Step.CONTINUE:
                 page, body, gap = await self._fetch(query, continuation)
                 outcome, scroll_id = self._deliver(page, body, continuation, gap)
                 del page, body
@@ -142,10 +142,10 @@ class Producer:
                     # page read again by a re-scan, the proof of an end: what lapses cost
                     self.resume_requests += 1
                 decision = machine.after_page(outcome)
-                if decision is Decision.END:
+                if decision is Step.END:
                     self.queue.put_nowait(None)
                     return
-                if decision is Decision.CONTINUE:
+                if decision is Step.CONTINUE:
                     assert scroll_id is not None
                     query, continuation = spec.continuation(scroll_id), True
                     if outcome.fresh:
@@ -330,11 +330,11 @@ class Producer:
                 async with asyncio.timeout(clock.real(remaining)):
                     await self.taken.wait()
 
-    def _act(self, decision: Decision, gap: float) -> dict[str, str]:
+    def _act(self, decision: Step, gap: float) -> dict[str, str]:
         """The query of a resume, or the error of a scroll that cannot go on."""
         spec, cursor = self.spec, self.cursor
         delivered, total = cursor.delivered, self.total
-        if decision is Decision.FAIL or spec.restart is None:
+        if decision is Step.FAIL or spec.restart is None:
             if not spec.resumable:
                 hint = "pass resume=True to re-scan and skip what was delivered"
             else:
@@ -346,7 +346,7 @@ class Producer:
                 delivered=delivered,
                 total=total,
             )
-        since = cursor.time if decision is Decision.RESUME_TIME else None
+        since = cursor.time if decision is Step.RESUME_TIME else None
         self.api.hooks.fire(self.api.hooks.on_scroll_resume, spec.what)
         # past the window the id certainly lapsed (worth a warning); within it, an empty
         # page after a full one is only ambiguous, and settling it is routine (one request)
@@ -361,7 +361,7 @@ class Producer:
             self.machine.resumes,
             self.resume_requests,
         )
-        if decision is Decision.RESUME_RESCAN and spec.rescan_size is not None:
+        if decision is Step.RESUME_RESCAN and spec.rescan_size is not None:
             self.size = spec.rescan_size
         return spec.restart(since)
 

@@ -38,13 +38,13 @@ from asyncwifi._cursor import TimeCursor
 from asyncwifi._instant import floor_ms, format_instant, utc_time
 from asyncwifi.models._identity import record_id, record_ids
 
-__all__ = ["Cursor", "Decision", "PageOutcome", "ScrollMachine"]
+__all__ = ["Cursor", "PageOutcome", "ScrollMachine", "Step"]
 
 #: a record's UTC time as the server wrote it
 TimeOf = Callable[[Any], str | None]
 
 
-class Decision(enum.Enum):
+class Step(enum.Enum):
     """What the stream does next."""
 
     #: ask for the next page with the scroll id
@@ -250,12 +250,12 @@ class ScrollMachine:
     #: whether a continuation answered with records since the latest resume
     continued: bool = False
 
-    def before_continuation(self, since_answer: float) -> Decision:
+    def before_continuation(self, since_answer: float) -> Step:
         """Send the continuation, or resume at once: the server saw the previous request
         before its answer arrived, so past a window from that answer the id is dead."""
-        return self._resume() if since_answer > self.window else Decision.CONTINUE
+        return self._resume() if since_answer > self.window else Step.CONTINUE
 
-    def after_page(self, page: PageOutcome) -> Decision:
+    def after_page(self, page: PageOutcome) -> Step:
         """The decision once a page is in (its fresh records already delivered)."""
         if page.fresh:
             self.progressed = True
@@ -265,10 +265,10 @@ class ScrollMachine:
             self.continued = True
         if page.records == 0:
             if not page.continuation:
-                return Decision.END  # a fresh query with nothing in it: no id involved
+                return Step.END  # a fresh query with nothing in it: no id involved
             if page.total is not None:
                 # contacts: totalCount says whether anything is missing
-                return self._resume() if self._counted() < page.total else Decision.END
+                return self._resume() if self._counted() < page.total else Step.END
             # events: the previous page was full (a short one ends the scroll), so this may
             # be an id that expired sooner than documented: only a resume can tell
             cursor = self.cursor
@@ -281,13 +281,13 @@ class ScrollMachine:
                 # a re-scan whose ids lived through continuations read every record
                 # delivered again, found nothing new, and met the empty answer at the same
                 # place: the end (two scrolls agree)
-                return Decision.END
+                return Step.END
             return self._resume()
         if page.size is not None and page.records < page.size:
-            return Decision.END  # the server ran out
+            return Step.END  # the server ran out
         if page.total is not None and self._counted() >= page.total:
-            return Decision.END  # contacts: every record of totalCount is accounted for
-        return Decision.CONTINUE if page.scroll_id else Decision.END
+            return Step.END  # contacts: every record of totalCount is accounted for
+        return Step.CONTINUE if page.scroll_id else Step.END
 
     def _counted(self) -> int:
         """Records accounted for against a total: delivered, and set aside (they did not
@@ -295,16 +295,16 @@ class ScrollMachine:
         cursor = self.cursor
         return cursor.delivered + len(cursor.set_aside)
 
-    def _resume(self) -> Decision:
+    def _resume(self) -> Step:
         if not self.resumable or not self.progressed:
-            return Decision.FAIL
+            return Step.FAIL
         cursor = self.cursor
         if cursor.mode == "broken":
-            return Decision.FAIL
+            return Step.FAIL
         self.resumes += 1
         self.progressed = self.continued = False
         if cursor.mode == "time" and cursor.time is not None:
             self.rescanned = None
-            return Decision.RESUME_TIME
+            return Step.RESUME_TIME
         self.rescanned = 0
-        return Decision.RESUME_RESCAN
+        return Step.RESUME_RESCAN

@@ -11,7 +11,7 @@ from tenacity import RetryCallState, Retrying
 
 from asyncwifi import RetryInfo, RetryPolicy, ScaledClock
 from asyncwifi._backoff import ClientWait
-from asyncwifi._retry import Decision, classify
+from asyncwifi._retry import Remedy, classify
 from asyncwifi.errors import (
     AmbiguousWriteError,
     NotFoundError,
@@ -71,18 +71,16 @@ def _429(body: bytes) -> RateLimitedError:
 @pytest.mark.parametrize(
     ("error", "read", "write"),
     [
-        (_429(b"{}"), Decision.RETRY, Decision.RETRY),  # refused before the API
-        (_429(b""), Decision.RAISE, Decision.VERIFY),  # object quota: executed
-        (ServerError("x", status=503), Decision.RETRY, Decision.VERIFY),
-        (TransportError("x", kind="connect"), Decision.RETRY, Decision.RETRY),
-        (TransportError("x", kind="timeout"), Decision.RETRY, Decision.VERIFY),
-        (TransportError("x", kind="tls"), Decision.RAISE, Decision.RAISE),
-        (NotFoundError("x", status=404), Decision.RAISE, Decision.RAISE),
+        (_429(b"{}"), Remedy.RETRY, Remedy.RETRY),  # refused before the API
+        (_429(b""), Remedy.RAISE, Remedy.VERIFY),  # object quota: executed
+        (ServerError("x", status=503), Remedy.RETRY, Remedy.VERIFY),
+        (TransportError("x", kind="connect"), Remedy.RETRY, Remedy.RETRY),
+        (TransportError("x", kind="timeout"), Remedy.RETRY, Remedy.VERIFY),
+        (TransportError("x", kind="tls"), Remedy.RAISE, Remedy.RAISE),
+        (NotFoundError("x", status=404), Remedy.RAISE, Remedy.RAISE),
     ],
 )
-def test_one_classifier_for_reads_and_writes(
-    error: Exception, read: Decision, write: Decision
-) -> None:
+def test_one_classifier_for_reads_and_writes(error: Exception, read: Remedy, write: Remedy) -> None:
     assert classify(error, write=False) is read
     assert classify(error, write=True) is write
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from asyncwifi._scroll_state import Cursor, Decision, PageOutcome, ScrollMachine
+from asyncwifi._scroll_state import Cursor, PageOutcome, ScrollMachine, Step
 
-C, E = Decision.CONTINUE, Decision.END
-RT, RS, F = Decision.RESUME_TIME, Decision.RESUME_RESCAN, Decision.FAIL
+C, E = Step.CONTINUE, Step.END
+RT, RS, F = Step.RESUME_TIME, Step.RESUME_RESCAN, Step.FAIL
 
 
 class Ev:
@@ -48,7 +48,7 @@ def page(
         (page(0), RT),  # empty after a full page: maybe an early expiry: settle it
     ],
 )
-def test_one_page_outcome_decides(outcome: PageOutcome, expected: Decision) -> None:
+def test_one_page_outcome_decides(outcome: PageOutcome, expected: Step) -> None:
     assert machine().after_page(outcome) is expected
 
 
@@ -56,7 +56,7 @@ def test_one_page_outcome_decides(outcome: PageOutcome, expected: Decision) -> N
     ("mode", "expected"), [("time", RT), ("ids", RS), (None, RS)], ids=["time", "ids", "none"]
 )
 def test_an_ambiguous_end_resumes_by_time_only_with_a_time_cursor(
-    mode: str | None, expected: Decision
+    mode: str | None, expected: Step
 ) -> None:
     assert machine(mode=mode).after_page(page(0)) is expected
 
@@ -66,7 +66,7 @@ def test_an_ambiguous_end_resumes_by_time_only_with_a_time_cursor(
     [(40, 60, RS), (60, 60, E), (61, 60, E)],
 )
 def test_contacts_totals_tell_an_expiry_from_the_end(
-    delivered: int, total: int, expected: Decision
+    delivered: int, total: int, expected: Step
 ) -> None:
     m = machine(mode="ids")
     m.cursor.delivered = delivered
@@ -83,7 +83,7 @@ def test_an_expiry_that_may_not_be_resumed_fails() -> None:
     ("since_answer", "expected"), [(10.0, C), (60.0, C), (60.5, RT)], ids=["in", "edge", "dead"]
 )
 def test_a_continuation_due_past_the_window_resumes_without_a_request(
-    since_answer: float, expected: Decision
+    since_answer: float, expected: Step
 ) -> None:
     assert machine().before_continuation(since_answer) is expected
 
@@ -103,7 +103,7 @@ SEQUENCES = [
 
 
 @pytest.mark.parametrize(("pages", "decisions"), SEQUENCES)
-def test_sequences_never_loop(pages: list[PageOutcome], decisions: list[Decision]) -> None:
+def test_sequences_never_loop(pages: list[PageOutcome], decisions: list[Step]) -> None:
     m = machine()
     assert [m.after_page(p) for p in pages] == decisions
 
