@@ -15,7 +15,6 @@ from asyncwifi.backfill._plan import estimate, parse_duration, plan_slices
 from asyncwifi.errors import AsyncWifiError, ClientStateError, ConfigurationError
 from asyncwifi.testing import Faults, Simulator, make_webhook_payload
 from asyncwifi.webhooks import Dispatcher, MemoryDeduplicator, Receiver, Spool
-from asyncwifi.webhooks import RetryPolicy as WebhookRetryPolicy
 from asyncwifi.webhooks._app import create_app
 from asyncwifi.webhooks._sinks import load_handler, secrets_from_env
 
@@ -69,7 +68,7 @@ BAD_CALLS: dict[str, Callable[[], object]] = {
     "Receiver: max_body_size": lambda: Receiver(["s"], max_body_size=0),
     "Receiver.on: no type": lambda: Receiver(["s"]).on(),
     "MemoryDeduplicator: ttl": lambda: MemoryDeduplicator(ttl=0),
-    "webhook RetryPolicy: attempts": lambda: WebhookRetryPolicy(max_attempts=0),
+    "Dispatcher: retry not a RetryPolicy": lambda: RetryPolicy(max_attempts=True),  # type: ignore[arg-type]
     "create_app: path": lambda: create_app(Receiver(["s"]), path="webhooks"),
     "Spool: synchronous": lambda: Spool("x.sqlite3", synchronous="OFF"),  # type: ignore[arg-type]
     "load_handler: spec": lambda: load_handler("no-colon"),
