@@ -68,7 +68,7 @@ BAD_CALLS: dict[str, Callable[[], object]] = {
     "Receiver: max_body_size": lambda: Receiver(["s"], max_body_size=0),
     "Receiver.on: no type": lambda: Receiver(["s"]).on(),
     "MemoryDeduplicator: ttl": lambda: MemoryDeduplicator(ttl=0),
-    "Dispatcher: retry not a RetryPolicy": lambda: RetryPolicy(max_attempts=True),  # type: ignore[arg-type]
+    "RetryPolicy: max_attempts a bool": lambda: RetryPolicy(max_attempts=True),  # type: ignore[arg-type]
     "create_app: path": lambda: create_app(Receiver(["s"]), path="webhooks"),
     "Spool: synchronous": lambda: Spool("x.sqlite3", synchronous="OFF"),  # type: ignore[arg-type]
     "load_handler: spec": lambda: load_handler("no-colon"),
