@@ -142,7 +142,7 @@ def events_backfill(
                 since=piece.start,
                 until=piece.end - MS,  # the feed's end is inclusive, the slice's is not
                 settle=None,  # the range asked for, whatever the clock says
-                size=page_size,
+                page_size=page_size,
                 span=piece.end - piece.start,  # one scroll, while records carry a time
                 budget=room,
                 list_options=options,
@@ -199,7 +199,7 @@ def contacts_export(
         feed = ContactFeed(
             api,
             budget=room,
-            size=page_size,
+            page_size=page_size,
             list_options={"has_email": has_email, "prefetch": prefetch},
         )
         return feed.scan(), lambda: feed.requests

@@ -140,7 +140,7 @@ class EventFeed:
         follow: bool = False,
         poll_interval: float = 60.0,
         settle: float | None = 0.0,
-        size: int = MAX_SIZE,
+        page_size: int = MAX_SIZE,
         span: timedelta = timedelta(days=1),
         span_records: int = 4 * MAX_SIZE,
         budget: Allowance | None = None,
@@ -168,7 +168,7 @@ class EventFeed:
         self.follow = follow
         self.poll_interval = poll_interval
         self.settle = settle
-        self.size = size
+        self.page_size = page_size
         self.span = span
         self.span_records = span_records
         self.budget = budget
@@ -245,7 +245,7 @@ class EventFeed:
             date_start=cursor.at,
             date_end=stop,
             sort_by="utcTime",
-            size=self.size,
+            size=self.page_size,
             keep_raw=True,
             **self.list_options,
         )

@@ -258,7 +258,7 @@ class Rereads:
             date_start=plan.start,
             date_end=plan.end,
             sort_by="utcTime",
-            size=feed.size,
+            size=feed.page_size,
             keep_raw=True,
         )
         spent = feed._spent

@@ -33,7 +33,7 @@ class SyncOptions:
     modified_to: str = MODIFIED_TO
     #: events per request (spec §8: up to 10,000); contact pages are as large as the
     #: server accepts (``contacts.list(size="max")``, learnt once per client)
-    size: int = 10_000
+    page_size: int = 10_000
     #: the first and longest wait before retrying an unreachable database (real seconds)
     retry_initial: float = 0.5
     retry_max: float = 30.0

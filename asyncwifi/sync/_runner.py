@@ -238,7 +238,7 @@ class Syncer:
             follow=follow,
             poll_interval=opts.poll_interval,
             settle=opts.settle,
-            size=opts.size,
+            page_size=opts.page_size,
             budget=self.budget,
             lookback=opts.lookback,
             stored=lambda ids: self._retrying(

@@ -20,7 +20,8 @@ from asyncwifi._scroll import Record
 from asyncwifi.errors import ScrollExpiredError, ValidationError
 from asyncwifi.models import Contact
 from asyncwifi.models._identity import record_id
-from asyncwifi.resources._contacts import PageSize, page_size
+from asyncwifi.resources._contacts import PageSize
+from asyncwifi.resources._contacts import page_size as checked_page_size
 from asyncwifi.sync._budget import Allowance
 from asyncwifi.sync._feeds import BadRecord, Batch, _aware
 
@@ -56,12 +57,12 @@ class ContactFeed:
         modified_to: str = MODIFIED_TO,
         sort_by: str = "modified_absolute",
         budget: Allowance | None = None,
-        size: PageSize = "max",
+        page_size: PageSize = "max",
         list_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.api = api
         #: the page size asked (``"max"``: the largest the server accepts, learnt)
-        self.size = page_size(size, "size")
+        self.page_size = checked_page_size(page_size, "page_size")
         #: more keyword arguments of ``contacts.list`` (``has_email``, ``prefetch``)
         self.list_options = dict(list_options or {})
         self.checkpoint = checkpoint
@@ -124,7 +125,7 @@ class ContactFeed:
         # count records that did not decode; a resume would re-scan for them forever. A
         # shortfall that the bad records explain is the end; any other lapse is raised
         stream = self.api.contacts.list(
-            size=self.size,
+            size=self.page_size,
             sort_by=sort_by,
             keep_raw=True,
             extra_params=extra_params,

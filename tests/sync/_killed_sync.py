@@ -115,7 +115,7 @@ async def main(url: str, shape: str, fault: str | None, note: str | None) -> Non
             sqlite3.connect = traced  # type: ignore[assignment]  # this process only
     clock = ScaledClock(200.0)
     async with simulator(shape, clock) as sim, sim.client() as api:
-        syncer = Syncer(api, store, options=SyncOptions(since=SINCE, until=UNTIL, size=SIZE))
+        syncer = Syncer(api, store, options=SyncOptions(since=SINCE, until=UNTIL, page_size=SIZE))
         try:
             await syncer.run_once()
         finally:

@@ -29,7 +29,7 @@ async def test_events_exactly_once_across_restarts(shape: str) -> None:
                 checkpoint=checkpoint,
                 since=SINCE,
                 until=UNTIL,
-                size=300,
+                page_size=300,
                 span=timedelta(days=3),
                 span_records=900,
             )
@@ -59,7 +59,7 @@ async def test_events_exactly_once_across_restarts(shape: str) -> None:
 async def test_windows_cost_few_requests_on_every_shape(shape: str) -> None:
     async with sim_client(events=4_000, **shape_options(shape)) as (sim, api):
         feed = EventFeed(
-            api, since=SINCE, until=UNTIL, size=1_000, span=timedelta(days=2),
+            api, since=SINCE, until=UNTIL, page_size=1_000, span=timedelta(days=2),
             span_records=2_000,
         )  # fmt: skip
         ids = [r.item.id async for batch in feed for r in batch.records]
@@ -92,7 +92,7 @@ async def test_scroll_ids_that_expire_early_still_give_every_event_once(shape: s
     async with sim_client(events=3_000, scroll_ttl=1.0, **shape_options(shape)) as (sim, api):
         sim.faults = Faults(latency=1.5)  # every continuation arrives after its id lapsed
         delivered: list[str] = []
-        feed = EventFeed(api, since=SINCE, until=UNTIL, size=400, span=timedelta(days=10))
+        feed = EventFeed(api, since=SINCE, until=UNTIL, page_size=400, span=timedelta(days=10))
         async for batch in feed:
             delivered += [r.item.id or "" for r in batch.records]
         assert len(delivered) == len(set(delivered))

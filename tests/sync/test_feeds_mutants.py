@@ -340,7 +340,7 @@ def test_an_event_feed_refuses_what_it_cannot_follow(api: FakeApi) -> None:
 async def test_timed_records_take_one_bounded_window_then_the_rest_at_once(api: FakeApi) -> None:
     spread(api, 60, T0, timedelta(hours=1))
     until = T0 + timedelta(days=3)
-    feed = feed_of(api, since=T0, until=until, size=25, span=timedelta(hours=2))
+    feed = feed_of(api, since=T0, until=until, page_size=25, span=timedelta(hours=2))
     batches = await drain(feed)
     assert ids(batches) == [f"e{i:05d}" for i in range(60)]
     assert spans(api) == [(T0, T0 + timedelta(hours=2)), (T0 + timedelta(hours=2), until)]
@@ -359,7 +359,9 @@ async def test_untimed_records_take_spans_sized_to_span_records(api: FakeApi) ->
     # 4 records an hour, no time in them: spans of ``span_records`` records
     spread(api, 200, T0, timedelta(minutes=15), timed=False)
     until = T0 + timedelta(days=3)
-    feed = feed_of(api, since=T0, until=until, size=4, span=timedelta(hours=2), span_records=20)
+    feed = feed_of(
+        api, since=T0, until=until, page_size=4, span=timedelta(hours=2), span_records=20
+    )
     batches = await drain(feed)
     assert sorted(ids(batches)) == [f"e{i:05d}" for i in range(200)]
     assert len(ids(batches)) == 200
@@ -441,12 +443,12 @@ async def test_an_empty_first_window_leaves_the_record_shape_open(api: FakeApi) 
 async def test_every_batch_has_a_checkpoint_to_restart_from(api: FakeApi) -> None:
     spread(api, 90, T0, timedelta(minutes=7))
     until = T0 + timedelta(days=1)
-    first = await drain(feed_of(api, since=T0, until=until, size=10), stop_after=4)
+    first = await drain(feed_of(api, since=T0, until=until, page_size=10), stop_after=4)
     assert all(b.checkpoint for b in first)
     delivered = ids(first)
     checkpoint = first[-1].checkpoint
     state = json.loads(checkpoint or "")
-    rest = await drain(feed_of(api, checkpoint=checkpoint, until=until, size=10))
+    rest = await drain(feed_of(api, checkpoint=checkpoint, until=until, page_size=10))
     # the restart reads on from the cursor, and the feed alone drops what it delivered
     # (the carried ids come again: the stream is not asked to skip them too)
     assert iso(api.events.queries[-1]["date_start"]) == state["at"]
@@ -473,7 +475,7 @@ async def test_a_feed_without_until_ends_at_the_horizon_it_started_with(api: Fak
     now = datetime.fromtimestamp(api.clock.now(), UTC)
     spread(api, 20, now - timedelta(hours=2), timedelta(minutes=5))
     api.events.add(now - timedelta(milliseconds=400), "just-now")
-    feed = feed_of(api, since=now - timedelta(days=1), size=5)
+    feed = feed_of(api, since=now - timedelta(days=1), page_size=5)
     seen = []
     async for batch in feed:
         seen += ids([batch])
@@ -548,7 +550,9 @@ async def test_a_follower_keeps_the_newest_time_over_empty_polls(api: FakeApi) -
 async def test_a_slow_consumer_does_not_make_a_follower_poll_faster(api: FakeApi) -> None:
     now = datetime.fromtimestamp(api.clock.now(), UTC)
     spread(api, 6, now - timedelta(minutes=30), timedelta(minutes=1))
-    feed = feed_of(api, since=now - timedelta(hours=1), follow=True, poll_interval=100.0, size=2)
+    feed = feed_of(
+        api, since=now - timedelta(hours=1), follow=True, poll_interval=100.0, page_size=2
+    )
     async for _batch in feed:
         await api.clock.sleep(1.0)  # storing a batch takes a second
         if api.clock.sleeps.count(100.0) == 2 or len(api.clock.sleeps) > 50:
@@ -623,7 +627,9 @@ async def test_the_event_feed_charges_its_budget_and_waits_below_two_requests(
     spread(api, 30, T0, timedelta(hours=1))
     budget = Budget(100, clock=api.clock, shares={"events": 1.0})
     until = T0 + timedelta(days=2)
-    feed = feed_of(api, since=T0, until=until, size=10, span=timedelta(hours=12), budget=budget)
+    feed = feed_of(
+        api, since=T0, until=until, page_size=10, span=timedelta(hours=12), budget=budget
+    )
     await drain(feed)
     assert budget.spent["events"] == feed.requests == api.requests
     assert api.clock.sleeps == []

@@ -53,7 +53,7 @@ def options() -> SyncOptions:
         since=SINCE,
         poll_interval=POLL,
         settle=SETTLE,
-        size=500,
+        page_size=500,
         refresh_every=1e9,  # contacts, hotspots, segments: once, at the start
     )
 

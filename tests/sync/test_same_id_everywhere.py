@@ -76,7 +76,7 @@ async def test_the_backfill_the_sync_and_the_stream_name_an_odd_event_alike(
         store = open_destination(url)
         await store.open()
         try:
-            options = SyncOptions(since=SINCE, until=UNTIL, size=100)
+            options = SyncOptions(since=SINCE, until=UNTIL, page_size=100)
             await Syncer(api, store, options=options).sync_events()
         finally:
             await store.close()

@@ -77,7 +77,7 @@ async def test_a_second_process_waits_for_the_day_the_first_spent(tmp_path: Path
     options = SyncOptions(
         since=datetime.fromtimestamp(DEFAULT_EVENTS_START, UTC),
         until=datetime.fromtimestamp(DEFAULT_EVENTS_END, UTC),
-        size=500,
+        page_size=500,
     )
     async with Simulator(clock=clock, events=3_000, contacts=20, rate_limit_mode="off",
                          scroll_ttl=1e9) as sim:  # fmt: skip

@@ -138,7 +138,7 @@ async def test_postgres_restarted_mid_run_the_sync_waits_and_finishes() -> None:
         async with pg_database() as url, sim_client(events=20_000, contacts=100) as (sim, api):
             store = open_destination(url)
             since = datetime.fromtimestamp(DEFAULT_EVENTS_START, UTC)
-            options = SyncOptions(since=since, until=None, size=500, retry_initial=0.2)
+            options = SyncOptions(since=since, until=None, page_size=500, retry_initial=0.2)
             options.until = datetime.fromtimestamp(DEFAULT_EVENTS_START + 30 * 86_400, UTC)
             writes: list[int] = []
             restarted = asyncio.Event()

@@ -40,7 +40,7 @@ async def test_429s_rows_and_requests_reach_metrics(tmp_path: Path) -> None:
             options = SyncOptions(
                 since=datetime.fromtimestamp(DEFAULT_EVENTS_START, UTC),
                 until=datetime.fromtimestamp(DEFAULT_EVENTS_END, UTC),
-                size=500,
+                page_size=500,
             )
             syncer = Syncer(api, store, options=options)
             metrics = SyncMetrics(api, syncer)

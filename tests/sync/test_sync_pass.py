@@ -40,7 +40,7 @@ async def raw_of(url: str, table: str, ident: str) -> Any:
 async def test_one_pass_equals_the_source_and_a_second_writes_nothing(db_url: str) -> None:
     async with sim_client(events=3_000, contacts=150) as (sim, api):
         store = open_destination(db_url)
-        syncer = Syncer(api, store, options=SyncOptions(since=SINCE, until=UNTIL, size=1_000))
+        syncer = Syncer(api, store, options=SyncOptions(since=SINCE, until=UNTIL, page_size=1_000))
         try:
             first = await syncer.run_once()
             assert await store.ids("events") == set(sim.data.event_ids())

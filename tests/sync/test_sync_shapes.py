@@ -84,7 +84,7 @@ async def harsh(shape: str, gateway: str) -> AsyncIterator[tuple[Simulator, Clie
 
 
 def options() -> SyncOptions:
-    return SyncOptions(since=SINCE, until=UNTIL, size=SIZE)
+    return SyncOptions(since=SINCE, until=UNTIL, page_size=SIZE)
 
 
 @pytest.mark.parametrize(("db_url", "shape", "gateway"), CASES, indirect=["db_url"])
