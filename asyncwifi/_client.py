@@ -38,8 +38,18 @@ log = logging.getLogger("asyncwifi.client")
 ALLOW_HTTP_ENV = "ASYNCWIFI_ALLOW_HTTP"
 
 #: what ``Client.add_hook`` can observe: each attempt sent, each response, each retry
-HookKind = Literal["request", "response", "retry"]
-_HOOK_KINDS: tuple[HookKind, ...] = ("request", "response", "retry")
+#: what a hook observes: an attempt sent, its response, a retry, an expired scroll resumed
+#: (called with the resource), or a scope (a context manager) around each call or attempt
+HookKind = Literal["request", "response", "retry", "scroll_resume", "call_scope", "attempt_scope"]
+_HOOK_KINDS: tuple[HookKind, ...] = (
+    "request", "response", "retry", "scroll_resume", "call_scope", "attempt_scope"
+)  # fmt: skip
+#: where each kind's callbacks live on the pipeline's hooks
+_HOOK_LISTS = {
+    "request": "on_request", "response": "on_response", "retry": "on_retry",
+    "scroll_resume": "on_scroll_resume", "call_scope": "call_scopes",
+    "attempt_scope": "attempt_scopes",
+}  # fmt: skip
 
 LOGIN_PATH = "/v1/sts/login/services"  # spec §4.1
 LOGOUT_PATH = "/v1/sts/logout"
@@ -270,14 +280,14 @@ class Client:
         raise ClientStateError("the client is closed")
 
     def add_hook(self, kind: HookKind, callback: Callable[[Any], None]) -> Callable[[], None]:
-        """Add an ``on_request`` / ``on_response`` / ``on_retry`` callback after construction
-        (metrics that start with the client already built); returns a function that removes
-        it. A callback that raises is logged, never raised into a call."""
+        """Add a hook after construction (metrics, tracing: :data:`HookKind` says what each
+        kind observes); returns a function that removes it. A callback that raises is
+        logged, never raised into a call."""
         if kind not in _HOOK_KINDS:
             raise ConfigurationError(f"hook kind must be one of {_HOOK_KINDS}, got {kind!r}")
         if not callable(callback):
             raise ConfigurationError(f"a hook must be callable, got {type(callback).__name__}")
-        callbacks: list[Callable[[Any], None]] = getattr(self._api.hooks, f"on_{kind}")
+        callbacks: list[Any] = getattr(self._api.hooks, _HOOK_LISTS[kind])
         callbacks.append(callback)
 
         def remove() -> None:

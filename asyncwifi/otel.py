@@ -27,7 +27,7 @@ from opentelemetry import metrics, trace
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
 
-from asyncwifi._client import Client
+from asyncwifi._client import Client, HookKind
 from asyncwifi._core import RequestInfo, ResponseInfo, RetryInfo
 from asyncwifi._scopes import CallInfo
 from asyncwifi._version import __version__
@@ -72,6 +72,8 @@ class _Probe:
         if url.port is not None:
             self.server["server.port"] = url.port
         self.quota: dict[str, int] = {}
+        #: what removes each hook from the client (``Client.add_hook`` returns them)
+        self.removers: list[Callable[[], None]] = []
 
     def _attributes(self, method: str, path: str) -> dict[str, Any]:
         # url.path only: queries are never recorded (they may carry filters or scroll ids)
@@ -183,14 +185,14 @@ class _Probe:
         trace.get_current_span().add_event("asyncwifi.scroll.resume", {"asyncwifi.scroll": what})
         self.owner.resumes.add(1, {"asyncwifi.scroll": what, **self.server})
 
-    def hooks(self) -> list[tuple[str, Callable[..., Any]]]:
+    def hooks(self) -> list[tuple[HookKind, Callable[..., Any]]]:
         return [
-            ("call_scopes", self.call),
-            ("attempt_scopes", self.attempt),
-            ("on_request", self.on_request),
-            ("on_response", self.on_response),
-            ("on_retry", self.on_retry),
-            ("on_scroll_resume", self.on_scroll_resume),
+            ("call_scope", self.call),
+            ("attempt_scope", self.attempt),
+            ("request", self.on_request),
+            ("response", self.on_response),
+            ("retry", self.on_retry),
+            ("scroll_resume", self.on_scroll_resume),
         ]
 
 
@@ -238,9 +240,8 @@ class Instrumentation:
         if client in _probes:
             raise ConfigurationError("this client is instrumented already")
         probe = _Probe(self, client)
-        hooks = client._api.hooks
-        for name, callback in probe.hooks():
-            getattr(hooks, name).append(callback)
+        # the client's public hooks; each returns its remover
+        probe.removers = [client.add_hook(kind, callback) for kind, callback in probe.hooks()]
         _probes[client] = probe
         self._probes.append(probe)
 
@@ -266,14 +267,11 @@ class Instrumentation:
             self._original_init = None
             _global.remove(self)
         for probe in self._probes:
+            for remove in probe.removers:
+                remove()
             client = probe.client()
-            if client is None:
-                continue
-            hooks = client._api.hooks
-            for name, callback in probe.hooks():
-                with contextlib.suppress(ValueError):
-                    getattr(hooks, name).remove(callback)
-            _probes.pop(client, None)
+            if client is not None:
+                _probes.pop(client, None)
         self._probes.clear()
 
     def __enter__(self) -> Instrumentation:

@@ -29,7 +29,7 @@ from typing import Literal
 
 from asyncwifi.errors import ConfigurationError
 
-__all__ = ["Mode", "ObjectLimiter", "RateLimiter", "Verdict"]
+__all__ = ["GateResult", "Mode", "ObjectLimiter", "RateLimiter"]
 
 Mode = Literal["fixed", "skewed", "sliding", "weighted", "off"]
 MODES: tuple[str, ...] = ("fixed", "skewed", "sliding", "weighted", "off")
@@ -41,7 +41,7 @@ DAY = 86_400.0
 
 
 @dataclass(slots=True)
-class Verdict:
+class GateResult:
     """The gateway's verdict on one request, with the headers to send on its response."""
 
     #: whether the request may reach the API
@@ -176,7 +176,7 @@ class RateLimiter:
             return f"{max(seconds, 0.001):.3f}"
         return str(max(1, math.ceil(seconds - 1e-9)))
 
-    def decide(self, now: float, *, noise: int = 0) -> Verdict:
+    def decide(self, now: float, *, noise: int = 0) -> GateResult:
         """Judge one request arriving at ``now``, record it, and build its headers.
 
         ``noise`` is added to the displayed remaining counts (approximate node counters, a
@@ -218,7 +218,7 @@ class RateLimiter:
         headers.append(("RateLimit-Reset", reset_text))
         if not allowed:
             headers.append(("Retry-After", reset_text))
-        return Verdict(allowed, headers, reset, chosen.name)
+        return GateResult(allowed, headers, reset, chosen.name)
 
 
 class ObjectLimiter:

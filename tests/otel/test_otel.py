@@ -233,3 +233,23 @@ async def test_failed_attempts_carry_their_error_and_unsent_ones_are_not_request
     assert sum(p.value for p in found["asyncwifi.client.requests"]) == len(sent) - 1
     failed_calls = [s for s in _named(spans, "asyncwifi GET") if not s.status.is_ok]
     assert [(s.attributes or {})["error.type"] for s in failed_calls] == ["QuotaExhaustedError"]
+
+
+def test_instrumentation_uses_only_the_clients_public_hooks() -> None:
+    # asyncwifi.otel is a user of the client like any other: Client.add_hook, nothing private
+    import ast
+    import inspect
+
+    import asyncwifi.otel
+
+    tree = ast.parse(inspect.getsource(asyncwifi.otel))
+    private = {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "client"
+    }
+    assert private == set()
