@@ -14,20 +14,17 @@ The primitives work without the ``asyncwifi sync`` command:
 - :class:`Syncer` runs them: one pass (:meth:`Syncer.run_once`) or a daemon.
 """
 
-from asyncwifi._cursor import TimeCursor
 from asyncwifi.sync._budget import DEFAULT_SHARES, Budget
-from asyncwifi.sync._destination import Destination, DestinationUnavailableError, Write, rows_of
+from asyncwifi.sync._destination import Destination, DestinationUnavailableError, Write
 from asyncwifi.sync._feeds import BadRecord, Batch, EventFeed
 from asyncwifi.sync._ledger import BudgetLedger, RedisLedger
 from asyncwifi.sync._open import open_destination
 from asyncwifi.sync._options import SyncOptions, SyncStats
 from asyncwifi.sync._runner import Syncer
-from asyncwifi.sync._schema import TABLES
 from asyncwifi.sync._snapshots import ContactFeed, snapshot
 
 __all__ = [
     "DEFAULT_SHARES",
-    "TABLES",
     "BadRecord",
     "Batch",
     "Budget",
@@ -40,9 +37,7 @@ __all__ = [
     "SyncOptions",
     "SyncStats",
     "Syncer",
-    "TimeCursor",
     "Write",
     "open_destination",
-    "rows_of",
     "snapshot",
 ]

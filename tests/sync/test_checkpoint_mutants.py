@@ -10,11 +10,10 @@ import msgspec
 import pytest
 
 from asyncwifi import Event
-from asyncwifi._cursor import parse_checkpoint
+from asyncwifi._cursor import TimeCursor, parse_checkpoint
 from asyncwifi._instant import floor_ms as ms_floor
 from asyncwifi._instant import utc_time, utc_times
 from asyncwifi.errors import ValidationError
-from asyncwifi.sync import TimeCursor
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 

@@ -23,10 +23,11 @@ import msgspec
 import pytest
 
 from asyncwifi import Contact, Event
+from asyncwifi._cursor import TimeCursor
 from asyncwifi.errors import ScrollExpiredError, ValidationError
 from asyncwifi.models import Hotspot, ItemError, Segment
 from asyncwifi.models._identity import content_id, undecoded
-from asyncwifi.sync import Batch, Budget, ContactFeed, EventFeed, TimeCursor, snapshot
+from asyncwifi.sync import Batch, Budget, ContactFeed, EventFeed, snapshot
 from asyncwifi.sync._feeds import BadRecord, _clean, _fresh
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)

@@ -12,10 +12,13 @@ import pytest
 
 from asyncwifi import Event
 from asyncwifi._clock import ScaledClock
+from asyncwifi._cursor import TimeCursor
 from asyncwifi._scroll import Record
 from asyncwifi.errors import ValidationError
 from asyncwifi.models._identity import content_id
-from asyncwifi.sync import TABLES, Batch, Budget, TimeCursor, Write, open_destination, rows_of
+from asyncwifi.sync import Batch, Budget, Write, open_destination
+from asyncwifi.sync._destination import rows_of
+from asyncwifi.sync._schema import TABLES
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
 from tests.sync.conftest import sim_client
 
