@@ -13,12 +13,11 @@ import logging
 
 from asyncwifi import errors, models
 from asyncwifi._client import Client, ClientState, HookKind
-from asyncwifi._clock import Clock, ScaledClock, SystemClock
+from asyncwifi._clock import Clock, ScaledClock
 from asyncwifi._core import RequestInfo, ResponseInfo, RetryInfo
 from asyncwifi._retry import RetryPolicy
 from asyncwifi._scroll import Record, ScrollPage, ScrollStream
 from asyncwifi._transport import (
-    AiohttpTransport,
     MockTransport,
     Request,
     Response,
@@ -41,7 +40,6 @@ from asyncwifi.ratelimit import Lane, Limit, Limits, MemoryStore, QuotaSnapshot,
 logging.getLogger("asyncwifi").addHandler(logging.NullHandler())
 
 __all__ = [
-    "AiohttpTransport",
     "Client",
     "ClientState",
     "Clock",
@@ -71,7 +69,6 @@ __all__ = [
     "ScrollPage",
     "ScrollStream",
     "Segment",
-    "SystemClock",
     "Transport",
     "__version__",
     "errors",

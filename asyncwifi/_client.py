@@ -14,14 +14,18 @@ from asyncwifi._auth import Secret, Token, TokenManager, redact_url
 from asyncwifi._clock import Clock, SystemClock
 from asyncwifi._core import Hooks, RequestInfo, RequestPipeline, ResponseInfo, RetryInfo
 from asyncwifi._protocol import require_positive, require_text
+from asyncwifi._resources._contacts import Contacts
+from asyncwifi._resources._events import Events
+from asyncwifi._resources._hotspots import Hotspots
+from asyncwifi._resources._segments import Segments
 from asyncwifi._retry import RetryPolicy
 from asyncwifi._scroll_pages import SCROLL_WINDOW
 from asyncwifi._transport import AiohttpTransport, Transport
 from asyncwifi.errors import ClientStateError, ConfigurationError, DecodeError
-from asyncwifi.models import decode, encode
+from asyncwifi.models import decode
 from asyncwifi.models._auth import LoginRequest, LoginResponse
+from asyncwifi.models._decode import encode
 from asyncwifi.ratelimit import Lane, Limits, QuotaSnapshot, Scheduler, Store
-from asyncwifi.resources import Contacts, Events, Hotspots, Segments
 
 __all__ = [
     "ALLOW_HTTP_ENV",

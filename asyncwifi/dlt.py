@@ -24,11 +24,11 @@ from dlt.extract.source import DltSource
 from asyncwifi._client import Client, ClientState
 from asyncwifi._instant import utc_time
 from asyncwifi._protocol import format_datetime
+from asyncwifi._resources._contacts import PageSize, page_size
+from asyncwifi._resources._events import validate_event_query
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.models import Contact, Event
 from asyncwifi.models._identity import record_id
-from asyncwifi.resources._contacts import PageSize, page_size
-from asyncwifi.resources._events import validate_event_query
 
 __all__ = ["SOURCE_NAME", "asyncwifi_source"]
 

@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from asyncwifi._instant import MS
+from asyncwifi._resources._contacts import PageSize
+from asyncwifi._resources._contacts import page_size as contacts_page_size
 from asyncwifi.backfill._contract import Reporter
 from asyncwifi.backfill._engine import ExportJob, Opened, Part
 from asyncwifi.backfill._plan import Slice, even_slice_size, plan_slices
 from asyncwifi.backfill._state import JobParams, JsonlDestination
 from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.ratelimit import Lane
-from asyncwifi.resources._contacts import PageSize
-from asyncwifi.resources._contacts import page_size as contacts_page_size
 from asyncwifi.sync._feeds import EventFeed
 from asyncwifi.sync._snapshots import ContactFeed
 

@@ -16,6 +16,7 @@ import click
 
 from asyncwifi._instant import format_instant
 from asyncwifi._protocol import EVENT_TYPES
+from asyncwifi._resources._contacts import PageSize, page_size
 from asyncwifi.backfill import ExportJob, JobOutcome
 from asyncwifi.backfill._jobs import (
     EVENTS_PAGE_SIZE,
@@ -33,7 +34,6 @@ from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._files import check_export_files, remove_if_unused, writing
 from asyncwifi.cli._progress import plural
 from asyncwifi.errors import ValidationError
-from asyncwifi.resources._contacts import PageSize, page_size
 
 __all__ = ["contacts_group", "events_group"]
 

@@ -9,7 +9,7 @@ rules.
 """
 
 from asyncwifi.models._contacts import Contact, Policy
-from asyncwifi.models._decode import ItemError, decode, decode_page, encode
+from asyncwifi.models._decode import ItemError, decode, decode_page
 from asyncwifi.models._events import Event
 from asyncwifi.models._hotspots import (
     Hotspot,
@@ -19,9 +19,9 @@ from asyncwifi.models._hotspots import (
     HotspotWriteResult,
 )
 from asyncwifi.models._segments import Segment
-from asyncwifi.models._webhook import WEBHOOK_EVENT_TYPES, WebhookPayload
+from asyncwifi.models._webhook import WebhookPayload
 
-__all__ = [  # noqa: RUF022 - plain sorted order, pinned by tests/unit/test_models.py
+__all__ = [
     "Contact",
     "Event",
     "Hotspot",
@@ -32,9 +32,7 @@ __all__ = [  # noqa: RUF022 - plain sorted order, pinned by tests/unit/test_mode
     "ItemError",
     "Policy",
     "Segment",
-    "WEBHOOK_EVENT_TYPES",
     "WebhookPayload",
     "decode",
     "decode_page",
-    "encode",
 ]

@@ -16,16 +16,15 @@ The primitives work without the ``asyncwifi sync`` command:
 
 from asyncwifi.sync._budget import DEFAULT_SHARES, Budget
 from asyncwifi.sync._destination import Destination, DestinationUnavailableError, Write
-from asyncwifi.sync._feeds import BadRecord, Batch, EventFeed
+from asyncwifi.sync._feeds import Batch, EventFeed
 from asyncwifi.sync._ledger import BudgetLedger, RedisLedger
 from asyncwifi.sync._open import open_destination
 from asyncwifi.sync._options import SyncOptions, SyncStats
 from asyncwifi.sync._runner import Syncer
-from asyncwifi.sync._snapshots import ContactFeed, snapshot
+from asyncwifi.sync._snapshots import ContactFeed
 
 __all__ = [
     "DEFAULT_SHARES",
-    "BadRecord",
     "Batch",
     "Budget",
     "BudgetLedger",
@@ -39,5 +38,4 @@ __all__ = [
     "Syncer",
     "Write",
     "open_destination",
-    "snapshot",
 ]

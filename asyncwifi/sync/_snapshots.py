@@ -16,12 +16,12 @@ from typing import Any, Literal
 from asyncwifi._client import Client
 from asyncwifi._cursor import TimeCursor
 from asyncwifi._instant import floor_ms, utc_time
+from asyncwifi._resources._contacts import PageSize
+from asyncwifi._resources._contacts import page_size as checked_page_size
 from asyncwifi._scroll import Record
 from asyncwifi.errors import ScrollExpiredError, ValidationError
 from asyncwifi.models import Contact
 from asyncwifi.models._identity import record_id
-from asyncwifi.resources._contacts import PageSize
-from asyncwifi.resources._contacts import page_size as checked_page_size
 from asyncwifi.sync._budget import Allowance
 from asyncwifi.sync._feeds import BadRecord, Batch, _aware
 

@@ -21,7 +21,8 @@ import pytest_asyncio
 from asyncwifi._clock import ScaledClock
 from asyncwifi.testing._server import Simulator
 
-__all__ = ["SPEED", "simulator", "simulator_factory"]
+#: nothing to import: pytest finds the fixtures (``simulator``, ``simulator_factory``) itself
+__all__: list[str] = []
 
 #: the clock speed of the fixtures' simulators
 SPEED = 100.0

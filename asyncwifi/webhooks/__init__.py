@@ -16,19 +16,16 @@ The checks and the router (:class:`Receiver`) do no I/O; :func:`create_app` is t
 shell; :class:`Spool` and :class:`Dispatcher` make durable mode.
 """
 
-from asyncwifi.webhooks._app import create_app, run_receiver, serve
+from asyncwifi.webhooks._app import create_app, serve
 from asyncwifi.webhooks._dedup import Deduplicator, MemoryDeduplicator, RedisDeduplicator
 from asyncwifi.webhooks._dispatcher import Dispatcher
-from asyncwifi.webhooks._receiver import Handler, Receiver, Rejection, WebhookContext
+from asyncwifi.webhooks._receiver import Receiver, Rejection, WebhookContext
 from asyncwifi.webhooks._sinks import JsonlSink, secrets_from_env
-from asyncwifi.webhooks._spool import DeadLetter, EventOutcome, Spool
+from asyncwifi.webhooks._spool import Spool
 
 __all__ = [
-    "DeadLetter",
     "Deduplicator",
     "Dispatcher",
-    "EventOutcome",
-    "Handler",
     "JsonlSink",
     "MemoryDeduplicator",
     "Receiver",
@@ -37,7 +34,6 @@ __all__ = [
     "Spool",
     "WebhookContext",
     "create_app",
-    "run_receiver",
     "secrets_from_env",
     "serve",
 ]

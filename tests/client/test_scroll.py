@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 import asyncwifi._scroll_producer as scroll_module
-from asyncwifi import AiohttpTransport, Event, Limit, Limits, ScaledClock, errors
+from asyncwifi import Event, Limit, Limits, ScaledClock, errors
+from asyncwifi._transport import AiohttpTransport
 from asyncwifi.testing import Faults
 from tests.client._support import NO_LIMITS, client_for, scroll_tasks, stop_consumer
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from asyncwifi import AiohttpTransport, ScaledClock
+from asyncwifi import ScaledClock
+from asyncwifi._transport import AiohttpTransport
 from tests.client._support import NO_LIMITS, client_for
 
 #: a faster clock: the consumer waits while the keep-alive fetches pages into the spill

@@ -8,8 +8,8 @@ import msgspec
 import pytest
 from aiohttp import web
 
-from asyncwifi import AiohttpTransport, Request
-from asyncwifi._transport import BodyBuffer
+from asyncwifi import Request
+from asyncwifi._transport import AiohttpTransport, BodyBuffer
 
 PAGE = msgspec.json.encode({"events": [{"id": f"e{i}", "type": "login"} for i in range(2_000)]})
 

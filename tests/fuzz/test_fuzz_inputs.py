@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from asyncwifi._protocol import build_query, format_datetime, path_segment
+from asyncwifi._resources._events import validate_event_query
 from asyncwifi.cli import ExitCode, main
 from asyncwifi.errors import DecodeError, ValidationError
 from asyncwifi.models import Event, decode
@@ -29,7 +30,6 @@ from asyncwifi.models._decode import decode_page
 from asyncwifi.models._events import EventPage
 from asyncwifi.models._hotspots import HotspotPage
 from asyncwifi.models._segments import SegmentPage
-from asyncwifi.resources._events import validate_event_query
 from tests.fixtures.models import contact_page, dumps, event_page, hotspot_page, segment_page
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -19,7 +19,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
 
-from asyncwifi import AiohttpTransport, Client, Limit, Limits, RetryPolicy, ScaledClock
+from asyncwifi import Client, Limit, Limits, RetryPolicy, ScaledClock
+from asyncwifi._transport import AiohttpTransport
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.otel import instrument
 from asyncwifi.testing import Simulator

@@ -18,8 +18,9 @@ from urllib.parse import quote
 
 import pytest
 
-from asyncwifi import Client, ScaledClock, SystemClock
+from asyncwifi import Client, ScaledClock
 from asyncwifi._auth import hide_password, redact_url
+from asyncwifi._clock import SystemClock
 from asyncwifi._transport import AiohttpTransport
 from asyncwifi.errors import ConfigurationError, ValidationError
 from asyncwifi.ratelimit import Limit, Limits, RedisStore, Scheduler, ThrottleEvent

@@ -27,8 +27,9 @@ from asyncwifi._cursor import TimeCursor
 from asyncwifi.errors import ScrollExpiredError, ValidationError
 from asyncwifi.models import Hotspot, ItemError, Segment
 from asyncwifi.models._identity import content_id, undecoded
-from asyncwifi.sync import Batch, Budget, ContactFeed, EventFeed, snapshot
+from asyncwifi.sync import Batch, Budget, ContactFeed, EventFeed
 from asyncwifi.sync._feeds import BadRecord, _clean, _fresh
+from asyncwifi.sync._snapshots import snapshot
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 NOW = datetime(2024, 3, 1, tzinfo=UTC)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncwifi
 
 EXPECTED = [
-    "AiohttpTransport",
     "Client",
     "ClientState",
     "Clock",
@@ -35,7 +34,6 @@ EXPECTED = [
     "ScrollPage",
     "ScrollStream",
     "Segment",
-    "SystemClock",
     "Transport",
     "__version__",
     "errors",

@@ -14,7 +14,8 @@ import sqlite3
 from pathlib import Path
 
 from asyncwifi.models._webhook import WebhookPayload
-from asyncwifi.webhooks import Receiver, WebhookContext, run_receiver
+from asyncwifi.webhooks import Receiver, WebhookContext
+from asyncwifi.webhooks._app import run_receiver
 
 
 def main() -> None:

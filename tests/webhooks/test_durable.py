@@ -17,8 +17,9 @@ import pytest
 from asyncwifi import RetryPolicy, ScaledClock, _sqlite
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.models._webhook import WebhookPayload
-from asyncwifi.webhooks import EventOutcome, Receiver, Spool, WebhookContext
+from asyncwifi.webhooks import Receiver, Spool, WebhookContext
 from asyncwifi.webhooks._app import create_app
+from asyncwifi.webhooks._spool import EventOutcome
 from tests.webhooks.helpers import HEADER, SECRET, ClientFactory, auth, body_of, eventually
 
 

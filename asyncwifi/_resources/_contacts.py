@@ -19,9 +19,9 @@ from asyncwifi._protocol import build_query, organization_segment, path_segment
 from asyncwifi._scroll import ScrollStream
 from asyncwifi._scroll_pages import SCROLL_WINDOW, ScrollSpec
 from asyncwifi.errors import DecodeError, NotFoundError, ValidationError
-from asyncwifi.models import Contact, ItemError, Policy, encode
+from asyncwifi.models import Contact, ItemError, Policy
 from asyncwifi.models._contacts import ContactPage
-from asyncwifi.models._decode import decode_generic
+from asyncwifi.models._decode import decode_generic, encode
 from asyncwifi.models._generic import GenericResponse
 from asyncwifi.ratelimit import Lane
 

@@ -26,9 +26,8 @@ from asyncwifi.models import (
     HotspotUpdate,
     HotspotWriteResult,
     decode,
-    encode,
 )
-from asyncwifi.models._decode import DecodedPage, decode_page
+from asyncwifi.models._decode import DecodedPage, decode_page, encode
 from asyncwifi.models._hotspots import HotspotEnvelope, HotspotPage
 from asyncwifi.ratelimit import Lane
 
