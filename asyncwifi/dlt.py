@@ -26,7 +26,7 @@ from dlt.common.schema.typing import TColumnSchema
 from dlt.extract.resource import DltResource
 from dlt.extract.source import DltSource
 
-from asyncwifi._client import Client, ClientState
+from asyncwifi._client import ALLOW_HTTP_ENV, Client, ClientState, env_flag, plain_http_refusal
 from asyncwifi._instant import utc_time
 from asyncwifi._protocol import format_datetime
 from asyncwifi.errors import ConfigurationError, ValidationError
@@ -95,7 +95,8 @@ def _as_utc(value: datetime | str | None, what: str) -> datetime | None:
 
 def _resolve(given: dict[str, Any]) -> dict[str, Any]:
     """Client settings: keyword arguments, then dlt's ``sources.asyncwifi.*`` (secrets.toml,
-    config.toml, ``SOURCES__ASYNCWIFI__CLIENT_KEY``...), then asyncwifi's environment."""
+    config.toml, ``SOURCES__ASYNCWIFI__CLIENT_KEY``...), then asyncwifi's environment
+    (``ASYNCWIFI_ALLOW_HTTP`` too, read as ``Client.from_env()`` reads it)."""
     settings = dict(given)
     for name, env, secret in _SETTINGS:
         if settings.get(name) is not None:
@@ -112,6 +113,11 @@ def _resolve(given: dict[str, Any]) -> dict[str, Any]:
             f".dlt/secrets.toml under [sources.{SOURCE_NAME}], or set "
             + " / ".join(f"SOURCES__ASYNCWIFI__{n.upper()}, ASYNCWIFI_{n.upper()}" for n in missing)
         )
+    settings.setdefault("allow_http", env_flag(os.environ.get(ALLOW_HTTP_ENV)))
+    if isinstance(url := settings.get("base_url"), str):
+        switch = f"set {ALLOW_HTTP_ENV}=1 or pass allow_http=True"
+        if (refusal := plain_http_refusal(url, bool(settings["allow_http"]), switch)) is not None:
+            raise refusal
     return settings
 
 

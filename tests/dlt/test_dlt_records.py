@@ -1,5 +1,6 @@
-"""What the dlt source loads: all four resources keep the server's record whole (fields the
-models do not know, records that do not decode)."""
+"""What the dlt source loads and how it is set up: all four resources keep the server's
+record whole (fields the models do not know, records that do not decode), and plain http
+is allowed by the same switch as ``Client.from_env()`` (``ASYNCWIFI_ALLOW_HTTP``)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import pytest
 pytest.importorskip("dlt", reason="the dlt extra is absent: pip install asyncwifi[dlt]")
 pytest.importorskip("duckdb", reason="dlt[duckdb] is not installed")
 
-from asyncwifi import ScaledClock
+from asyncwifi import Client, ScaledClock
 from asyncwifi.dlt import asyncwifi_source
+from asyncwifi.errors import ConfigurationError
 from asyncwifi.sync import snapshot
 from asyncwifi.testing import Simulator
 from tests.dlt.conftest import pipeline, rows, run
@@ -38,3 +40,33 @@ async def test_hotspots_and_segments_keep_the_server_s_record_whole(dlt_home: Pa
         assert any(i.startswith("sha256:") for i in ids)
         segments = "select rule_count from wifi.segments where rule_count is not null"
         assert rows(dlt_home, segments) == [(4,)]
+
+
+ENV_CASES = [None, "1", "true", "0", ""]
+
+
+@pytest.mark.parametrize("flag", ENV_CASES)
+def test_plain_http_is_allowed_as_client_from_env_allows_it(
+    dlt_home: Path, monkeypatch: pytest.MonkeyPatch, flag: str | None
+) -> None:
+    # ``asyncwifi simulate`` exports these: the source follows Client.from_env()
+    monkeypatch.setenv("ASYNCWIFI_CLIENT_KEY", "key")
+    monkeypatch.setenv("ASYNCWIFI_CLIENT_SECRET", "secret")
+    monkeypatch.setenv("ASYNCWIFI_BASE_URL", "http://127.0.0.1:8080")
+    if flag is not None:
+        monkeypatch.setenv("ASYNCWIFI_ALLOW_HTTP", flag)
+    refusal = None
+    try:
+        Client.from_env()
+    except ConfigurationError as exc:
+        refusal = str(exc)
+    if refusal is None:
+        asyncwifi_source()
+    else:
+        assert "ASYNCWIFI_ALLOW_HTTP=1" in refusal
+        with pytest.raises(ConfigurationError) as refused:
+            asyncwifi_source()
+        assert str(refused.value) == refusal
+    # a keyword wins over the environment, as with Client.from_env(allow_http=...)
+    with pytest.raises(ConfigurationError, match="plain http"):
+        asyncwifi_source(allow_http=False)

@@ -127,7 +127,8 @@ async def test_credentials_from_asyncwifi_environment(
         monkeypatch.setenv("ASYNCWIFI_CLIENT_SECRET", sim.client_secret)
         monkeypatch.setenv("ASYNCWIFI_BASE_URL", sim.base_url)
         monkeypatch.setenv("ASYNCWIFI_ORGANIZATION", sim.organization)
-        source = asyncwifi_source(allow_http=True, clock=sim.clock).with_resources("hotspots")
+        monkeypatch.setenv("ASYNCWIFI_ALLOW_HTTP", "1")  # as ``asyncwifi simulate`` exports it
+        source = asyncwifi_source(clock=sim.clock).with_resources("hotspots")
         await run(pipeline(dlt_home), source)
         assert count(dlt_home, "select count(*) from wifi.hotspots") == 2
         assert sim.counters.by_endpoint.total() == 2  # the login and one list: nothing else
