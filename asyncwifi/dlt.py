@@ -22,6 +22,8 @@ from typing import Any, Literal, cast
 
 import dlt
 import msgspec
+import msgspec.inspect as mi
+from dlt.common.data_types import TDataType
 from dlt.common.schema.typing import TColumnSchema
 from dlt.extract.resource import DltResource
 from dlt.extract.source import DltSource
@@ -30,7 +32,7 @@ from asyncwifi._client import ALLOW_HTTP_ENV, Client, ClientState, env_flag, pla
 from asyncwifi._instant import utc_time
 from asyncwifi._protocol import format_datetime
 from asyncwifi.errors import ConfigurationError, ValidationError
-from asyncwifi.models import Event
+from asyncwifi.models import Contact, Event
 from asyncwifi.models._identity import RawBytes, record_ids, undecoded
 from asyncwifi.resources.contacts import PageSize, page_size
 from asyncwifi.resources.events import validate_event_query
@@ -58,6 +60,14 @@ _SETTINGS = (
     ("base_url", "ASYNCWIFI_BASE_URL", False),
     ("organization", "ASYNCWIFI_ORGANIZATION", False),
 )
+
+#: dlt's column type of each scalar a model field may hold
+_COLUMN_TYPES: dict[type[mi.Type], TDataType] = {
+    mi.StrType: "text",
+    mi.IntType: "bigint",
+    mi.FloatType: "double",
+    mi.BoolType: "bool",
+}
 
 
 class _Session:
@@ -119,6 +129,26 @@ def _resolve(given: dict[str, Any]) -> dict[str, Any]:
         if (refusal := plain_http_refusal(url, bool(settings["allow_http"]), switch)) is not None:
             raise refusal
     return settings
+
+
+def _columns(model: type[msgspec.Struct], prefix: str = "") -> dict[str, TColumnSchema]:
+    """dlt column hints from a model: each field of one scalar type, nested objects as dlt
+    flattens them (``metrics__avgVisitLength``: dlt normalises the names). So a column null
+    in every record still gets its type; lists (child tables) and mixed types are dlt's."""
+    info = mi.type_info(model)
+    assert isinstance(info, mi.StructType)
+    columns: dict[str, TColumnSchema] = {}
+    for field in info.fields:
+        kinds = field.type.types if isinstance(field.type, mi.UnionType) else (field.type,)
+        kind, *more = [k for k in kinds if not isinstance(k, mi.NoneType)]
+        name = prefix + field.encode_name
+        if more:
+            continue
+        if isinstance(kind, mi.StructType):
+            columns.update(_columns(kind.cls, name + "__"))
+        elif (data_type := _COLUMN_TYPES.get(type(kind))) is not None:
+            columns[name] = {"data_type": data_type}
+    return columns
 
 
 def _row(raw: RawBytes, key: str, ident: str) -> Row:
@@ -286,7 +316,10 @@ def asyncwifi_source(
         _events, since=since, until=until, types=types, size=events_page_size, lookback=lookback
     )
     resources = [
-        _resource(session, "contacts", "cid", partial(_contacts, size=contacts_size)),
+        _resource(
+            session, "contacts", "cid", partial(_contacts, size=contacts_size),
+            columns=_columns(Contact),
+        ),
         _resource(
             session, "events", "id", events,
             rows=partial(_event_rows, types=types),

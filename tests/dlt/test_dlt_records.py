@@ -1,9 +1,11 @@
 """What the dlt source loads and how it is set up: all four resources keep the server's
-record whole (fields the models do not know, records that do not decode), and plain http
-is allowed by the same switch as ``Client.from_env()`` (``ASYNCWIFI_ALLOW_HTTP``)."""
+record whole (fields the models do not know, records that do not decode), contact columns
+are typed by the models, and plain http is allowed by the same switch as
+``Client.from_env()`` (``ASYNCWIFI_ALLOW_HTTP``)."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -40,6 +42,29 @@ async def test_hotspots_and_segments_keep_the_server_s_record_whole(dlt_home: Pa
         assert any(i.startswith("sha256:") for i in ids)
         segments = "select rule_count from wifi.segments where rule_count is not null"
         assert rows(dlt_home, segments) == [(4,)]
+
+
+async def test_contact_columns_are_typed_by_the_models(
+    dlt_home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with Simulator(clock=ScaledClock(100.0), contacts=20) as sim:
+        with caplog.at_level(logging.WARNING, logger="dlt"):
+            await run(pipeline(dlt_home), asyncwifi_source(sim.client()).with_resources("contacts"))
+        assert not [r for r in caplog.records if "could not have their types" in r.getMessage()]
+        columns = dict(
+            rows(
+                dlt_home,
+                "select column_name, data_type from information_schema.columns "
+                "where table_schema = 'wifi' and table_name = 'contacts'",
+            )
+        )
+        # null in every record, typed all the same
+        assert columns["external_identity_id"] == columns["personal_id"] == "VARCHAR"
+        # the model's types, not what dlt would guess from the values (3 -> BIGINT)
+        assert columns["metrics__avg_visit_length"] == "DOUBLE"
+        assert columns["logins"] == "BIGINT"
+        assert columns["email_verified"] == "BOOLEAN"
+        assert columns["ext_id__prop1"] == "VARCHAR"
 
 
 ENV_CASES = [None, "1", "true", "0", ""]
