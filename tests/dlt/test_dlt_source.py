@@ -146,6 +146,19 @@ def test_bad_input_fails_before_any_request(dlt_home: Path) -> None:
         asyncwifi_source(client, date_start=END, date_end=START)
     with pytest.raises(ValidationError, match="contacts_page_size must be 'max' or"):
         asyncwifi_source(client, contacts_page_size=20_000)
+    with pytest.raises(ValidationError, match="lookback must be from 0"):
+        asyncwifi_source(client, lookback=-1)
+
+
+async def test_the_events_first_run_needs_a_date_start(dlt_home: Path) -> None:
+    # where the history starts costs requests: the user says, before any is sent
+    async with Simulator(clock=ScaledClock(100.0), events=20) as sim:
+        from dlt.pipeline.exceptions import PipelineStepFailed
+
+        source = asyncwifi_source(sim.client()).with_resources("events")
+        with pytest.raises(PipelineStepFailed, match="needs date_start"):
+            await run(pipeline(dlt_home), source)
+        assert sim.counters.by_endpoint.total() == 0
 
 
 async def test_contacts_load_from_a_server_that_caps_their_pages(dlt_home: Path) -> None:
