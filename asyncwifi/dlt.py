@@ -1,42 +1,57 @@
 """A dlt source of the platform: contacts, events, hotspots and segments (``asyncwifi[dlt]``).
 
-``asyncwifi_source(...)`` returns a ``dlt`` source whose four resources share one
-:class:`~asyncwifi.Client` for the whole extraction, so the quota rules (60 a minute,
-15,000 a day) hold inside a pipeline. dlt runs the resources' async generators on one
-event loop of its own; the client is opened when the first selected resource starts and
-closed when the last one ends. Records are the server's JSON, whole (dlt normalises nested
-objects into columns and lists into child tables); the source adds only ``id`` to event
-records that carry it nested (or none) and ``event_time`` (see ``docs/guides/dlt.md``).
+The source runs on the package's one exactly-once engine, as the sync and the backfill do:
+events come from an :class:`~asyncwifi.sync._feeds.EventFeed` (whose lookback re-reads the
+recent past for late events), contacts from the contact feed's changes, hotspots and
+segments from snapshots. A feed's checkpoint lives in its dlt resource state, which dlt
+commits with the load: the next run resumes where the last committed one ended, and a record
+read again (the lookback) is a no-op under the ``merge`` on its primary key. The resources
+share one :class:`~asyncwifi.Client`, so the quota rules (60 a minute, 15,000 a day) hold
+inside a pipeline. Records are the server's JSON, whole, named by the one rule of
+``asyncwifi.models._identity``, those that do not decode too (see ``docs/guides/dlt.md``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from functools import partial
+from typing import Any, Literal, cast
 
 import dlt
 import msgspec
+import msgspec.inspect as mi
+from dlt.common.data_types import TDataType
+from dlt.common.schema.typing import TColumnSchema
 from dlt.extract.resource import DltResource
 from dlt.extract.source import DltSource
 
-from asyncwifi._client import Client, ClientState
+from asyncwifi._client import ALLOW_HTTP_ENV, Client, ClientState, env_flag, plain_http_refusal
 from asyncwifi._instant import utc_time
 from asyncwifi._protocol import format_datetime
 from asyncwifi._resources._contacts import PageSize, page_size
 from asyncwifi._resources._events import validate_event_query
-from asyncwifi.errors import ConfigurationError
+from asyncwifi.errors import ConfigurationError, ValidationError
 from asyncwifi.models import Contact, Event
-from asyncwifi.models._identity import record_id
+from asyncwifi.models._identity import RawBytes, record_ids, undecoded
+from asyncwifi.sync._feeds import Batch, EventFeed
+from asyncwifi.sync._lookback import DEFAULT_LOOKBACK, lookback_of
+from asyncwifi.sync._snapshots import ContactFeed, snapshot
 
-__all__ = ["SOURCE_NAME", "asyncwifi_source"]
+__all__ = ["asyncwifi_source"]
+
+log = logging.getLogger("asyncwifi.dlt")
 
 #: the source's name: dlt reads its settings from ``sources.asyncwifi.*``
 SOURCE_NAME = "asyncwifi"
 
 #: one record as dlt receives it: the server's JSON, decoded
 Row = dict[str, Any]
+
+#: the key of a feed's checkpoint in its resource's state
+CHECKPOINT = "checkpoint"
 
 #: where each setting comes from when not passed: dlt's configuration, then asyncwifi's env
 _SETTINGS = (
@@ -45,6 +60,14 @@ _SETTINGS = (
     ("base_url", "ASYNCWIFI_BASE_URL", False),
     ("organization", "ASYNCWIFI_ORGANIZATION", False),
 )
+
+#: dlt's column type of each scalar a model field may hold
+_COLUMN_TYPES: dict[type[mi.Type], TDataType] = {
+    mi.StrType: "text",
+    mi.IntType: "bigint",
+    mi.FloatType: "double",
+    mi.BoolType: "bool",
+}
 
 
 class _Session:
@@ -77,16 +100,13 @@ class _Session:
 
 def _as_utc(value: datetime | str | None, what: str) -> datetime | None:
     """An aware UTC datetime, or ``ValidationError`` for a naive or malformed value."""
-    if value is None:
-        return None
-    parsed = utc_time(format_datetime(value, what))
-    assert parsed is not None
-    return parsed
+    return None if value is None else utc_time(format_datetime(value, what))
 
 
 def _resolve(given: dict[str, Any]) -> dict[str, Any]:
     """Client settings: keyword arguments, then dlt's ``sources.asyncwifi.*`` (secrets.toml,
-    config.toml, ``SOURCES__ASYNCWIFI__CLIENT_KEY``...), then asyncwifi's environment."""
+    config.toml, ``SOURCES__ASYNCWIFI__CLIENT_KEY``...), then asyncwifi's environment
+    (``ASYNCWIFI_ALLOW_HTTP`` too, read as ``Client.from_env()`` reads it)."""
     settings = dict(given)
     for name, env, secret in _SETTINGS:
         if settings.get(name) is not None:
@@ -103,112 +123,147 @@ def _resolve(given: dict[str, Any]) -> dict[str, Any]:
             f".dlt/secrets.toml under [sources.{SOURCE_NAME}], or set "
             + " / ".join(f"SOURCES__ASYNCWIFI__{n.upper()}, ASYNCWIFI_{n.upper()}" for n in missing)
         )
+    settings.setdefault("allow_http", env_flag(os.environ.get(ALLOW_HTTP_ENV)))
+    if isinstance(url := settings.get("base_url"), str):
+        switch = f"set {ALLOW_HTTP_ENV}=1 or pass allow_http=True"
+        if (refusal := plain_http_refusal(url, bool(settings["allow_http"]), switch)) is not None:
+            raise refusal
     return settings
 
 
-def _event_row(item: Event, raw: msgspec.Raw | None) -> dict[str, Any]:
-    """The server's record as a dict, plus ``id`` (top level, whichever shape: the record's
-    id by the one rule of ``asyncwifi.models._identity``, ``sha256:...`` for a record with
-    none) and ``event_time`` (``ev.time``: aware UTC, or None when it carries no UTC time)."""
-    assert raw is not None
-    row: dict[str, Any] = msgspec.json.decode(raw)
-    row["id"] = record_id(item, raw)
-    row["event_time"] = item.time
+def _columns(model: type[msgspec.Struct], prefix: str = "") -> dict[str, TColumnSchema]:
+    """dlt column hints from a model: each field of one scalar type, nested objects as dlt
+    flattens them (``metrics__avgVisitLength``: dlt normalises the names). So a column null
+    in every record still gets its type; lists (child tables) and mixed types are dlt's."""
+    info = mi.type_info(model)
+    assert isinstance(info, mi.StructType)
+    columns: dict[str, TColumnSchema] = {}
+    for field in info.fields:
+        kinds = field.type.types if isinstance(field.type, mi.UnionType) else (field.type,)
+        kind, *more = [k for k in kinds if not isinstance(k, mi.NoneType)]
+        name = prefix + field.encode_name
+        if more:
+            continue
+        if isinstance(kind, mi.StructType):
+            columns.update(_columns(kind.cls, name + "__"))
+        elif (data_type := _COLUMN_TYPES.get(type(kind))) is not None:
+            columns[name] = {"data_type": data_type}
+    return columns
+
+
+def _row(raw: RawBytes, key: str, ident: str) -> Row:
+    """The server's record as a dict, whole, with its id under ``key`` (a JSON value that
+    is not an object is kept under ``value``)."""
+    data = msgspec.json.decode(raw)
+    row: Row = data if isinstance(data, dict) else {"value": data}
+    row[key] = ident
     return row
 
 
-def _events(
+def _rows(batch: Batch[Any], key: str) -> list[Row]:
+    """A batch's records, then those the feed set aside (that do not decode, or have no
+    id), each under its id by the one rule: the id the sync and the backfill give it."""
+    raws = cast("list[RawBytes]", [r.raw for r in batch.records])  # the feeds keep the bytes
+    ids = batch.ids if batch.ids is not None else record_ids([r.item for r in batch.records], raws)
+    rows = [_row(raw, key, ident) for raw, ident in zip(raws, ids, strict=True)]
+    for bad in batch.bad:
+        log.warning("dlt: a %s record loaded whole as %s: %s", batch.resource, bad.id, bad.error)
+        rows.append(_row(bad.raw, key, bad.id))
+    return rows
+
+
+def _event_rows(batch: Batch[Event], key: str, *, types: frozenset[str] | None) -> list[Row]:
+    """:func:`_rows` with ``event_time`` (``Event.time``; read from the bytes for a record
+    that does not decode, as the sync does)."""
+    times = batch.times if batch.times is not None else [r.item.time for r in batch.records]
+    if types is not None and batch.late is not None:
+        # a re-read asks for every type (``Rereads.read`` drops the feed's ``types``)
+        wanted = [i for i, r in enumerate(batch.records) if r.item.type in types]
+        batch.records = [batch.records[i] for i in wanted]
+        times = [times[i] for i in wanted]
+    times = [*times, *(undecoded(bad.raw, Event).time for bad in batch.bad)]
+    rows = _rows(batch, key)
+    for row, when in zip(rows, times, strict=True):
+        row["event_time"] = when
+    return rows
+
+
+def _resource(
     session: _Session,
+    name: str,
+    key: str,
+    batches: Callable[[Client, dict[str, Any]], AsyncIterator[Batch[Any]]],
     *,
-    date_start: datetime | None,
-    date_end: datetime | None,
-    types: list[str] | None,
-    size: int,
+    rows: Callable[[Batch[Any], str], list[Row]] = _rows,
+    columns: dict[str, TColumnSchema] | None = None,
 ) -> DltResource:
-    async def rows(
-        cursor: dlt.sources.incremental[datetime],
-    ) -> AsyncIterator[Row]:
+    """A resource of a feed (``batches(client, state)``), merged on ``key``: each batch's
+    rows, yielded once its checkpoint is in the resource's state, which dlt commits with
+    the rows. So a run cut short keeps what it yielded, and a failed one nothing."""
+
+    async def extract() -> AsyncIterator[list[Row]]:
         state = dlt.current.resource_state()
-        # the next run starts at the latest of: the range asked for, the newest event time
-        # loaded (dlt's incremental state), and the end of the last range fully loaded
-        # (the only progress marker for records that carry no UTC time)
-        marks = [date_start, cursor.last_value, utc_time(state.get("range_end"))]
-        start = max((m for m in marks if m is not None), default=None)
-        api = await session.acquire()
         try:
-            # "now" on the client's time line (the same clock as its scheduler)
-            end = date_end or datetime.fromtimestamp(api.clock.now(), UTC)
-            if start is None or start <= end:
-                stream = api.events.list(
-                    date_start=start, date_end=end, types=types, size=size, keep_raw=True
-                )
-                async with stream:
-                    async for record in stream.records():
-                        yield _event_row(record.item, record.raw)
-            state["range_end"] = format_datetime(end, "date_end")
+            async for batch in batches(await session.acquire(), state):
+                if batch.checkpoint is not None:
+                    state[CHECKPOINT] = batch.checkpoint
+                if found := rows(batch, key):
+                    yield found
         finally:
             await session.release()
 
-    # dlt's incremental state on ``event_time``; records without one are always kept
-    by_time = dlt.sources.incremental[datetime](
-        "event_time", initial_value=date_start, on_cursor_value_missing="include"
+    def resource() -> AsyncIterator[list[Row]]:
+        session.register()
+        return extract()
+
+    hints = columns or {}
+    return dlt.resource(
+        resource, name=name, primary_key=key, write_disposition="merge", columns=hints
     )
 
-    def events(cursor: dlt.sources.incremental[datetime] = by_time) -> AsyncIterator[Row]:
-        session.register()
-        return rows(cursor)
 
-    return dlt.resource(events, name="events", primary_key="id", write_disposition="merge")
-
-
-def _contacts(session: _Session, *, size: PageSize) -> DltResource:
-    async def rows(cursor: dlt.sources.incremental[str]) -> AsyncIterator[Row]:
-        since = utc_time(cursor.last_value)
-        api = await session.acquire()
-        try:
-            # newest modification first: once a page reaches what was loaded, stop paying
-            stream = api.contacts.list(
-                sort_by="modified", sort_reverse=True, size=size, keep_raw=True
-            )
-            async with stream:
-                async for record in stream.records():
-                    contact: Contact = record.item
-                    modified = utc_time(contact.modified)
-                    if since is not None and modified is not None and modified < since:
-                        break
-                    assert record.raw is not None
-                    yield msgspec.json.decode(record.raw)
-        finally:
-            await session.release()
-
-    by_modified = dlt.sources.incremental[str]("modified", on_cursor_value_missing="include")
-
-    def contacts(cursor: dlt.sources.incremental[str] = by_modified) -> AsyncIterator[Row]:
-        session.register()
-        return rows(cursor)
-
-    return dlt.resource(contacts, name="contacts", primary_key="cid", write_disposition="merge")
+def _events(
+    api: Client,
+    state: dict[str, Any],
+    *,
+    since: datetime | None,
+    until: datetime | None,
+    types: frozenset[str] | None,
+    size: int,
+    lookback: float,
+) -> AsyncIterator[Batch[Event]]:
+    """The event feed, from the resource's checkpoint (else ``since``) to ``until`` or the
+    present: a run ends there (the feed would chase a later end as the clock moves)."""
+    # a pipeline of the source before the feeds kept the end of its last range
+    start = max(filter(None, (since, utc_time(state.get("range_end")))), default=None)
+    if state.get(CHECKPOINT) is None and start is None:
+        raise ValidationError(
+            "the first run of the events resource needs date_start: where their "
+            "history starts (every day read costs requests); later runs resume"
+        )
+    now = datetime.fromtimestamp(api.clock.now(), UTC)
+    feed = EventFeed(
+        api,
+        checkpoint=state.get(CHECKPOINT),
+        since=start,
+        until=None if until is None else min(until, now),
+        page_size=size,
+        lookback=lookback,
+        list_options={"types": sorted(types) if types else None},
+    )
+    return aiter(feed)
 
 
-def _listing(session: _Session, name: str) -> DltResource:
-    """Hotspots or segments: a whole list per run, merged on ``id``."""
+def _contacts(api: Client, state: dict[str, Any], *, size: PageSize) -> AsyncIterator[Batch[Any]]:
+    """The contacts modified since the resource's checkpoint: all of them on the first run."""
+    return ContactFeed(api, checkpoint=state.get(CHECKPOINT), page_size=size).changes()
 
-    async def rows() -> AsyncIterator[list[Row]]:
-        api = await session.acquire()
-        try:
-            items: list[Any] = (
-                await api.hotspots.list() if name == "hotspots" else await api.segments.list()
-            )
-            # these lists have no keep_raw: the typed records back in the server's names
-            yield [msgspec.to_builtins(item) for item in items]
-        finally:
-            await session.release()
 
-    def listing() -> AsyncIterator[list[Row]]:
-        session.register()
-        return rows()
-
-    return dlt.resource(listing, name=name, primary_key="id", write_disposition="merge")
+async def _snapshot(
+    api: Client, state: object, *, name: Literal["hotspots", "segments"]
+) -> AsyncIterator[Batch[Any]]:
+    """Hotspots or segments: the live list, whole, each run (no checkpoint)."""
+    yield await snapshot(api, name)
 
 
 def asyncwifi_source(
@@ -219,15 +274,18 @@ def asyncwifi_source(
     event_types: Iterable[str] | None = None,
     events_page_size: int = 10_000,
     contacts_page_size: PageSize = "max",
+    lookback: float = DEFAULT_LOOKBACK,
     **options: Any,
 ) -> DltSource:
     """The dlt source: resources ``contacts``, ``events``, ``hotspots``, ``segments``.
 
     Pass a :class:`~asyncwifi.Client` (unopened: the source opens and closes it) or the
     keyword options ``Client`` takes (``client_key``, ``client_secret``, ``base_url``,
-    ``limits``...); missing credentials come from dlt's ``sources.asyncwifi.*`` settings,
-    then ``ASYNCWIFI_*`` variables. ``date_start``/``date_end`` bound the events of the
-    first run; later runs continue from where the previous one ended. Call it once per run.
+    ``limits``...); missing ones come from dlt's ``sources.asyncwifi.*`` settings, then
+    ``ASYNCWIFI_*`` variables. ``date_start`` is where the events' first run starts (it
+    needs one); later runs resume from their checkpoint. ``date_end`` (inclusive) stops a
+    run there, else at the present. ``lookback`` (seconds, 0: off; the sync's default) is
+    how late an event may appear and still be loaded by the next run. Call it once per run.
     ``contacts_page_size``: ``"max"`` (the largest page the server accepts, learnt) or a
     number, as ``contacts.list(size=...)``.
     """
@@ -239,6 +297,7 @@ def asyncwifi_source(
         sort_by="utcTime",
     )
     contacts_size = page_size(contacts_page_size, "contacts_page_size")
+    lookback = lookback_of(lookback)
     if client is not None and not isinstance(client, Client):
         raise ConfigurationError(f"client must be an asyncwifi.Client, got {type(client)!r}")
     if client is None:
@@ -250,19 +309,25 @@ def asyncwifi_source(
             "pass either a Client or client options, not both: got " + ", ".join(sorted(options))
         )
     session = _Session(client)
-    types = None if query["events"] is None else str(query["events"]).split(",")
+    since, until = _as_utc(date_start, "date_start"), _as_utc(date_end, "date_end")
+    types = None if query["events"] is None else frozenset(str(query["events"]).split(","))
+
+    events = partial(
+        _events, since=since, until=until, types=types, size=events_page_size, lookback=lookback
+    )
     resources = [
-        _contacts(session, size=contacts_size),
-        _events(
-            session,
-            date_start=_as_utc(date_start, "date_start"),
-            date_end=_as_utc(date_end, "date_end"),
-            types=types,
-            size=events_page_size,
+        _resource(
+            session, "contacts", "cid", partial(_contacts, size=contacts_size),
+            columns=_columns(Contact),
         ),
-        _listing(session, "hotspots"),
-        _listing(session, "segments"),
-    ]
+        _resource(
+            session, "events", "id", events,
+            rows=partial(_event_rows, types=types),
+            columns={"event_time": {"data_type": "timestamp"}},  # null on the flat shape
+        ),
+        _resource(session, "hotspots", "id", partial(_snapshot, name="hotspots")),
+        _resource(session, "segments", "id", partial(_snapshot, name="segments")),
+    ]  # fmt: skip
 
     @dlt.source(name=SOURCE_NAME)
     def asyncwifi() -> list[DltResource]:

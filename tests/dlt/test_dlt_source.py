@@ -1,10 +1,10 @@
-"""The dlt source against the simulator, into DuckDB: two runs, only new data the second time."""
+"""The dlt source against the simulator, into DuckDB: two runs, only new data the second time
+(and the lookback's re-read of the recent past, a no-op in the tables)."""
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +13,16 @@ import pytest
 dlt = pytest.importorskip("dlt", reason="the dlt extra is absent: pip install asyncwifi[dlt]")
 duckdb = pytest.importorskip("duckdb", reason="dlt[duckdb] is not installed")
 
-from asyncwifi import Client, ScaledClock  # noqa: E402
+from asyncwifi import Client, ClientState, ScaledClock  # noqa: E402
 from asyncwifi.dlt import asyncwifi_source  # noqa: E402
 from asyncwifi.errors import ConfigurationError, ValidationError  # noqa: E402
 from asyncwifi.testing import Simulator  # noqa: E402
+from tests.dlt.conftest import count, pipeline, run  # noqa: E402
 
 START = datetime(2024, 1, 1, tzinfo=UTC)
 MIDDLE = datetime(2024, 1, 15, tzinfo=UTC)
 END = datetime(2024, 1, 31, 23, 59, 59, tzinfo=UTC)
+LOOKBACK = timedelta(minutes=10)  # the source's default, the sync's
 SHAPES = (
     ("nested", "flat")  # with a UTC time, and without one (the range fallback)
     if "event_shape" in inspect.signature(Simulator).parameters
@@ -28,37 +30,10 @@ SHAPES = (
 )
 
 
-@pytest.fixture
-def dlt_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """dlt's data, pipelines and settings under tmp_path: nothing lands in the home dir."""
-    monkeypatch.setenv("DLT_DATA_DIR", str(tmp_path / "dlt-data"))
-    monkeypatch.setenv("RUNTIME__DLTHUB_TELEMETRY", "false")
-    monkeypatch.chdir(tmp_path)  # dlt reads ./.dlt/*.toml
-    for name in ("CLIENT_KEY", "CLIENT_SECRET", "BASE_URL", "ORGANIZATION"):
-        monkeypatch.delenv(f"ASYNCWIFI_{name}", raising=False)
-        monkeypatch.delenv(f"SOURCES__ASYNCWIFI__{name}", raising=False)
-    return tmp_path
-
-
-def _pipeline(home: Path) -> Any:
-    return dlt.pipeline(
-        pipeline_name="asyncwifi_test",
-        destination=dlt.destinations.duckdb(str(home / "warehouse.duckdb")),
-        dataset_name="wifi",
-        pipelines_dir=str(home / "pipelines"),
-    )
-
-
-def _count(home: Path, sql: str) -> int:
-    with duckdb.connect(str(home / "warehouse.duckdb"), read_only=True) as db:
-        row = db.execute(sql).fetchone()
-    assert row is not None
-    return int(row[0])
-
-
-def _events_between(sim: Simulator, start: datetime, end: datetime) -> int:
+def _events_between(sim: Simulator, start: datetime, end: datetime, *, closed: bool = True) -> int:
+    """The simulator's events from ``start`` to ``end`` (included unless not ``closed``)."""
     low, high = start.timestamp(), end.timestamp()
-    return sum(1 for t in sim.data.events.times if low <= t <= high)
+    return sum(1 for t in sim.data.events.times if low <= t < high or (closed and t == high))
 
 
 def _sim(shape: str) -> Simulator:
@@ -73,7 +48,7 @@ async def test_two_runs_load_everything_once_and_only_new_data_the_second_time(
     dlt_home: Path, monkeypatch: pytest.MonkeyPatch, shape: str
 ) -> None:
     async with _sim(shape) as sim:
-        pipeline = _pipeline(dlt_home)
+        target = pipeline(dlt_home)
         # run 1: credentials through dlt's conventions (SOURCES__ASYNCWIFI__*)
         monkeypatch.setenv("SOURCES__ASYNCWIFI__CLIENT_KEY", sim.client_key)
         monkeypatch.setenv("SOURCES__ASYNCWIFI__CLIENT_SECRET", sim.client_secret)
@@ -87,17 +62,17 @@ async def test_two_runs_load_everything_once_and_only_new_data_the_second_time(
             events_page_size=60,
             contacts_page_size=15,
         )
-        await asyncio.to_thread(pipeline.run, first)
+        await run(target, first)
         assert sim.counters.logins == 1  # one client for the four resources
         first_half = _events_between(sim, START, MIDDLE)
         assert 0 < first_half < 400
-        assert _count(dlt_home, "select count(*) from wifi.events") == first_half
-        assert _count(dlt_home, "select count(*) from wifi.contacts") == 40
-        assert _count(dlt_home, "select count(*) from wifi.hotspots") == 5
-        assert _count(dlt_home, "select count(*) from wifi.segments") == 3
+        assert count(dlt_home, "select count(*) from wifi.events") == first_half
+        assert count(dlt_home, "select count(*) from wifi.contacts") == 40
+        assert count(dlt_home, "select count(*) from wifi.hotspots") == 5
+        assert count(dlt_home, "select count(*) from wifi.segments") == 3
         # the record kept whole: contacts' policies became a child table
         policies = sum(len(c["policies"]) for c in sim.data.contacts)
-        assert _count(dlt_home, "select count(*) from wifi.contacts__policies") == policies
+        assert count(dlt_home, "select count(*) from wifi.contacts__policies") == policies
 
         # between the runs: one contact changes on the server
         changed = sim.data.contacts[7]["cid"]
@@ -113,28 +88,29 @@ async def test_two_runs_load_everything_once_and_only_new_data_the_second_time(
         second = asyncwifi_source(
             client, date_start=START, date_end=END, events_page_size=60, contacts_page_size=15
         )
-        await asyncio.to_thread(pipeline.run, second)
-        from asyncwifi import ClientState
-
+        loaded = await run(target, second)
         assert client.state is ClientState.CLOSED  # the source opened it, so it closed it
         assert sim.counters.logins == logins + 1
-        loaded = pipeline.last_trace.last_normalize_info.row_counts
-        second_half = _events_between(sim, MIDDLE, END)
-        assert loaded["events"] == second_half  # only the new events were extracted
-        # the second scroll started at MIDDLE: its pages cover the new events only
+        # the new events, and the lookback's re-read of the 10 minutes before the first
+        # run's end (loaded again: a no-op under the merge, as the counts below show)
+        second_half = _events_between(sim, MIDDLE, END, closed=False)
+        reread = _events_between(sim, MIDDLE - LOOKBACK, MIDDLE, closed=False)
+        assert loaded["events"] == second_half + reread
+        # the second run started at MIDDLE: its pages cover the new events only, plus the
+        # lookback's request and the feed's first window (a day, until it knows the shape:
+        # one short page), and an empty last page unless a short page showed the end
         pages = sim.counters.by_endpoint["GET /v1/organizations/{cid}/events"] - events_requests
-        # (plus an empty last one, unless a short page showed the end)
         full = -(-second_half // 60)
-        assert full <= pages <= full + 1
+        assert full + 1 <= pages <= full + 3
         assert loaded.get("contacts", 0) == 1  # the one modified contact
-        assert _count(dlt_home, "select count(*) from wifi.events") == len(sim.data.events.times)
-        assert _count(dlt_home, "select count(distinct id) from wifi.events") == len(
+        assert count(dlt_home, "select count(*) from wifi.events") == len(sim.data.events.times)
+        assert count(dlt_home, "select count(distinct id) from wifi.events") == len(
             sim.data.events.times
         )
-        assert _count(dlt_home, "select count(*) from wifi.contacts") == 40
-        assert _count(dlt_home, "select count(*) from wifi.hotspots") == 5
-        assert _count(dlt_home, "select count(*) from wifi.segments") == 3
-        mktg = _count(
+        assert count(dlt_home, "select count(*) from wifi.contacts") == 40
+        assert count(dlt_home, "select count(*) from wifi.hotspots") == 5
+        assert count(dlt_home, "select count(*) from wifi.segments") == 3
+        mktg = count(
             dlt_home,
             "select count(*) from wifi.contacts__policies p join wifi.contacts c "
             f"on p._dlt_parent_id = c._dlt_id where c.cid = '{changed}' "
@@ -151,10 +127,10 @@ async def test_credentials_from_asyncwifi_environment(
         monkeypatch.setenv("ASYNCWIFI_CLIENT_SECRET", sim.client_secret)
         monkeypatch.setenv("ASYNCWIFI_BASE_URL", sim.base_url)
         monkeypatch.setenv("ASYNCWIFI_ORGANIZATION", sim.organization)
-        source = asyncwifi_source(allow_http=True, clock=sim.clock).with_resources("hotspots")
-        pipeline = _pipeline(dlt_home)
-        await asyncio.to_thread(pipeline.run, source)
-        assert _count(dlt_home, "select count(*) from wifi.hotspots") == 2
+        monkeypatch.setenv("ASYNCWIFI_ALLOW_HTTP", "1")  # as ``asyncwifi simulate`` exports it
+        source = asyncwifi_source(clock=sim.clock).with_resources("hotspots")
+        await run(pipeline(dlt_home), source)
+        assert count(dlt_home, "select count(*) from wifi.hotspots") == 2
         assert sim.counters.by_endpoint.total() == 2  # the login and one list: nothing else
 
 
@@ -170,14 +146,27 @@ def test_bad_input_fails_before_any_request(dlt_home: Path) -> None:
         asyncwifi_source(client, date_start=END, date_end=START)
     with pytest.raises(ValidationError, match="contacts_page_size must be 'max' or"):
         asyncwifi_source(client, contacts_page_size=20_000)
+    with pytest.raises(ValidationError, match="lookback must be from 0"):
+        asyncwifi_source(client, lookback=-1)
+
+
+async def test_the_events_first_run_needs_a_date_start(dlt_home: Path) -> None:
+    # where the history starts costs requests: the user says, before any is sent
+    async with Simulator(clock=ScaledClock(100.0), events=20) as sim:
+        from dlt.pipeline.exceptions import PipelineStepFailed
+
+        source = asyncwifi_source(sim.client()).with_resources("events")
+        with pytest.raises(PipelineStepFailed, match="needs date_start"):
+            await run(pipeline(dlt_home), source)
+        assert sim.counters.by_endpoint.total() == 0
 
 
 async def test_contacts_load_from_a_server_that_caps_their_pages(dlt_home: Path) -> None:
     # the reference shows pages of 100; the source asks for the largest accepted, learnt
     async with Simulator(clock=ScaledClock(100.0), contacts=250, contacts_max_size=100) as sim:
         source = asyncwifi_source(sim.client()).with_resources("contacts")
-        await asyncio.to_thread(_pipeline(dlt_home).run, source)
-        assert _count(dlt_home, "select count(distinct cid) from wifi.contacts") == 250
+        await run(pipeline(dlt_home), source)
+        assert count(dlt_home, "select count(distinct cid) from wifi.contacts") == 250
         assert sim.counters.responses_by_status[409] == 2  # 10,000 and 1,000, once each
 
 
@@ -191,7 +180,5 @@ async def test_a_failing_resource_fails_the_run_and_closes_the_client(dlt_home: 
         from dlt.pipeline.exceptions import PipelineStepFailed
 
         with pytest.raises(PipelineStepFailed, match=r"Gone|410"):
-            await asyncio.to_thread(_pipeline(dlt_home).run, source)
-        from asyncwifi import ClientState
-
+            await run(pipeline(dlt_home), source)
         assert client.state is ClientState.CLOSED
