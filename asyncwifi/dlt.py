@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import partial
 from typing import Any, Literal, cast
 
@@ -172,15 +172,10 @@ def _rows(batch: Batch[Any], key: str) -> list[Row]:
     return rows
 
 
-def _event_rows(batch: Batch[Event], key: str, *, types: frozenset[str] | None) -> list[Row]:
+def _event_rows(batch: Batch[Event], key: str) -> list[Row]:
     """:func:`_rows` with ``event_time`` (``Event.time``; read from the bytes for a record
     that does not decode, as the sync does)."""
     times = batch.times if batch.times is not None else [r.item.time for r in batch.records]
-    if types is not None and batch.late is not None:
-        # a re-read asks for every type (``Rereads.read`` drops the feed's ``types``)
-        wanted = [i for i, r in enumerate(batch.records) if r.item.type in types]
-        batch.records = [batch.records[i] for i in wanted]
-        times = [times[i] for i in wanted]
     times = [*times, *(undecoded(bad.raw, Event).time for bad in batch.bad)]
     rows = _rows(batch, key)
     for row, when in zip(rows, times, strict=True):
@@ -233,7 +228,7 @@ def _events(
     lookback: float,
 ) -> AsyncIterator[Batch[Event]]:
     """The event feed, from the resource's checkpoint (else ``since``) to ``until`` or the
-    present: a run ends there (the feed would chase a later end as the clock moves)."""
+    present (the feed ends a run there)."""
     # a pipeline of the source before the feeds kept the end of its last range
     start = max(filter(None, (since, utc_time(state.get("range_end")))), default=None)
     if state.get(CHECKPOINT) is None and start is None:
@@ -241,12 +236,11 @@ def _events(
             "the first run of the events resource needs date_start: where their "
             "history starts (every day read costs requests); later runs resume"
         )
-    now = datetime.fromtimestamp(api.clock.now(), UTC)
     feed = EventFeed(
         api,
         checkpoint=state.get(CHECKPOINT),
         since=start,
-        until=None if until is None else min(until, now),
+        until=until,
         page_size=size,
         lookback=lookback,
         list_options={"types": sorted(types) if types else None},
@@ -322,7 +316,7 @@ def asyncwifi_source(
         ),
         _resource(
             session, "events", "id", events,
-            rows=partial(_event_rows, types=types),
+            rows=_event_rows,
             columns={"event_time": {"data_type": "timestamp"}},  # null on the flat shape
         ),
         _resource(session, "hotspots", "id", partial(_snapshot, name="hotspots")),

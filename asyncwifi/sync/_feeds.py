@@ -195,9 +195,9 @@ class EventFeed:
     async def __aiter__(self) -> AsyncIterator[Batch[Event]]:
         cursor = self.cursor
         span = self.span
-        # without follow, "until now" is the horizon when the feed starts: a horizon read
-        # anew after each span moves on while the span is fetched, and never is reached
-        until = self.until if self.until is not None or self.follow else self._end(None)
+        # without follow, an end past "now" is the horizon when the feed starts: a horizon
+        # read anew after each span moves on while the span is fetched, never reached
+        until = self.until if self.follow or self.settle is None else self._end(self.until)
         until = None if until is None else floor_ms(until)  # the precision of ``at``
         caught_up = False
         while True:

@@ -260,6 +260,7 @@ class Rereads:
             sort_by="utcTime",
             size=feed.page_size,
             keep_raw=True,
+            **feed.list_options,  # the feed's types (and lane): a re-read asks what it asks
         )
         spent = feed._spent
         late = 0
