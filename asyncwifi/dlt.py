@@ -163,8 +163,8 @@ def _row(raw: RawBytes, key: str, ident: str) -> Row:
 def _rows(batch: Batch[Any], key: str) -> list[Row]:
     """A batch's records, then those the feed set aside (that do not decode, or have no
     id), each under its id by the one rule: the id the sync and the backfill give it."""
-    raws = cast("list[RawBytes]", [r.raw for r in batch.records])  # the feeds keep the bytes
-    ids = batch.ids if batch.ids is not None else record_ids([r.item for r in batch.records], raws)
+    raws = cast("list[RawBytes]", batch.raws)  # the feeds keep the bytes
+    ids = batch.ids if batch.ids is not None else record_ids(batch.items, raws)
     rows = [_row(raw, key, ident) for raw, ident in zip(raws, ids, strict=True)]
     for bad in batch.bad:
         log.warning("dlt: a %s record loaded whole as %s: %s", batch.resource, bad.id, bad.error)
@@ -175,7 +175,7 @@ def _rows(batch: Batch[Any], key: str) -> list[Row]:
 def _event_rows(batch: Batch[Event], key: str) -> list[Row]:
     """:func:`_rows` with ``event_time`` (``Event.time``; read from the bytes for a record
     that does not decode, as the sync does)."""
-    times = batch.times if batch.times is not None else [r.item.time for r in batch.records]
+    times = batch.times if batch.times is not None else [e.time for e in batch.items]
     times = [*times, *(undecoded(bad.raw, Event).time for bad in batch.bad)]
     rows = _rows(batch, key)
     for row, when in zip(rows, times, strict=True):

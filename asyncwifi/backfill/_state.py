@@ -259,10 +259,10 @@ class JsonlDestination(Destination):
     def rows(self, batch: Batch[Any]) -> list[Sequence[object]]:
         """A batch as ``(id, bytes)`` lines; records that did not decode are kept too (an
         export is lossless), named by the one rule (``asyncwifi.models._identity``)."""
-        raws = [r.raw for r in batch.records]
+        raws = batch.raws
         ids = batch.ids
         if ids is None:
-            ids = record_ids([r.item for r in batch.records], raws)  # type: ignore[arg-type]
+            ids = record_ids(batch.items, raws)
         rows: list[Sequence[object]] = list(zip(ids, raws, strict=True))
         rows += [(bad.id, bad.raw) for bad in batch.bad]
         return rows

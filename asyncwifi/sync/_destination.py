@@ -56,9 +56,7 @@ def rows_of(batch: Batch[Any], synced_at: datetime | None = None) -> list[Sequen
         return _event_rows(batch, now)
     values = table.values
     rows: list[Sequence[object]] = []
-    for record in batch.records:
-        item = record.item
-        raw = record.raw
+    for item, raw in zip(batch.items, batch.raws, strict=True):
         assert raw is not None  # the feeds always keep the bytes
         ident = record_id(item)
         assert ident is not None  # the feeds set a record with no id aside
@@ -79,10 +77,10 @@ def _event_rows(batch: Batch[Any], now: datetime) -> list[Sequence[object]]:
             ev.customer_id,
             None if (where := ev.where) is None else where.location_id,
             None if where is None else where.hotspot_id,
-            str(raw, "utf-8"),  # type: ignore[arg-type]  # feeds keep raw (None: TypeError)
+            str(raw, "utf-8"),  # the feeds keep the bytes (None would be a TypeError)
             now,
         )
-        for (ev, raw), when in zip(batch.records, batch.times, strict=True)
+        for ev, raw, when in zip(batch.items, batch.raws, batch.times, strict=True)
     ]
 
 

@@ -57,14 +57,16 @@ class BadRecord:
 class Batch(Generic[T]):
     """Records of one resource and the checkpoint that covers them.
 
-    Destination ``records`` (``record.item`` typed, ``record.raw`` the server's bytes), set
-    ``bad`` aside, and save ``checkpoint`` under the feed's name in the same transaction.
+    Store the records (``items`` typed, ``raws`` the server's bytes, index for index: two
+    lists, not a tuple per record, which the hot path would pay for), set ``bad`` aside,
+    and save ``checkpoint`` under the feed's name in the same transaction.
     A snapshot's last batch has ``complete`` set and ``seen``: every id the scan found,
     so that what the database holds beyond them was deleted upstream.
     """
 
     resource: str
-    records: list[Record[T]]
+    items: list[T]
+    raws: list[Any]
     bad: list[BadRecord] = field(default_factory=list)
     checkpoint: str | None = None
     complete: bool = False
@@ -78,6 +80,11 @@ class Batch(Generic[T]):
     late: str | None = None
     #: each record's id (by ``asyncwifi.models._identity``), index for index, when known
     ids: list[str] | None = None
+
+    @property
+    def records(self) -> list[Record[T]]:
+        """The records as (item, raw) pairs (a convenience: the destinations read the lists)."""
+        return [Record(i, r) for i, r in zip(self.items, self.raws, strict=True)]
 
 
 def _clean(idents: list[str | None], cursor: TimeCursor) -> TypeGuard[list[str]]:
@@ -213,7 +220,7 @@ class EventFeed:
                         BadRecord(raw, "an event with no id", content_id(raw))
                         for raw in found.no_id
                     ]
-                    yield Batch("events", found.records, bad, times=found.times,
+                    yield Batch("events", found.items, found.raws, bad, times=found.times,
                                 late=plan.kind, requests=found.requests)  # fmt: skip
             end = floor_ms(self._end(until))
             if cursor.at >= end:
@@ -229,7 +236,7 @@ class EventFeed:
                 await self.budget.wait(self.resource, 2)
             delivered, begin = 0, cursor.at
             async for batch in self._span(stop):
-                delivered += len(batch.records)
+                delivered += len(batch.items)
                 yield batch
             if self.timed_shape is False:
                 # about span_records per span: the checkpoint's ids stay bounded
@@ -263,7 +270,6 @@ class EventFeed:
                 else:  # rare: set aside, or skip, record by record
                     items, raws, idents = _fresh(items, raws, cursor, bad)
                 times = utc_times([e.time_text for e in items])
-                records = [Record(e, r) for e, r in zip(items, raws, strict=True)]
                 cursor.add_page(idents, times)
                 self.rereads.remember(idents, times, stop, [b.raw for b in bad])
                 if None in times:
@@ -271,13 +277,13 @@ class EventFeed:
                 top = max(filter(None, times), default=None)
                 if top is not None and (newest is None or top > newest):
                     newest = top
-                any_record = any_record or bool(records)
+                any_record = any_record or bool(items)
                 self.newest = newest
                 # yielded at once (a page held back costs its memory): the span's
                 # completion comes after it, on a batch of its own
                 yield Batch(
-                    "events", records, bad, cursor.encode(), times=times, ids=list(idents),
-                    requests=self._spent(stream),
+                    "events", items, list(raws), bad, cursor.encode(), times=times,
+                    ids=list(idents), requests=self._spent(stream),
                 )  # fmt: skip
         if not timed:
             self.timed_shape = False
@@ -285,7 +291,7 @@ class EventFeed:
             self.timed_shape = True
         cursor.complete(stop)
         yield Batch(
-            "events", [], [], cursor.encode(), times=[], ids=[], requests=self._spent(stream)
+            "events", [], [], [], cursor.encode(), times=[], ids=[], requests=self._spent(stream)
         )
 
     def _spent(self, stream: ScrollStream[Any]) -> int:

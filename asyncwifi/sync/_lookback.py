@@ -39,7 +39,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from asyncwifi._instant import MS, format_instant, utc_times
-from asyncwifi._scroll import Record, ScrollStream
+from asyncwifi._scroll import ScrollStream
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import Event, ItemError
 from asyncwifi.models._identity import content_id, record_id
@@ -184,7 +184,8 @@ class Delivered:
 class Found(NamedTuple):
     """A page of a re-read: what the feed had not delivered (the late events)."""
 
-    records: list[Record[Event]]
+    items: list[Event]
+    raws: list[Any]
     times: list[datetime | None]
     #: records that did not decode, and events with no id (their bytes), not seen before
     errors: list[ItemError]
@@ -295,14 +296,14 @@ class Rereads:
                 delivered.add([content_id(e.raw) for e in errors] + [content_id(r) for r in no_id],
                               [plan.end] * (len(errors) + len(no_id)))  # fmt: skip
                 late += len(found) - uncounted
-                records = [Record(e, r) for e, r, _ in found]
                 requests = self._spent(stream, spent)
-                yield Found(records, [t for _, _, t in found], errors, no_id, requests)
+                yield Found([e for e, _, _ in found], [r for _, r, _ in found],
+                            [t for _, _, t in found], errors, no_id, requests)  # fmt: skip
         closing = self._spent(stream, spent)
         self._report(plan, late)
         schedule.done(plan)
         if closing:
-            yield Found([], [], [], [], closing)
+            yield Found([], [], [], [], [], closing)
 
     def _report(self, plan: Reread, late: int) -> None:
         """Count what a re-read found; an audit's finds are a warning: the lookback is too

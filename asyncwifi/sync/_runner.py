@@ -194,9 +194,9 @@ class Syncer:
             self.stats.requests.get(batch.resource, 0) + batch.requests
         )
         if batch.late is not None:  # a re-read: what it found was late (``_lookback``)
-            self.stats.late_events[batch.late] += len(batch.records)
+            self.stats.late_events[batch.late] += len(batch.items)
             self.stats.lookback_requests += batch.requests
-        if not (batch.records or batch.bad or checkpoints or batch.complete):
+        if not (batch.items or batch.bad or checkpoints or batch.complete):
             return  # a re-read that found nothing: no transaction
         self.stats.dead_letters += len(batch.bad)
         for bad in batch.bad:

@@ -18,7 +18,6 @@ from asyncwifi._cursor import TimeCursor
 from asyncwifi._instant import floor_ms, utc_time
 from asyncwifi._resources._contacts import PageSize
 from asyncwifi._resources._contacts import page_size as checked_page_size
-from asyncwifi._scroll import Record
 from asyncwifi.errors import ScrollExpiredError, ValidationError
 from asyncwifi.models import Contact
 from asyncwifi.models._identity import record_id
@@ -136,7 +135,8 @@ class ContactFeed:
         try:
             async with stream:
                 async for page in stream.pages():
-                    records: list[Record[Contact]] = []
+                    items: list[Contact] = []
+                    raws: list[Any] = []
                     bad = [BadRecord.of(e) for e in page.errors]
                     for item, raw in zip(page.items, page.raw_items or (), strict=True):
                         cid = record_id(item)
@@ -147,21 +147,22 @@ class ContactFeed:
                             continue
                         seen.add(cid)
                         if keep is None or keep(item):
-                            records.append(Record(item, raw))
+                            items.append(item)
+                            raws.append(raw)
                     seen.update(b.id for b in bad)
                     bad_total += len(page.errors)
                     new, counted = stream.requests - counted, stream.requests
                     self._count(new)
-                    yield Batch("contacts", records, bad, requests=new)
+                    yield Batch("contacts", items, raws, bad, requests=new)
         except ScrollExpiredError as exc:
             if exc.total is None or exc.delivered + bad_total < exc.total:
                 raise
         new = stream.requests - counted
         self._count(new)
         if keep is None:  # a full scan: what it did not find was deleted upstream
-            yield Batch("contacts", [], [], complete=True, seen=frozenset(seen), requests=new)
+            yield Batch("contacts", [], [], [], complete=True, seen=frozenset(seen), requests=new)
         elif new:
-            yield Batch("contacts", [], [], requests=new)
+            yield Batch("contacts", [], [], [], requests=new)
 
     def _count(self, requests: int) -> None:
         self.requests += requests
@@ -186,7 +187,8 @@ async def snapshot(
         raise ValidationError(f"no snapshot of {resource!r}: hotspots or segments")
     if budget is not None:
         budget.spend(resource, 1)
-    records: list[Record[Any]] = []
+    items: list[Any] = []
+    raws: list[Any] = []
     bad = [BadRecord.of(e) for e in page.errors]
     seen = {b.id for b in bad}
     for item, raw in zip(page.items, page.raw_items or [], strict=True):
@@ -194,6 +196,7 @@ async def snapshot(
         if ident is None:
             bad.append(BadRecord(bytes(raw), f"a {resource[:-1]} with no id", record_id(item, raw)))
         else:
-            records.append(Record(item, raw))
+            items.append(item)
+            raws.append(raw)
             seen.add(ident)
-    return Batch(resource, records, bad, complete=True, seen=frozenset(seen), requests=1)
+    return Batch(resource, items, raws, bad, complete=True, seen=frozenset(seen), requests=1)

@@ -46,7 +46,9 @@ def _events(n: int, *, nested: bool = True) -> Batch[Event]:
         event = msgspec.json.decode(raw, type=Event)
         records.append(Record(event, msgspec.Raw(raw)))
         times.append(event.time)
-    return Batch("events", records, [], "cp", times=times)
+    return Batch(
+        "events", [r.item for r in records], [r.raw for r in records], [], "cp", times=times
+    )
 
 
 @pytest.mark.parametrize("nested", [True, False])
@@ -246,8 +248,7 @@ def test_a_page_with_replays_duplicates_or_no_id_is_filtered_record_by_record() 
     from asyncwifi.sync._feeds import BadRecord, _clean, _fresh
 
     batch = _events(6)
-    items = [r.item for r in batch.records]
-    raws = [r.raw for r in batch.records]
+    items, raws = batch.items, batch.raws
     cursor = TimeCursor.start("events", None, T0)
     assert _clean([e.id for e in items], cursor)
     # e0001 was delivered before (a replay after a resume), e0003 comes twice, one has no id
