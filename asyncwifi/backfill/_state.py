@@ -390,7 +390,8 @@ def _fresh(conn: sqlite3.Connection, rows: Sequence[Sequence[object]]) -> list[R
     if len(set(ids)) == len(ids):
         with contextlib.suppress(sqlite3.IntegrityError):
             conn.execute(
-                "INSERT INTO written SELECT value FROM json_each(?)", (_ids_json.encode(ids),)
+                "INSERT INTO written SELECT value FROM json_each(?) ORDER BY value",
+                (_ids_json.encode(ids),),
             )
             return raws
     taken = _existing(conn, ids)
