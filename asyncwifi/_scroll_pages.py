@@ -25,7 +25,7 @@ from asyncwifi.errors import ClientStateError, ValidationError
 from asyncwifi.models import ItemError
 from asyncwifi.models._chunks import ChunkedPage
 from asyncwifi.models._contacts import ContactPage
-from asyncwifi.models._events import EventPage
+from asyncwifi.models._events import EventKeyPage, EventPage
 from asyncwifi.ratelimit import Lane
 
 __all__ = [
@@ -92,7 +92,7 @@ class ScrollSpec:
     #: the query of a continuation (without ``size``), given the latest scroll id
     continuation: Callable[[str], dict[str, str]]
     #: ContactPage or EventPage
-    page_type: type[ContactPage] | type[EventPage]
+    page_type: type[ContactPage] | type[EventPage] | type[EventKeyPage]
     #: contacts: totalCount; events: None
     total: Callable[[Any], int | None]
     scroll_id: Callable[[Any], str | None]

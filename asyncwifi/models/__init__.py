@@ -10,7 +10,7 @@ rules.
 
 from asyncwifi.models._contacts import Contact, Policy
 from asyncwifi.models._decode import ItemError, decode, decode_page
-from asyncwifi.models._events import Event
+from asyncwifi.models._events import Event, EventKey
 from asyncwifi.models._hotspots import (
     Hotspot,
     HotspotCreate,
@@ -24,6 +24,7 @@ from asyncwifi.models._webhook import WebhookPayload
 __all__ = [
     "Contact",
     "Event",
+    "EventKey",
     "Hotspot",
     "HotspotCreate",
     "HotspotDeleteResult",

@@ -26,7 +26,7 @@ from asyncwifi.errors import DecodeError, ValidationError
 from asyncwifi.models._auth import ErrorBody, LoginRequest, LoginResponse
 from asyncwifi.models._base import Model
 from asyncwifi.models._contacts import Contact, ContactPage
-from asyncwifi.models._events import Event, EventPage
+from asyncwifi.models._events import Event, EventKey, EventKeyPage, EventPage
 from asyncwifi.models._generic import GenericResponse
 from asyncwifi.models._hotspots import (
     Hotspot,
@@ -279,6 +279,7 @@ _KINDS: dict[type[Model], _PageKind] = {
     for k in (
         _PageKind(ContactPage, "customers", Contact, "contact page"),
         _PageKind(EventPage, "events", Event, "event page"),
+        _PageKind(EventKeyPage, "events", EventKey, "event page"),
         _PageKind(HotspotPage, "hotspots", Hotspot, "hotspot page"),
         _PageKind(SegmentPage, "segments", Segment, "segment page"),
     )

@@ -28,7 +28,7 @@ import msgspec
 
 from asyncwifi.models._base import Model
 from asyncwifi.models._contacts import Contact
-from asyncwifi.models._events import Event, EventWhen
+from asyncwifi.models._events import EventKey, EventWhen
 
 __all__ = ["content_id", "record_id", "record_ids", "undecoded"]
 
@@ -96,7 +96,7 @@ def undecoded(raw: RawBytes, kind: type[M]) -> M:
         data = msgspec.json.decode(raw)
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         data = None
-    if issubclass(kind, Event):
+    if issubclass(kind, EventKey):
         created = _text(_member(data, "when"), "createdAt")
         return kind(
             id=_text(data, "id") or _text(_member(data, "event"), "id") or None,

@@ -179,7 +179,8 @@ class EventFeed:
         self.span = span
         self.span_records = span_records
         self.budget = budget
-        #: more keyword arguments of ``events.list`` (``types``, ``lane``, ``prefetch``)
+        #: more keyword arguments of ``events.list`` (``types``, ``lane``, ``prefetch``;
+        #: ``decode="key"``: the items are ``EventKey``s, for a destination of the bytes)
         self.list_options = dict(list_options or {})
         #: None until a span shows whether the records carry a UTC time
         self.timed_shape: bool | None = None

@@ -185,3 +185,39 @@ async def test_the_spill_file_is_gone_after_break_cancel_error_and_end(
             await asyncio.sleep(0)
         assert spill_files() == before
         assert not scroll_tasks()
+
+
+@pytest.mark.parametrize("shape", ALL_SHAPES)
+async def test_a_key_decode_hands_out_each_events_id_and_time_and_its_whole_bytes(
+    make_sim: Any, shape: str
+) -> None:
+    # what an export needs (the id, the time, the server's bytes), whatever else the record
+    # holds: its sub-objects are not decoded, even a broken one (its bytes keep it)
+    from asyncwifi.models import Event, EventKey, decode
+    from asyncwifi.testing._api_events import patch_event
+
+    make = make_sim(events=500, clock=ScaledClock(FAST), event_shape=shape)
+    async with make as sim, client_for(sim, limits=NO_LIMITS) as api:
+        events = sim.data.events
+        patch_event(events, 7, visit="broken")
+        keys = api.events.list(size=100, keep_raw=True, decode="key")
+        got = [record async for record in keys.records()]
+        assert keys.errors == []  # the broken visit is not read
+        assert {type(r.item) for r in got} == {EventKey}
+        assert sorted(bytes(r.raw or b"") for r in got) == sorted(
+            events.event_json(i) for i in range(500)
+        )
+        for record in got:
+            raw = bytes(record.raw or b"")
+            if raw == events.event_json(7):
+                assert record.item.id == events.event_id(7)
+                continue
+            whole = decode(raw, Event)  # the full decode names it alike
+            assert (record.item.id, record.item.type, record.item.time) == (
+                whole.id, whole.type, whole.time,
+            )  # fmt: skip
+        full = api.events.list(size=100)
+        assert len([e async for e in full]) == 499  # the full decode sets the broken one aside
+        assert full.errors[0].id == events.event_id(7)
+        with pytest.raises(errors.ValidationError, match="decode must be"):
+            api.events.list(decode="everything")  # type: ignore[call-overload]

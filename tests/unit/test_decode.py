@@ -190,7 +190,9 @@ def test_hotspot_and_segment_pages() -> None:
 
 
 def test_decode_page_refuses_a_type_that_is_not_a_record_of_a_page() -> None:
-    with pytest.raises(ValidationError, match="Contact, Event, Hotspot, Segment") as caught:
+    with pytest.raises(
+        ValidationError, match="Contact, Event, EventKey, Hotspot, Segment"
+    ) as caught:
         decode_page(b"{}", Policy)
     assert isinstance(caught.value, AsyncWifiError)
 
