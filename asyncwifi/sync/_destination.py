@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from asyncwifi.errors import AsyncWifiError, ValidationError
+from asyncwifi.errors import AsyncWifiError
 from asyncwifi.models._identity import record_id
 from asyncwifi.sync._feeds import BadRecord, Batch
 from asyncwifi.sync._schema import TABLES
@@ -133,10 +133,3 @@ class Destination(abc.ABC):
     @abc.abstractmethod
     async def schema_version(self) -> int:
         """The newest migration applied."""
-
-
-def check_tables(names: Sequence[str]) -> None:
-    """``ValidationError`` for a table name that is not one of the sync's."""
-    unknown = [n for n in names if n not in TABLES]
-    if unknown:
-        raise ValidationError(f"unknown table(s) {unknown}; known: {sorted(TABLES)}")
