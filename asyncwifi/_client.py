@@ -29,6 +29,7 @@ from asyncwifi.ratelimit import Lane, Limits, QuotaSnapshot, Scheduler, Store
 
 __all__ = [
     "ALLOW_HTTP_ENV",
+    "ENV_VARS",
     "Client",
     "ClientState",
     "HookKind",
@@ -40,6 +41,14 @@ log = logging.getLogger("asyncwifi.client")
 
 #: the one switch that lets a client (``Client.from_env()``, the CLI) use a plain-http URL
 ALLOW_HTTP_ENV = "ASYNCWIFI_ALLOW_HTTP"
+#: each setting's environment variable: the one table (``from_env``, the command's
+#: configuration, the dlt source)
+ENV_VARS: dict[str, str] = {
+    "client_key": "ASYNCWIFI_CLIENT_KEY",
+    "client_secret": "ASYNCWIFI_CLIENT_SECRET",
+    "base_url": "ASYNCWIFI_BASE_URL",
+    "organization": "ASYNCWIFI_ORGANIZATION",
+}
 
 #: what ``Client.add_hook`` can observe: each attempt sent, each response, each retry
 #: what a hook observes: an attempt sent, its response, a retry, an expired scroll resumed
@@ -154,7 +163,7 @@ class Client:
         require_text(client_key, "client_key")
         if not isinstance(client_secret, str) or not client_secret:
             raise ConfigurationError("client_secret must be a non-empty string")
-        base_url = base_url or os.environ.get("ASYNCWIFI_BASE_URL")
+        base_url = base_url or os.environ.get(ENV_VARS["base_url"])
         if not base_url:
             raise ConfigurationError("base_url is required (or set ASYNCWIFI_BASE_URL)")
         if not isinstance(base_url, str):
@@ -221,17 +230,15 @@ class Client:
         """A client configured from ASYNCWIFI_CLIENT_KEY, ASYNCWIFI_CLIENT_SECRET,
         ASYNCWIFI_BASE_URL, ASYNCWIFI_ORGANIZATION and ASYNCWIFI_ALLOW_HTTP (``1`` lets a
         plain-http URL through, for a local simulator); keyword ``options`` win."""
-        key = os.environ.get("ASYNCWIFI_CLIENT_KEY")
-        secret = os.environ.get("ASYNCWIFI_CLIENT_SECRET")
+        key = os.environ.get(ENV_VARS["client_key"])
+        secret = os.environ.get(ENV_VARS["client_secret"])
         missing = [
-            name
-            for name, value in (("ASYNCWIFI_CLIENT_KEY", key), ("ASYNCWIFI_CLIENT_SECRET", secret))
-            if not value
+            ENV_VARS[n] for n, v in (("client_key", key), ("client_secret", secret)) if not v
         ]
         if missing:
             raise ConfigurationError("missing environment variable(s): " + ", ".join(missing))
-        options.setdefault("base_url", os.environ.get("ASYNCWIFI_BASE_URL"))
-        options.setdefault("organization", os.environ.get("ASYNCWIFI_ORGANIZATION") or None)
+        options.setdefault("base_url", os.environ.get(ENV_VARS["base_url"]))
+        options.setdefault("organization", os.environ.get(ENV_VARS["organization"]) or None)
         options.setdefault("allow_http", env_flag(os.environ.get(ALLOW_HTTP_ENV)))
         base_url = options["base_url"]
         if isinstance(base_url, str) and base_url:

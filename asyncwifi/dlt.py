@@ -28,7 +28,14 @@ from dlt.common.schema.typing import TColumnSchema
 from dlt.extract.resource import DltResource
 from dlt.extract.source import DltSource
 
-from asyncwifi._client import ALLOW_HTTP_ENV, Client, ClientState, env_flag, plain_http_refusal
+from asyncwifi._client import (
+    ALLOW_HTTP_ENV,
+    ENV_VARS,
+    Client,
+    ClientState,
+    env_flag,
+    plain_http_refusal,
+)
 from asyncwifi._instant import utc_time
 from asyncwifi._protocol import format_datetime
 from asyncwifi._resources._contacts import PageSize, page_size
@@ -53,13 +60,8 @@ Row = dict[str, Any]
 #: the key of a feed's checkpoint in its resource's state
 CHECKPOINT = "checkpoint"
 
-#: where each setting comes from when not passed: dlt's configuration, then asyncwifi's env
-_SETTINGS = (
-    ("client_key", "ASYNCWIFI_CLIENT_KEY", True),
-    ("client_secret", "ASYNCWIFI_CLIENT_SECRET", True),
-    ("base_url", "ASYNCWIFI_BASE_URL", False),
-    ("organization", "ASYNCWIFI_ORGANIZATION", False),
-)
+#: the settings dlt reads from its secrets (the others from its config); see ``_resolve``
+_SECRETS = ("client_key", "client_secret")
 
 #: dlt's column type of each scalar a model field may hold
 _COLUMN_TYPES: dict[type[mi.Type], TDataType] = {
@@ -108,7 +110,8 @@ def _resolve(given: dict[str, Any]) -> dict[str, Any]:
     config.toml, ``SOURCES__ASYNCWIFI__CLIENT_KEY``...), then asyncwifi's environment
     (``ASYNCWIFI_ALLOW_HTTP`` too, read as ``Client.from_env()`` reads it)."""
     settings = dict(given)
-    for name, env, secret in _SETTINGS:
+    for name, env in ENV_VARS.items():
+        secret = name in _SECRETS
         if settings.get(name) is not None:
             continue
         key = f"sources.{SOURCE_NAME}.{name}"
@@ -121,7 +124,7 @@ def _resolve(given: dict[str, Any]) -> dict[str, Any]:
         raise ConfigurationError(
             "asyncwifi_source needs " + " and ".join(missing) + ": pass them, put them in "
             f".dlt/secrets.toml under [sources.{SOURCE_NAME}], or set "
-            + " / ".join(f"SOURCES__ASYNCWIFI__{n.upper()}, ASYNCWIFI_{n.upper()}" for n in missing)
+            + " / ".join(f"SOURCES__ASYNCWIFI__{n.upper()}, {ENV_VARS[n]}" for n in missing)
         )
     settings.setdefault("allow_http", env_flag(os.environ.get(ALLOW_HTTP_ENV)))
     if isinstance(url := settings.get("base_url"), str):

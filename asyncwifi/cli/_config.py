@@ -26,22 +26,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from asyncwifi._auth import redact_url
-from asyncwifi._client import ALLOW_HTTP_ENV, env_flag
+from asyncwifi._client import ALLOW_HTTP_ENV, ENV_VARS, env_flag
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._progress import plural
 
 if TYPE_CHECKING:
     from asyncwifi.ratelimit import RedisStore
 
-__all__ = ["ENV_VARS", "Settings", "default_config_path", "load_settings", "shared_store"]
+__all__ = ["Settings", "default_config_path", "load_settings", "shared_store"]
 
-#: setting name -> environment variable
-ENV_VARS: dict[str, str] = {
-    "client_key": "ASYNCWIFI_CLIENT_KEY",
-    "client_secret": "ASYNCWIFI_CLIENT_SECRET",
-    "base_url": "ASYNCWIFI_BASE_URL",
-    "organization": "ASYNCWIFI_ORGANIZATION",
-}
 _BOOLS = {"allow_http": ALLOW_HTTP_ENV}
 
 
