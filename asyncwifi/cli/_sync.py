@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import click
@@ -27,8 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["sync_command"]
 
-#: the first run's default start when neither --since nor a checkpoint says where
-DEFAULT_LOOKBACK = timedelta(days=7)
 
 
 def _instant(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
@@ -115,6 +113,7 @@ def sync_command(
     """
     from asyncwifi.ratelimit import RedisStore
     from asyncwifi.sync import Budget, RedisLedger, Syncer, SyncOptions, open_destination
+    from asyncwifi.sync._options import FIRST_RUN
 
     if since is not None and until is not None and since >= until:
         raise click.UsageError("--since must be before --until")
@@ -128,15 +127,14 @@ def sync_command(
     async def go() -> None:
         sim_since = since
         if app.sim.enabled and sim_since is None and until is not None:
-            sim_since = until - DEFAULT_LOOKBACK
+            sim_since = until - FIRST_RUN
         # "raise": the sync itself says the quota is spent, sleeps, and resumes from its
         # checkpoints (instead of a silent wait inside one request)
         async with app.client(
             since=sim_since, until=until, on_quota_exhausted="raise", rate_store=rate_store
         ) as api:
-            now = datetime.fromtimestamp(api.clock.now(), UTC)
             options = SyncOptions(
-                since=since or (until or now) - DEFAULT_LOOKBACK,
+                since=since,
                 until=None if until is None else until - MS,
                 poll_interval=poll,
                 lookback=lookback,

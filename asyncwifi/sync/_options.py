@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from asyncwifi.sync._lookback import DEFAULT_LOOKBACK, lookback_of
 from asyncwifi.sync._snapshots import MODIFIED_FROM, MODIFIED_TO
 
-__all__ = ["SyncOptions", "SyncStats"]
+__all__ = ["FIRST_RUN", "SyncOptions", "SyncStats"]
+
+#: how far back a first run reads events when no ``since`` says where (7 days: the command's
+#: ``--since`` default too)
+FIRST_RUN = timedelta(days=7)
 
 
 @dataclass
 class SyncOptions:
     """What a sync keeps and how often (durations in clock seconds)."""
 
+    #: where a first run's events start (default: ``FIRST_RUN`` before ``until``, or now)
     since: datetime | None = None
     until: datetime | None = None
     #: between polls for new events (daemon)

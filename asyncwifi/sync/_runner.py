@@ -27,7 +27,7 @@ import functools
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from asyncwifi._backoff import retry_while
@@ -37,7 +37,7 @@ from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.sync._budget import Budget
 from asyncwifi.sync._destination import Destination, DestinationUnavailableError, Write
 from asyncwifi.sync._feeds import Batch, EventFeed
-from asyncwifi.sync._options import SyncOptions, SyncStats
+from asyncwifi.sync._options import FIRST_RUN, SyncOptions, SyncStats
 from asyncwifi.sync._snapshots import ContactFeed, snapshot
 
 __all__ = ["SyncOptions", "SyncStats", "Syncer"]
@@ -229,7 +229,7 @@ class Syncer:
         opts = self.options
         checkpoint = await self.checkpoint(EVENTS)
         now = datetime.fromtimestamp(self.api.clock.now(), UTC)
-        since = opts.since or now - timedelta(days=1)
+        since = opts.since or (opts.until or now) - FIRST_RUN
         feed = EventFeed(
             self.api,
             checkpoint=checkpoint,
