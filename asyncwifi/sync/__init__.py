@@ -21,7 +21,7 @@ from asyncwifi.sync._ledger import BudgetLedger, RedisLedger
 from asyncwifi.sync._open import open_destination
 from asyncwifi.sync._options import SyncOptions, SyncStats
 from asyncwifi.sync._runner import Syncer
-from asyncwifi.sync._snapshots import ContactFeed
+from asyncwifi.sync._snapshots import ContactFeed, snapshot
 
 __all__ = [
     "DEFAULT_SHARES",
@@ -38,4 +38,5 @@ __all__ = [
     "Syncer",
     "Write",
     "open_destination",
+    "snapshot",
 ]
