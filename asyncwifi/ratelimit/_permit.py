@@ -1,8 +1,6 @@
-"""What a caller holds: a ``Lane``, a ``Permit`` once admitted, the ``async with`` slot.
-
-The waiter record (``Waiter``) is the queue's entry: its key orders the queue (deadline
-tier, then arrival plus the lane's handicap, then arrival order).
-"""
+"""What a caller holds: a ``Lane``, a ``Permit`` once admitted, and the ``async with`` slot;
+and the queue's entry (``Waiter``), ordered by its key: the deadline tier, then arrival plus
+the lane's handicap, then arrival order."""
 
 from __future__ import annotations
 
@@ -10,10 +8,13 @@ import asyncio
 from collections.abc import Mapping
 from enum import IntEnum
 from types import TracebackType
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._keepalive import KeepAlive
+
+if TYPE_CHECKING:
+    from asyncwifi.ratelimit._scheduler import Scheduler
 
 __all__ = ["HeadersLike", "Lane", "Permit", "Slot", "Waiter"]
 
@@ -29,45 +30,13 @@ class Lane(IntEnum):
     BULK = 3
 
 
-class Admitter(Protocol):
-    """What a permit and a slot call back into (``_admission.AdmissionLoop``); structural,
-    so that this module needs nothing of the loop that imports it."""
-
-    def observe(self, status: int, headers: HeadersLike, *, sent_at: float, seq: int) -> None:
-        """Feed a response back."""
-
-    def _try_now(
-        self,
-        lane: Lane,
-        deadline: float | None,
-        objects: str | None,
-        keepalive: KeepAlive | None = None,
-    ) -> Permit | None:
-        """An admission now, or None."""
-
-    async def _wait(
-        self,
-        lane: Lane,
-        deadline: float | None,
-        objects: str | None,
-        keepalive: KeepAlive | None = None,
-    ) -> Permit:
-        """An admission, waited for."""
-
-    def _release(self, p: Permit) -> None:
-        """End a request."""
-
-    def _refund(self, p: Permit) -> None:
-        """Give an admission back."""
-
-
 class Permit:
     """An admission: the request may be sent now. ``sent_at`` is the admission time."""
 
-    __slots__ = ("_released", "_sched", "lane", "sent_at", "seq", "ticket")
+    __slots__ = ("_released", "_sched", "lane", "sent_at", "seq", "tag", "ticket")
 
     def __init__(
-        self, sched: Admitter, sent_at: float, seq: int, ticket: object, lane: Lane
+        self, sched: Scheduler, sent_at: float, seq: int, ticket: object, lane: Lane, tag: str
     ) -> None:
         self._sched = sched
         self._released = False
@@ -78,6 +47,8 @@ class Permit:
         #: the store's handle on the logged admission (for a refund)
         self.ticket = ticket
         self.lane = lane
+        #: what the request is (``"events"``, ``"login"``...): the store counts per tag
+        self.tag = tag
 
     def observe(self, status: int, headers: HeadersLike) -> None:
         """Feed the response back: remaining counts, a 429's pause, object quotas."""
@@ -93,26 +64,28 @@ class Permit:
             self._sched._release(self)
 
     def __repr__(self) -> str:
-        return f"<Permit #{self.seq} {self.lane.name} sent_at={self.sent_at:.3f}>"
+        return f"<Permit #{self.seq} {self.tag} {self.lane.name} sent_at={self.sent_at:.3f}>"
 
 
 class Waiter:
-    """One queued request: its ordering key, its future, and what it needs."""
+    """One queued request: its ordering key, its future, and what it asks for."""
 
-    __slots__ = ("deadline", "fut", "keepalive", "key", "lane", "objects")
+    __slots__ = ("deadline", "fut", "keepalive", "key", "lane", "objects", "tag")
 
     def __init__(
         self,
         key: tuple[int, float, int],
         fut: asyncio.Future[Permit],
         lane: Lane,
+        tag: str,
         deadline: float | None,
         objects: str | None,
-        keepalive: KeepAlive | None = None,
+        keepalive: KeepAlive | None,
     ) -> None:
         self.key = key
         self.fut = fut
         self.lane = lane
+        self.tag = tag
         self.deadline = deadline
         self.objects = objects
         self.keepalive = keepalive
@@ -124,30 +97,27 @@ class Waiter:
 class Slot:
     """``async with sched.slot(...) as permit``: admission on entry, release on exit."""
 
-    __slots__ = ("_deadline", "_keepalive", "_lane", "_objects", "_permit", "_sched")
+    __slots__ = ("_args", "_permit", "_sched")
 
     def __init__(
         self,
-        sched: Admitter,
+        sched: Scheduler,
         lane: Lane,
+        tag: str,
         deadline: float | None,
         objects: str | None,
-        keepalive: KeepAlive | None = None,
+        keepalive: KeepAlive | None,
     ) -> None:
         self._sched = sched
-        self._lane = lane
-        self._deadline = deadline
-        self._objects = objects
-        self._keepalive = keepalive
+        self._args = (lane, tag, deadline, objects, keepalive)
         self._permit: Permit | None = None
 
     async def __aenter__(self) -> Permit:
-        s = self._sched
-        p = s._try_now(self._lane, self._deadline, self._objects, self._keepalive)
-        if p is None:
-            p = await s._wait(self._lane, self._deadline, self._objects, self._keepalive)
-        self._permit = p
-        return p
+        lane, tag, deadline, objects, keepalive = self._args
+        self._permit = await self._sched.acquire(
+            lane, tag=tag, deadline=deadline, objects=objects, keepalive=keepalive
+        )
+        return self._permit
 
     async def __aexit__(
         self,
@@ -157,4 +127,4 @@ class Slot:
     ) -> None:
         p, self._permit = self._permit, None
         if p is not None:
-            self._sched._release(p)
+            p.release()

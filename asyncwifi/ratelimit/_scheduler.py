@@ -1,43 +1,64 @@
-"""The asyncio scheduler: every request waits here for a slot (DESIGN "Rate limits").
+"""The asyncio scheduler: every request waits here for its admission (DESIGN "Rate limits").
 
-The public face of the admission loop (``_admission``): configuration, ``slot()`` /
-``acquire()``, responses fed back (``observe``), projections for deadlines, the quota
-snapshot, and the effects of what the server said (pauses, paced mode, lowered limits),
-each logged once and passed to ``on_throttle``.
+One class in aiolimiter's shape: one admission path (:meth:`Scheduler._admit`: what the
+server said, then the store, awaited whatever it is), one queue and one timer. A caller
+that may go at once never touches the queue. The others wait in one priority queue:
+requests with a deadline first, earliest deadline first (DESIGN 5: a scroll continuation
+must leave within 60 s); then by *arrival time plus their lane's handicap* (``lane *
+aging`` seconds), so a lower lane goes first among requests of similar age but no waiter
+starves (DESIGN 6). Ties keep arrival order: FIFO within a lane, and no newcomer passes
+a waiter. The timer, a task on the clock, grants the queue's head whenever it may go and
+sleeps until the next time anything can change; a release, a response or a refund re-arms
+it for now. A waiter cancelled before its grant leaves the queue; one cancelled after its
+grant but before it resumed gives the admission back (refund).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
+import itertools
 import logging
 import math
 import uuid
 from collections.abc import Callable
 from types import TracebackType
-from typing import Literal
+from typing import Literal, overload
 
 from asyncwifi._clock import Clock, SystemClock
-from asyncwifi.errors import ClientStateError, ValidationError
-from asyncwifi.ratelimit._admission import AdmissionLoop, fmt_time
+from asyncwifi._instant import format_instant
+from asyncwifi.errors import ClientStateError, QuotaExhaustedError, ValidationError
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._keepalive import KeepAlive
 from asyncwifi.ratelimit._limits import Limits
-from asyncwifi.ratelimit._permit import HeadersLike, Lane, Permit, Slot
+from asyncwifi.ratelimit._permit import HeadersLike, Lane, Permit, Slot, Waiter
 from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent, take_snapshot
 from asyncwifi.ratelimit._store import MemoryStore, Store
-from asyncwifi.ratelimit._truth import Effect, ServerTruth
+from asyncwifi.ratelimit._truth import NOW, Reason, ServerTruth
 
-__all__ = ["Lane", "Permit", "Scheduler"]
+__all__ = ["DEFAULT_TAG", "Scheduler", "fmt_time"]
 
+#: the tag of an admission whose caller named none
+DEFAULT_TAG = "other"
+_INF = math.inf
 _LAST = 1 << 62  # an arrival number after every real one (a newcomer queues behind ties)
+_NO_HOLD: tuple[Reason, KeepAlive | None] = (NOW, None)
 
 
-class Scheduler(AdmissionLoop):
+def fmt_time(t: float) -> str:
+    """A clock time as UTC text for logs and errors."""
+    try:
+        return format_instant(t, "seconds")
+    except (OverflowError, OSError, ValueError):
+        return f"{t:.0f}"
+
+
+class Scheduler:
     """Admits requests so that no window of any limit ever holds more than its count.
 
-    ``on_exhausted`` decides what happens when the day quota (or a declared object's
-    quota) is spent: ``"wait"`` until it resets (at most ``max_quota_wait`` seconds, else
+    ``on_exhausted`` decides what happens when a quota (the day, or a declared object's) is
+    spent: ``"wait"`` until it resets (at most ``max_quota_wait`` seconds, else
     :class:`~asyncwifi.errors.QuotaExhaustedError`), or ``"raise"`` at once, without sending.
     ``max_in_flight`` bounds requests between admission and release (``None``: no bound).
     ``aging`` is the handicap in seconds per lane step (default: the shortest period).
@@ -79,21 +100,36 @@ class Scheduler(AdmissionLoop):
         self._truth = ServerTruth(specs, paced_recovery=paced_recovery)
         self._store = store if store is not None else MemoryStore()
         self._store.bind(specs)
-        self._store.listen(self._store_event)
         self._clock = clock if clock is not None else SystemClock()
         self._log = logger if logger is not None else logging.getLogger("asyncwifi.ratelimit")
         self._on_throttle = on_throttle
-        self._init_queue(
-            on_exhausted=on_exhausted,
-            max_quota_wait=max_quota_wait,
-            max_in_flight=max_in_flight,
-            aging=aging if aging is not None else (specs[0].period if specs else 60.0),
-            pacing_horizon=max(
-                (s.span for s in specs if s.period < self._truth.day_period), default=0.0
-            ),
-        )
+        self._on_exhausted = on_exhausted
+        self._max_quota_wait = max_quota_wait
+        self._max_in_flight = max_in_flight
+        self._aging = aging if aging is not None else (specs[0].period if specs else 60.0)
+        #: a quota window that frees within this horizon is pacing, not a spent quota
+        self._pacing_horizon = max((s.span for s in specs if not s.quota), default=0.0)
+        #: the window ``used()`` reads by default: the longest (the day)
+        self._longest = max(specs, key=lambda s: s.span).name if specs else ""
+        self._heap: list[Waiter] = []
+        self._parked: list[Waiter] = []  # waiting for an object's quota: they hold no one up
+        self._arrivals = itertools.count()
+        self._last_arrival = -_INF
+        self._in_flight = 0
+        #: requests admitted and not refunded (every request sent, the login included)
+        self._admitted = 0
+        self._closed = False
+        self._busy = 0  # store calls under way
+        #: the store's last refusal (why, for which scroll): not asked again before the time
+        self._hold_until, self._hold = -_INF, _NO_HOLD
+        self._timer: asyncio.Task[None] | None = None
+        self._timer_at = _INF
+        self._draining = False
+        self._again = _INF  # asked to look again (at this time) while draining
+        self._degraded: str | None = None
+        self._exhausted_noted = -_INF
 
-    # -- public API ------------------------------------------------------------------------
+    # -- asking ----------------------------------------------------------------------------
 
     @property
     def clock(self) -> Clock:
@@ -103,56 +139,295 @@ class Scheduler(AdmissionLoop):
     def store(self) -> Store:
         return self._store
 
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
     def slot(
         self,
         lane: Lane = Lane.DEFAULT,
         deadline: float | None = None,
         objects: str | None = None,
         keepalive: KeepAlive | None = None,
+        *,
+        tag: str | None = None,
     ) -> Slot:
         """Wait for admission (``async with``); the permit's in-flight place ends on exit.
 
-        ``deadline`` (clock time) puts the request in the earliest-deadline-first tier;
-        ``objects`` names the object quota the request spends (``"hotspots"``);
-        ``keepalive`` names the open scroll the request belongs to (see :meth:`keepalive`).
+        ``tag`` says what the request is (``"events"``, ``"login"``; default ``"other"``):
+        the store counts admissions per tag (see :meth:`used`). ``deadline`` (clock time)
+        puts the request in the earliest-deadline-first tier; ``objects`` names the object
+        quota the request spends (``"hotspots"``); ``keepalive`` names the open scroll the
+        request belongs to (see :meth:`keepalive`).
         """
-        if type(lane) is not Lane:
-            lane = Lane(lane)
-        if deadline is not None and not math.isfinite(deadline):
-            raise ValidationError(f"deadline must be a finite clock time, got {deadline!r}")
-        return Slot(self, lane, deadline, objects.lower() if objects else None, keepalive)
-
-    def keepalive(self, horizon: float) -> KeepAlive:
-        """A handle for one scroll: each request made with it keeps a place in the short
-        windows for the scroll's next request, due ``horizon`` clock seconds later, until
-        :meth:`drop_keepalive` (see ``_keepalive``; shared through the store)."""
-        if not horizon > 0 or not math.isfinite(horizon):
-            raise ValidationError(f"a keep-alive horizon must be > 0 seconds, got {horizon!r}")
-        return KeepAlive(uuid.uuid4().hex[:16], horizon)
-
-    def drop_keepalive(self, keepalive: KeepAlive) -> None:
-        """The scroll ended: its place goes back to everyone else."""
-        self._store.drop_keepalive(keepalive.token)
-        if (self._heap or self._parked) and not self._closed:
-            self._kick()
+        return Slot(self, *self._check(lane, tag, deadline, objects), keepalive)
 
     async def acquire(
         self,
         lane: Lane = Lane.DEFAULT,
         *,
+        tag: str | None = None,
         deadline: float | None = None,
         objects: str | None = None,
         keepalive: KeepAlive | None = None,
     ) -> Permit:
         """Wait for admission without a context manager; call ``permit.release()`` after."""
+        if tag is None:
+            tag = DEFAULT_TAG
+        if type(lane) is not Lane or type(tag) is not str or not tag or deadline or objects:
+            lane, tag, deadline, objects = self._check(lane, tag, deadline, objects)
+        if self._closed:
+            raise ClientStateError("the rate-limit scheduler is closed")
+        mif = self._max_in_flight
+        refused = None
+        if not self._heap and not self._busy and (mif is None or self._in_flight < mif):
+            now = self._clock.now()
+            got = await self._admit(now, lane, tag, objects, keepalive)
+            if isinstance(got, Permit):
+                return got
+            refused = got
+        return await self._wait(lane, tag, deadline, objects, keepalive, refused)
+
+    @staticmethod
+    def _check(
+        lane: Lane, tag: str | None, deadline: float | None, objects: str | None
+    ) -> tuple[Lane, str, float | None, str | None]:
         if type(lane) is not Lane:
             lane = Lane(lane)
         if deadline is not None and not math.isfinite(deadline):
             raise ValidationError(f"deadline must be a finite clock time, got {deadline!r}")
-        if objects:
-            objects = objects.lower()
-        p = self._try_now(lane, deadline, objects, keepalive)
-        return p if p is not None else await self._wait(lane, deadline, objects, keepalive)
+        if tag is not None and (not isinstance(tag, str) or not tag):
+            raise ValidationError(f"a tag must be a non-empty string, got {tag!r}")
+        return lane, tag or DEFAULT_TAG, deadline, objects.lower() if objects else None
+
+    async def _wait(
+        self,
+        lane: Lane,
+        tag: str,
+        deadline: float | None,
+        objects: str | None,
+        keepalive: KeepAlive | None,
+        refused: tuple[float, Reason] | None,
+    ) -> Permit:
+        now = self._clock.now()
+        t, why = self._truth.gate(now, objects) if refused is None else refused
+        err = self._exhausted(now, t, why)
+        if err is not None:
+            raise err
+        if now < self._last_arrival:
+            now = self._last_arrival  # a clock stepping back must not reorder a lane
+        self._last_arrival = now
+        seq = next(self._arrivals)
+        key = (0, deadline, seq) if deadline is not None else (1, now + lane * self._aging, seq)
+        fut: asyncio.Future[Permit] = asyncio.get_running_loop().create_future()
+        w = Waiter(key, fut, lane, tag, deadline, objects, keepalive)
+        if why.kind == "object":
+            self._parked.append(w)  # waits for its object's quota, holding no one up
+            self._arm(t)
+        else:
+            heapq.heappush(self._heap, w)
+            if self._heap[0] is w:
+                self._arm(t)
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                # granted, then cancelled before it could resume: give everything back
+                p = fut.result()
+                self._refund(p)
+                self._release(p)
+            elif not fut.done():
+                fut.cancel()
+            self._arm(self._clock.now())
+            raise
+
+    async def _admit(
+        self,
+        now: float,
+        lane: Lane,
+        tag: str,
+        objects: str | None,
+        keepalive: KeepAlive | None,
+    ) -> Permit | tuple[float, Reason]:
+        """The one admission path: a permit, or when to ask again and why."""
+        truth = self._truth
+        if truth.paced_until:
+            self._apply(truth.tick(now), now)
+        if truth.pause_until > now or truth.seq >= truth.cap_floor or objects is not None:
+            t, why = truth.gate(now, objects)
+            if t > now:
+                return t, why
+        if now < self._hold_until and self._hold[1] is keepalive:
+            return self._hold_until, self._hold[0]
+        self._busy += 1
+        try:
+            ticket, at, name = await self._store.acquire(now, tag, keepalive)
+        finally:
+            self._busy -= 1
+            if self._heap and not self._draining:  # others queued while the store decided
+                self._arm(self._clock.now())
+        if self._store.degraded is not self._degraded:
+            self._store_changed(now)
+        if ticket is None:
+            why = Reason(name) if name in ("", "pause", "keepalive") else Reason("window", name)
+            self._hold_until, self._hold = at, (why, keepalive)
+            return at, why
+        self._in_flight += 1
+        self._admitted += 1
+        if at < now:
+            at = now  # the store's time line may be ahead of ours (never behind)
+        truth.seq = seq = truth.seq + 1
+        truth.recent.append(at)
+        return Permit(self, at, seq, ticket, lane, tag)
+
+    # -- leaving ---------------------------------------------------------------------------
+
+    def _release(self, p: Permit) -> None:
+        if p._released:
+            return
+        p._released = True
+        self._in_flight -= 1
+        mif = self._max_in_flight
+        if self._heap and mif is not None and self._in_flight + 1 >= mif:
+            self._arm(self._clock.now())
+
+    def _refund(self, p: Permit) -> None:
+        if p.ticket is not None:
+            ticket, p.ticket = p.ticket, None
+            self._admitted -= 1
+            self._store.refund(ticket, p.tag)
+            self._hold_until = -_INF
+            self._arm(self._clock.now())
+
+    def _exhausted(self, now: float, t: float, why: Reason) -> QuotaExhaustedError | None:
+        """The error to raise if ``why`` is a spent quota that the policy will not wait for."""
+        limit = self._truth.quota(why)
+        if t <= now or limit is None:
+            return None
+        window = why.kind != "object"
+        if window and t - now <= self._pacing_horizon:
+            return None  # the window frees within a minute: that is pacing, not exhaustion
+        if self._on_exhausted == "wait" and (
+            self._max_quota_wait is None or t - now <= self._max_quota_wait
+        ):
+            if window and t > self._exhausted_noted:
+                self._exhausted_noted = t
+                self._log.warning(
+                    "%s quota spent: requests wait until %s (in %.0f s)",
+                    limit,
+                    fmt_time(t),
+                    t - now,
+                )
+            return None
+        what = f"{limit} quota" if window else f"{limit} object quota"
+        return QuotaExhaustedError(
+            f"the {what} is spent; it is expected back at {fmt_time(t)} (in {t - now:.0f} s);"
+            " nothing was sent",
+            reset_at=t,
+            limit=limit,
+        )
+
+    # -- the timer -------------------------------------------------------------------------
+
+    def _arm(self, at: float) -> None:
+        """Keep exactly one timer, at the earliest time the queue needs looking at."""
+        if self._closed or not (self._heap or self._parked):
+            return
+        if self._draining:
+            self._again = min(self._again, at)
+            return
+        if self._timer is not None:
+            if self._timer_at <= at:
+                return
+            self._timer.cancel()
+        self._timer_at = at
+        self._timer = asyncio.get_running_loop().create_task(self._fire(at))
+
+    async def _fire(self, at: float) -> None:
+        delay = at - self._clock.now()
+        if delay > 0:
+            await self._clock.sleep(delay)  # _arm may cancel it here: nothing to undo
+        self._draining, self._again, wake = True, _INF, _INF  # from here on, it may not
+        try:
+            while not self._closed and not self._busy:  # a caller's admission re-arms after
+                wake = await self._drain()
+                again, self._again = self._again, _INF
+                if again > self._clock.now():
+                    wake = min(wake, again)
+                    break
+        except Exception as exc:
+            self._fail_waiters(exc)
+        finally:
+            self._draining, self._timer, self._timer_at = False, None, _INF
+        if wake < _INF:
+            self._arm(wake)
+
+    async def _drain(self) -> float:
+        """Grant every waiter that can go now; returns the next time to look (inf: none)."""
+        heap, truth = self._heap, self._truth
+        while not self._closed:
+            now = self._clock.now()
+            wake = _INF
+            if self._parked:  # waiters whose object quota is back rejoin the queue
+                keep = []
+                for w in self._parked:
+                    if w.fut.done():
+                        continue
+                    t, why = truth.gate(now, w.objects)
+                    if why.kind == "object" and t > now:
+                        keep.append(w)
+                        wake = min(wake, t)
+                    else:
+                        heapq.heappush(heap, w)
+                self._parked = keep
+            while heap and heap[0].fut.done():
+                heapq.heappop(heap)
+            mif = self._max_in_flight
+            if not heap or (mif is not None and self._in_flight >= mif):
+                return wake  # a release re-arms the timer
+            w = heap[0]
+            got = await self._admit(now, w.lane, w.tag, w.objects, w.keepalive)
+            if isinstance(got, Permit):
+                if w.fut.done():  # cancelled while the store decided
+                    self._refund(got)
+                    self._release(got)
+                else:
+                    self._pop(w)
+                    w.fut.set_result(got)
+                continue
+            t, why = got
+            if t <= now:
+                return now  # the store asks to decide again: on the next turn of the loop
+            err = self._exhausted(now, t, why)
+            if err is not None:
+                self._pop(w)
+                w.fut.set_exception(err)
+            elif why.kind == "object":
+                self._pop(w)
+                self._parked.append(w)
+            else:
+                return min(t, wake)
+        return _INF
+
+    def _pop(self, w: Waiter) -> None:
+        heap = self._heap
+        if heap and heap[0] is w:
+            heapq.heappop(heap)
+        else:
+            heap.remove(w)
+            heapq.heapify(heap)
+
+    def _fail_waiters(self, exc: Exception) -> None:
+        """A store bug must not leave waiters hanging forever: each gets the error (called
+        from an ``except`` block, so the log carries the traceback)."""
+        self._log.exception("rate-limit store failed; failing the waiting requests")
+        for w in [*self._heap, *self._parked]:
+            if not w.fut.done():
+                w.fut.set_exception(exc)
+        self._heap.clear()
+        self._parked.clear()
+
+    # -- what the server said --------------------------------------------------------------
 
     def observe(
         self,
@@ -171,12 +446,69 @@ class Scheduler(AdmissionLoop):
         if status != 429 and h.empty:
             return
         now = self._clock.now()
-        effects = self._truth.observe(
-            now, status, h, sent_at=now if sent_at is None else sent_at, seq=seq
-        )
-        self._apply(effects, now)
-        if self._heap or self._parked:
-            self._kick()
+        sent = now if sent_at is None else sent_at
+        self._apply(self._truth.observe(now, status, h, sent_at=sent, seq=seq), now)
+        self._arm(now)
+
+    def _apply(self, events: list[ThrottleEvent], now: float) -> None:
+        """Carry out (and log) what the server's state asks for."""
+        for e in events:
+            if e.kind == "pause" and e.until is not None:
+                self._store.pause(e.until, now)
+                wait = e.until - now
+                self._log.warning(
+                    "%s; every request waits %.1f s (until %s)", e.reason, wait, fmt_time(e.until)
+                )
+            elif e.kind == "paced":
+                self._store.configure(e.name, paced=True)
+                self._log.warning("%s (until %s)", e.reason, fmt_time(e.until or now))
+            elif e.kind == "exact":
+                self._store.configure(e.name, paced=False)
+                self._hold_until = -_INF
+                self._log.info("back to exact mode on the %s limit: %s", e.name, e.reason)
+            elif e.kind == "limit" and e.count is not None:
+                self._store.configure(e.name, count=e.count)
+                self._log.warning("lowering the %s limit: %s", e.name, e.reason)
+            else:
+                self._log.warning("%s (until %s)", e.reason, fmt_time(e.until or now))
+            self._throttle(e)
+
+    def _throttle(self, event: ThrottleEvent) -> None:
+        if self._on_throttle is not None:
+            try:
+                self._on_throttle(event)
+            except Exception:
+                self._log.exception("on_throttle callback failed")
+
+    def _store_changed(self, now: float) -> None:
+        """The store went to its conservative fallback, or came back: say so."""
+        was, self._degraded = self._degraded, self._store.degraded
+        if self._degraded is not None:
+            reason = self._degraded
+            self._log.warning(
+                "rate-limit store unavailable, using a conservative local limit: %s", reason
+            )
+            self._throttle(ThrottleEvent("fallback", now, reason=reason))
+        else:
+            reason = f"the shared store is reachable again (was: {was})"
+            self._log.info("rate-limit store back: %s", reason)
+            self._throttle(ThrottleEvent("restored", now, reason=reason))
+
+    # -- scrolls, projections, counts ------------------------------------------------------
+
+    def keepalive(self, horizon: float) -> KeepAlive:
+        """A handle for one scroll: each request made with it keeps a place in the short
+        windows for the scroll's next request, due ``horizon`` clock seconds later, until
+        :meth:`drop_keepalive` (see ``_keepalive``; shared through the store)."""
+        if not horizon > 0 or not math.isfinite(horizon):
+            raise ValidationError(f"a keep-alive horizon must be > 0 seconds, got {horizon!r}")
+        return KeepAlive(uuid.uuid4().hex[:16], horizon)
+
+    def drop_keepalive(self, keepalive: KeepAlive) -> None:
+        """The scroll ended: its place goes back to everyone else."""
+        self._store.drop_keepalive(keepalive.token)
+        self._hold_until = -_INF
+        self._arm(self._clock.now())
 
     def earliest_admission(self, lane: Lane = Lane.DEFAULT, *, objects: str | None = None) -> float:
         """Clock time at which a request entering now in ``lane`` could be admitted.
@@ -185,58 +517,76 @@ class Scheduler(AdmissionLoop):
         early as the limits allow (it cannot foresee responses, 429s or newer arrivals).
         """
         now = self._clock.now()
-        key = (1, now + int(lane) * self._aging, _LAST)
-        ahead = sum(1 for w in self._heap if w.key < key and not w.fut.done())
-        return self._project(now, ahead, objects)
+        return self._project(now, (1, now + int(lane) * self._aging, _LAST), objects)
 
     def can_meet(
         self, deadline: float, lane: Lane = Lane.SCROLL, *, objects: str | None = None
     ) -> bool:
         """Could a request with this deadline, entering now, be admitted before it?"""
-        now = self._clock.now()
-        key = (0, deadline, _LAST)
+        return self._project(self._clock.now(), (0, deadline, _LAST), objects) <= deadline
+
+    def _project(self, now: float, key: tuple[int, float, int], objects: str | None) -> float:
         ahead = sum(1 for w in self._heap if w.key < key and not w.fut.done())
-        return self._project(now, ahead, objects) <= deadline
+        t0, _ = self._truth.gate(now, objects)
+        times = self._store.project(max(now, t0), ahead + 1)
+        for allowed, end in self._truth.caps(now).values():
+            for j in range(max(0, allowed), len(times)):
+                times[j] = max(times[j], end)
+        return times[ahead]
+
+    @overload
+    async def used(self, tag: str, *, window: str | None = None) -> int: ...
+    @overload
+    async def used(self, tag: None = None, *, window: str | None = None) -> dict[str, int]: ...
+    async def used(
+        self, tag: str | None = None, *, window: str | None = None
+    ) -> int | dict[str, int]:
+        """Admissions in ``window`` (default: the longest, the day), per tag, or ``tag``'s.
+
+        What the limiter counts against that window now: the admissions of the last
+        ``span`` seconds (period plus margin), every process's when the store is shared
+        (``RedisStore``; while it is unreachable, this process's). A budget that gives each
+        kind of request a share of the day reads its spending here.
+        """
+        name = window or self._longest
+        if name not in self._truth.specs:
+            raise ValidationError(f"no such window: {name!r} (have {list(self._truth.specs)})")
+        counts = await self._store.tally(self._clock.now(), name)
+        return counts if tag is None else counts.get(tag, 0)
 
     @property
     def quota(self) -> QuotaSnapshot:
         """A snapshot of what is known: limits, remaining per window, resets, and sources."""
+        waiting = sum(1 for w in (*self._heap, *self._parked) if not w.fut.done())
         return take_snapshot(
             self._clock.now(),
             self.limits,
             self._truth,
             self._store,
             in_flight=self._in_flight,
-            waiting=sum(1 for w in (*self._heap, *self._parked) if not w.fut.done()),
+            waiting=waiting,
             admitted=self._admitted,
         )
 
-    @property
-    def in_flight(self) -> int:
-        return self._in_flight
+    # -- closing ---------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        """Stop: every waiter gets ClientStateError (nothing was sent); timers end."""
+        """Stop: every waiter gets ClientStateError (nothing was sent); the timer ends."""
         if self._closed:
             return
         self._closed = True
-        self._fast = False
         err = "the rate-limit scheduler was closed while this request waited; nothing was sent"
         for w in [*self._heap, *self._parked]:
             if not w.fut.done():
                 w.fut.set_exception(ClientStateError(err))
         self._heap.clear()
         self._parked.clear()
-        tasks = [t for t in (self._timer, self._pump) if t is not None]
-        self._timer = self._pump = None
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await t
-        # the last scheduler using a store closes it (a shared store stays open for the rest)
-        if self._store.unlisten(self._store_event):
-            await self._store.aclose()
+                await timer
+        await self._store.detach()  # the last scheduler using a store closes it
 
     async def __aenter__(self) -> Scheduler:
         return self
@@ -254,57 +604,3 @@ class Scheduler(AdmissionLoop):
             f"<Scheduler {self._store.status} in_flight={self._in_flight}"
             f" waiting={len(self._heap) + len(self._parked)}>"
         )
-
-    # -- projections -----------------------------------------------------------------------
-
-    def _project(self, now: float, ahead: int, objects: str | None) -> float:
-        t0, _ = self._truth.gate(now, objects)
-        times = self._store.project(max(now, t0), ahead + 1)
-        for allowed, end in self._truth.caps(now):
-            for j in range(max(0, allowed), len(times)):
-                if times[j] < end:
-                    times[j] = end
-        return times[ahead]
-
-    # -- effects ---------------------------------------------------------------------------
-
-    def _apply(self, effects: list[Effect], now: float) -> None:
-        for e in effects:
-            if e.kind == "pause" and e.until is not None:
-                self._store.pause(e.until, now)
-                self._log.warning(
-                    "%s; every request waits %.1f s (until %s)",
-                    e.reason,
-                    e.until - now,
-                    fmt_time(e.until),
-                )
-            elif e.kind == "paced":
-                self._store.configure(e.name, paced=True)
-                self._log.warning("%s (until %s)", e.reason, fmt_time(e.until or now))
-            elif e.kind == "exact":
-                self._store.configure(e.name, paced=False)
-                self._log.info("back to exact mode on the %s limit: %s", e.name, e.reason)
-            elif e.kind == "limit" and e.count is not None:
-                self._store.configure(e.name, count=e.count)
-                self._log.warning("lowering the %s limit: %s", e.name, e.reason)
-            elif e.kind in ("exhausted", "object"):
-                self._log.warning("%s (until %s)", e.reason, fmt_time(e.until or now))
-            self._throttle(ThrottleEvent(e.kind, now, e.name, e.until, e.reason))
-
-    def _throttle(self, event: ThrottleEvent) -> None:
-        if self._on_throttle is not None:
-            try:
-                self._on_throttle(event)
-            except Exception:
-                self._log.exception("on_throttle callback failed")
-
-    def _store_event(self, kind: str, reason: str) -> None:
-        now = self._clock.now()
-        if kind == "fallback":
-            self._log.warning(
-                "rate-limit store unavailable, using a conservative local limit: %s", reason
-            )
-            self._throttle(ThrottleEvent("fallback", now, reason=reason))
-        elif kind == "restored":
-            self._log.info("rate-limit store back: %s", reason)
-            self._throttle(ThrottleEvent("restored", now, reason=reason))

@@ -1,7 +1,7 @@
 """Read-only views of the scheduler's state: ``QuotaSnapshot`` (``api.quota``) and events.
 
-``take_snapshot`` builds the snapshot from the local logs (the store) and what the server
-said (``ServerTruth``): the lower figure wins, and its source is named.
+``take_snapshot`` builds the snapshot from the local log (the store) and what the server
+said (``ServerTruth``): per window the lower figure wins, and its source is named.
 """
 
 from __future__ import annotations
@@ -19,6 +19,22 @@ if TYPE_CHECKING:
 __all__ = ["QuotaSnapshot", "ThrottleEvent", "WindowSnapshot", "take_snapshot"]
 
 Source = Literal["server", "local"]
+ThrottleKind = Literal[
+    "pause", "paced", "exact", "limit", "exhausted", "object", "fallback", "restored"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ThrottleEvent:
+    """Passed to ``on_throttle`` whenever the scheduler slows down, stops or recovers
+    (``count``: the limit the server reported, for a "limit" event)."""
+
+    kind: ThrottleKind
+    at: float
+    name: str = ""
+    until: float | None = None
+    reason: str = ""
+    count: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,61 +90,30 @@ class QuotaSnapshot:
         return self.windows.get("day")
 
 
-ThrottleKind = Literal[
-    "pause", "paced", "exact", "limit", "exhausted", "object", "fallback", "restored"
-]
-
-
-@dataclass(frozen=True, slots=True)
-class ThrottleEvent:
-    """Passed to ``on_throttle`` whenever the scheduler slows down, stops or recovers."""
-
-    kind: ThrottleKind
-    at: float
-    name: str = ""
-    until: float | None = None
-    reason: str = ""
-
-
 def take_snapshot(
-    now: float,
-    limits: Limits,
-    truth: ServerTruth,
-    store: Store,
-    *,
-    in_flight: int,
-    waiting: int,
-    admitted: int,
+    now: float, limits: Limits, truth: ServerTruth, store: Store, **counts: int
 ) -> QuotaSnapshot:
-    """The quota as known at ``now``: per window the lower of the local and server figures."""
+    """The quota as known at ``now``: per window the lower of the local and server figures
+    (``counts``: the scheduler's in_flight, waiting and admitted)."""
     usage = store.usage(now)
+    caps = truth.caps(now)
     gate, _ = truth.gate(now)
     windows: dict[str, WindowSnapshot] = {}
-    for spec in limits.windows():
-        u = usage.get(spec.name)
-        count = truth.count(spec.name)
-        used = u.used if u is not None else 0
-        local = max(0, min(count, u.limit if u is not None else count) - used)
-        next_at = max(gate, u.next_at if u is not None else now)
-        server = truth.server_view(spec.name, now)
-        reset_at: float | None
-        source: Source
-        if server is not None and server[0] <= local:
-            remaining, reset_at, source = server[0], server[1], "server"
+    for name in truth.specs:
+        u = usage[name]
+        count = truth.count(name)
+        local = max(0, min(count, u.limit) - u.used)
+        next_at, reset_at = max(gate, u.next_at), u.reset_at
+        source: Source = "local"
+        remaining = local
+        server = caps.get(name)
+        if server is not None and max(0, server[0]) <= local:
+            remaining, reset_at, source = max(0, server[0]), server[1], "server"
             if remaining == 0:
                 next_at = max(next_at, server[1])
-        else:
-            remaining, source = local, "local"
-            reset_at = u.reset_at if u is not None else None
-        windows[spec.name] = WindowSnapshot(
-            spec.name,
-            count,
-            remaining,
-            reset_at,
-            source,
-            used=used,
-            next_at=next_at,
-            paced=spec.name in truth.paced_until,
+        paced = name in truth.paced_until
+        windows[name] = WindowSnapshot(
+            name, count, remaining, reset_at, source, u.used, next_at, paced
         )
     objects = {
         name: WindowSnapshot(
@@ -149,7 +134,5 @@ def take_snapshot(
         paced_until=max(truth.paced_until.values(), default=None),
         store=store.status,
         degraded=store.degraded,
-        in_flight=in_flight,
-        waiting=waiting,
-        admitted=admitted,
+        **counts,
     )

@@ -1,8 +1,8 @@
 """What the server said, as sans-I/O state: pauses, remaining counts, object quotas, pacing.
 
-``ServerTruth`` takes the time as an argument and returns *effects* (pause everyone, switch
-a window to paced mode, lower a limit) for the asyncio scheduler to carry out; it never
-sleeps or logs. The sliding-window logs themselves live in the store.
+``ServerTruth`` takes the time as an argument and returns events (pause everyone, switch
+a window to paced mode, lower a limit) for the asyncio scheduler to carry out and log; it
+never sleeps or logs. The sliding-window log itself lives in the store.
 
 A remaining count becomes a *cap*: "at most ``r`` more admissions until ``end``". The end
 is placed by what the server said (``RateLimit-Reset``: when the period next has room),
@@ -19,56 +19,29 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
-from typing import Literal
+from typing import NamedTuple
 
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._limits import DAY, WindowSpec
+from asyncwifi.ratelimit._snapshot import ThrottleEvent
 
-__all__ = ["NOW", "Effect", "ObjectState", "Reason", "ServerTruth", "Wait", "grid_end"]
+__all__ = ["NOW", "ObjectState", "Reason", "ServerTruth", "grid_end"]
 
 #: a sequence number no admission reaches
 _NEVER = 1 << 62
 
-EffectKind = Literal["pause", "paced", "exact", "limit", "exhausted", "object"]
 
+class Reason(NamedTuple):
+    """Why an admission waits: ``kind`` ("" nothing, "pause" a 429's reset, "window" the
+    local log, "cap" a server-reported remaining count, "probe" a cap's end, "object" a
+    per-object daily quota, "keepalive" an open scroll's place) and what it names."""
 
-class Wait(Enum):
-    """What holds an admission back."""
-
-    NONE = "none"
-    #: a 429 named a reset: every request waits
-    PAUSE = "pause"
-    #: the local sliding-window log of a limit (``name``)
-    WINDOW = "window"
-    #: a server-reported remaining count of a limit (``name``)
-    CAP = "cap"
-    #: a cap ended; one request went to learn the next one (``name``)
-    PROBE = "probe"
-    #: a per-object daily quota (``name``)
-    OBJECT = "object"
-
-
-@dataclass(frozen=True, slots=True)
-class Reason:
-    """Why an admission waits: the kind of obstacle and the limit or object it belongs to."""
-
-    kind: Wait
+    kind: str = ""
     name: str = ""
-
-    @property
-    def quota(self) -> str | None:
-        """The spent quota this names ("day" or an object), or None when it is pacing."""
-        if self.kind is Wait.OBJECT:
-            return self.name
-        if self.kind in (Wait.WINDOW, Wait.CAP) and self.name == "day":
-            return "day"
-        return None
 
 
 #: nothing holds the admission back
-NOW = Reason(Wait.NONE)
-_PAUSE = Reason(Wait.PAUSE)
+NOW = Reason()
 
 
 @dataclass(slots=True)
@@ -96,17 +69,6 @@ def grid_end(t: float, period: float) -> float:
     return (math.floor(t / period) + 1.0) * period
 
 
-@dataclass(frozen=True, slots=True)
-class Effect:
-    """Something the scheduler must do (and log) after an observation."""
-
-    kind: EffectKind
-    name: str
-    until: float | None
-    reason: str
-    count: int | None = None
-
-
 @dataclass(slots=True)
 class ObjectState:
     """A per-object daily quota as last reported by the server (lowered only within a day)."""
@@ -118,7 +80,7 @@ class ObjectState:
 
 
 class ServerTruth:
-    """Server truth layered over the local logs; every method takes ``now``."""
+    """Server truth layered over the local log; every method takes ``now``."""
 
     __slots__ = (
         "_caps",
@@ -126,7 +88,6 @@ class ServerTruth:
         "day_period",
         "max_reset",
         "objects",
-        "paced_reason",
         "paced_recovery",
         "paced_until",
         "pause_reason",
@@ -143,13 +104,12 @@ class ServerTruth:
         #: the configured windows by name
         self.specs = {s.name: s for s in specs}
         #: the shortest window (the one a 429 without detail is blamed on)
-        self.shortest: WindowSpec | None = min(specs, key=lambda s: s.period, default=None)
+        self.shortest = min(specs, key=lambda s: s.period, default=None)
         day = self.specs.get("day")
-        #: the period objects' quotas and the day quota reset on (00:00 UTC)
+        #: the period objects' quotas reset on (00:00 UTC)
         self.day_period = day.period if day is not None else DAY
-        longest = max((s.span for s in specs), default=DAY)
         #: the longest wait a server may order; longer values are clamped (garbage)
-        self.max_reset = max(DAY + 60.0, longest)
+        self.max_reset = max([DAY + 60.0, *(s.span for s in specs)])
         #: paced mode lasts this many periods of the paced window after the last surprise
         self.paced_recovery = paced_recovery
         #: admissions so far (this process); a permit carries its own number
@@ -168,7 +128,6 @@ class ServerTruth:
         self.server_limits: dict[str, int] = {}
         #: window name -> time paced mode ends
         self.paced_until: dict[str, float] = {}
-        self.paced_reason = ""
         #: object name -> what the server said of its daily quota
         self.objects: dict[str, ObjectState] = {}
 
@@ -178,22 +137,24 @@ class ServerTruth:
         """Earliest time the server's state allows an admission, and why (``NOW`` if now)."""
         t, why = now, NOW
         if self.pause_until > t:
-            t, why = self.pause_until, _PAUSE
-        caps = self._caps
-        if caps and self.seq >= self.cap_floor:
-            seq = self.seq
-            for name in list(caps):
+            t, why = self.pause_until, Reason("pause")
+        if self._caps and self.seq >= self.cap_floor:
+            for name in list(self._caps):
                 c = self._current(name, now)
-                if c is not None and seq >= c.max_seq and c.end >= t:
+                if c is not None and self.seq >= c.max_seq and c.end >= t:
                     # on a tie the spent window is the better reason
-                    t, why = c.end, Reason(Wait.PROBE if c.probe else Wait.CAP, name)
-        if objects is not None and self.objects:
-            o = self.objects.get(objects)
-            if o is not None and o.blocked_until > now:
-                b = o.blocked_until
-                if b > t:
-                    t, why = b, Reason(Wait.OBJECT, objects)
+                    t, why = c.end, Reason("probe" if c.probe else "cap", name)
+        o = self.objects.get(objects) if objects is not None else None
+        if o is not None and o.blocked_until > max(now, t):
+            t, why = o.blocked_until, Reason("object", objects or "")
         return t, why
+
+    def quota(self, why: Reason) -> str | None:
+        """The spent quota ``why`` names (a quota window, or an object), None for pacing."""
+        if why.kind == "object":
+            return why.name
+        spec = self.specs.get(why.name)
+        return why.name if why.kind in ("window", "cap") and spec and spec.quota else None
 
     def _current(self, name: str, now: float) -> _Cap | None:
         """The cap of ``name`` at ``now``: an ended cap becomes a probe, a lapsed probe goes."""
@@ -205,8 +166,9 @@ class ServerTruth:
             self._refloor()
             return None
         # one more than admitted so far (a cap lowered by a late report may be below that)
-        probe = _Cap(c.end + self.probe_span, max(c.max_seq, self.seq) + 1, True, c.end)
-        c = self._caps[name] = probe
+        c = self._caps[name] = _Cap(
+            c.end + self.probe_span, max(c.max_seq, self.seq) + 1, True, c.end
+        )
         self._refloor()
         return c if now < c.end else self._current(name, now)
 
@@ -216,33 +178,30 @@ class ServerTruth:
         self.recent.append(now)
         return self.seq
 
-    def tick(self, now: float) -> list[Effect]:
+    def tick(self, now: float) -> list[ThrottleEvent]:
         """Leave paced mode for windows whose recovery time has passed."""
-        out: list[Effect] = []
+        out = []
         for name, until in list(self.paced_until.items()):
             if now >= until:
                 del self.paced_until[name]
-                out.append(Effect("exact", name, None, "no unexpected 429 for the recovery time"))
+                out.append(
+                    ThrottleEvent(
+                        "exact", now, name, None, "no unexpected 429 for the recovery time"
+                    )
+                )
         return out
 
     def count(self, name: str) -> int:
         spec = self.specs[name]
         return min(spec.count, self.server_limits.get(name, spec.count))
 
-    def server_view(self, name: str, now: float) -> tuple[int, float] | None:
-        """(remaining, cap end) if a server-reported figure for ``name`` is in force."""
-        c = self._current(name, now)
-        if c is None or c.probe:
-            return None
-        return max(0, c.max_seq - self.seq), c.end
-
-    def caps(self, now: float) -> list[tuple[int, float]]:
-        """(admissions still allowed, cap end) for every server cap in force (not probes)."""
-        out = []
+    def caps(self, now: float) -> dict[str, tuple[int, float]]:
+        """Window -> (admissions still allowed, cap end) for every server cap in force."""
+        out = {}
         for name in list(self._caps):
             c = self._current(name, now)
             if c is not None and not c.probe:
-                out.append((c.max_seq - self.seq, c.end))
+                out[name] = (c.max_seq - self.seq, c.end)
         return out
 
     # -- observation -----------------------------------------------------------------------
@@ -261,52 +220,35 @@ class ServerTruth:
         return self.seq - c + 1 if c else self.seq
 
     def observe(
-        self,
-        now: float,
-        status: int,
-        h: RateLimitHeaders,
-        *,
-        sent_at: float,
-        seq: int | None = None,
-    ) -> list[Effect]:
+        self, now: float, status: int, h: RateLimitHeaders, *, sent_at: float, seq: int | None
+    ) -> list[ThrottleEvent]:
         """Apply one response (status and parsed headers) of a request sent at ``sent_at``."""
         if seq is None:
             seq = self.seq_at(sent_at)
-        out: list[Effect] = []
+        out: list[ThrottleEvent] = []
         spent_before = {
             name
             for name, c in self._caps.items()
             if now < c.end and self.seq >= c.max_seq and not c.probe
         }
-        # gateway.md: a limit lower than configured is a different subscription: adopt it
         for name, spec in self.specs.items():
+            # gateway.md: a limit lower than configured is a different subscription: adopt it
             lim = h.limits.get(name)
             if lim is not None and 1 <= lim < self.count(name):
                 self.server_limits[name] = lim
-                out.append(
-                    Effect(
-                        "limit",
-                        name,
-                        None,
-                        f"server reports {lim} per {name}, configured {spec.count}",
-                        count=lim,
-                    )
-                )
-        # gateway.md: remaining counts may only lower the local estimate inside a window
-        for name in self.specs:
+                why = f"server reports {lim} per {name}, configured {spec.count}"
+                out.append(ThrottleEvent("limit", now, name, None, why, lim))
+            # gateway.md: remaining counts may only lower the local estimate inside a window
             rem = h.remaining.get(name)
-            if rem is None:
-                continue
-            placed = self._window_end(name, sent_at, now, h)
-            if placed is None:
+            placed = None if rem is None else self._window_end(name, sent_at, now, h)
+            if rem is None or placed is None:
                 continue
             self._cap(name, _Cap(placed[0], seq + rem, then_probe=placed[1]), sent_at, now)
-            if rem <= 0 and name == "day" and "day" not in spent_before:
-                out.append(
-                    Effect("exhausted", "day", placed[0], "server reports no day quota left")
-                )
+            if rem <= 0 and spec.quota and name not in spent_before:
+                why = f"server reports no {name} quota left"
+                out.append(ThrottleEvent("exhausted", now, name, placed[0], why))
         for oname, counts in h.objects.items():
-            self._object(oname, counts.limit, counts.remaining, sent_at, now)
+            self._object(oname, counts.limit, counts.remaining, sent_at)
         if status == 429:
             out.extend(self._on_429(now, h, seq, spent_before))
         return out
@@ -328,9 +270,7 @@ class ServerTruth:
             return now + min(reset, self.max_reset), True
         period = self.specs[name].period
         end = grid_end(sent_at, period)
-        if grid_end(now, period) != end:
-            return None
-        return end, False
+        return (end, False) if grid_end(now, period) == end else None
 
     def _cap(self, name: str, new: _Cap, sent_at: float, now: float) -> None:
         """Apply a report ("at most ``max_seq`` before ``end``"): inside a cap, only lower it."""
@@ -347,9 +287,7 @@ class ServerTruth:
     def _refloor(self) -> None:
         self.cap_floor = min((c.max_seq for c in self._caps.values()), default=_NEVER)
 
-    def _object(
-        self, name: str, limit: int | None, remaining: int | None, sent_at: float, now: float
-    ) -> None:
+    def _object(self, name: str, limit: int | None, remaining: int | None, sent_at: float) -> None:
         end = grid_end(sent_at, self.day_period)
         o = self.objects.get(name)
         if o is None or end > o.window_end:
@@ -364,33 +302,31 @@ class ServerTruth:
 
     def _on_429(
         self, now: float, h: RateLimitHeaders, seq: int, spent_before: set[str]
-    ) -> list[Effect]:
-        out: list[Effect] = []
+    ) -> list[ThrottleEvent]:
+        out: list[ThrottleEvent] = []
         delay = h.delay(now)
-        if delay is not None:
-            delay = min(delay, self.max_reset) if delay > 0 else None
+        delay = min(delay, self.max_reset) if delay is not None and delay > 0 else None
         spent = [p for p in h.spent_periods() if p in self.specs]
-        spent_objects = h.spent_objects()
-        if spent_objects and not spent:
+        if h.spent_objects() and not spent:
             # gateway.md: an object quota was spent; only requests for that object wait
-            for oname in spent_objects:
+            for oname in h.spent_objects():
                 o = self.objects[oname]
                 o.blocked_until = now + delay if delay is not None else o.window_end
-                out.append(
-                    Effect("object", oname, o.blocked_until, f"429: no {oname} quota left today")
-                )
+                why = f"429: no {oname} quota left today"
+                out.append(ThrottleEvent("object", now, oname, o.blocked_until, why))
             return out
         blamed = spent[0] if spent else (self.shortest.name if self.shortest else "")
+        spec = self.specs.get(blamed)
         if delay is not None:
             until, source = now + delay, "the server's reset"
         else:
-            period = self.specs[blamed].period if blamed in self.specs else 60.0
-            until, source = grid_end(now, period), f"the end of the {blamed} window"
+            until = grid_end(now, spec.period if spec else 60.0)
+            source = f"the end of the {blamed} window"
         if until > self.pause_until:
             self.pause_until = until
             self.pause_reason = f"429 ({blamed or 'rate'} limit): paused until {source}"
-            out.append(Effect("pause", blamed, until, self.pause_reason))
-        if blamed in self.specs and self.specs[blamed].period >= self.day_period:
+            out.append(ThrottleEvent("pause", now, blamed, until, self.pause_reason))
+        if spec is not None and spec.quota:
             # a spent day holds until the server's reset, whatever an earlier report said
             cur = self._current(blamed, now)
             if cur is not None and not cur.probe:
@@ -398,18 +334,17 @@ class ServerTruth:
             self._caps[blamed] = _Cap(until, seq)
             self._refloor()
             if blamed not in spent_before:
-                out.append(Effect("exhausted", blamed, until, "429: the day quota is spent"))
-            return out
-        if blamed and blamed not in spent_before:
-            spec = self.specs[blamed]
+                why = f"429: the {blamed} quota is spent"
+                out.append(ThrottleEvent("exhausted", now, blamed, until, why))
+        elif spec is not None and blamed not in spent_before:
             # recovery counts from the end of the pause, so that paced admissions happen
-            self.paced_until[blamed] = (
+            end = self.paced_until[blamed] = (
                 max(now, self.pause_until) + self.paced_recovery * spec.period
             )
-            self.paced_reason = (
+            why = (
                 f"unexpected 429 on the {blamed} limit while the local log had room: the server"
                 f" counts differently (sliding or weighted windows); admissions are now spaced"
                 f" {spec.span / self.count(blamed):.3g}s apart"
             )
-            out.append(Effect("paced", blamed, self.paced_until[blamed], self.paced_reason))
+            out.append(ThrottleEvent("paced", now, blamed, end, why))
         return out

@@ -632,21 +632,31 @@ def test_public_names_are_pinned() -> None:
     assert [n for n in rl.__all__ if not hasattr(rl, n)] == []
 
 
-def test_a_synchronous_store_that_suspends_is_a_configuration_error() -> None:
-    from asyncwifi.errors import ConfigurationError
+def test_a_store_that_suspends_admits_alike() -> None:
+    """The store is a plug-in, awaited on the one admission path: one that suspends in
+    ``acquire`` (as a network store does) admits at the same times, FIFO within a lane
+    (callers arriving while it decides queue, so the lanes order them)."""
 
     class Suspends(MemoryStore):
-        async def acquire(self, now: float, keepalive: Any = None) -> tuple[object | None, float]:
+        async def acquire(self, now: float, tag: str, keepalive: Any = None) -> Any:
             await asyncio.sleep(0)
-            return await super().acquire(now, keepalive)
+            return await super().acquire(now, tag, keepalive)
 
-    clock = VirtualClock(START)
+    def one_run(store: MemoryStore) -> list[Any]:
+        clock = VirtualClock(START)
+        out: list[Any] = []
 
-    async def main() -> None:
-        s = Scheduler(limits(1, 60.0), clock=clock, store=Suspends(), max_in_flight=None)
-        await s.acquire()  # the fast path: no loop involved
-        with pytest.raises(ConfigurationError, match="synchronous"):
-            await s.acquire()  # queued: the loop runs the store and finds it suspending
-        await s.aclose()
+        async def main() -> None:
+            s = Scheduler(limits(5, 10.0), clock=clock, store=store, max_in_flight=3)
+            lanes = itertools.cycle([Lane.BULK, Lane.DEFAULT, Lane.INTERACTIVE])
+            await asyncio.gather(*(take(s, out, i, hold=0.5, lane=next(lanes)) for i in range(30)))
+            await s.aclose()
 
-    run(clock, main)
+        run(clock, main)
+        return out
+
+    plain, suspending = one_run(MemoryStore()), one_run(Suspends())
+    assert [t for _, t in suspending] == [t for _, t in plain]
+    for lane in range(3):
+        assert [i for i, _ in suspending if i % 3 == lane] == list(range(lane, 30, 3))
+    assert max_in_sliding([t for _, t in suspending], 10.0 + 10.0 / 60.0) == 5
