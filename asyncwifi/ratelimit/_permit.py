@@ -1,6 +1,5 @@
-"""What a caller holds: a ``Lane``, a ``Permit`` once admitted, and the ``async with`` slot;
-and the queue's entry (``Waiter``), ordered by its key: the deadline tier, then arrival plus
-the lane's handicap, then arrival order."""
+"""What a caller holds: a ``Lane``, a ``Permit`` once admitted, the ``async with`` slot; and
+what a request asks for (``Ask``) and its place in the queue (``Waiter``)."""
 
 from __future__ import annotations
 
@@ -8,7 +7,7 @@ import asyncio
 from collections.abc import Mapping
 from enum import IntEnum
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._keepalive import KeepAlive
@@ -16,7 +15,7 @@ from asyncwifi.ratelimit._keepalive import KeepAlive
 if TYPE_CHECKING:
     from asyncwifi.ratelimit._scheduler import Scheduler
 
-__all__ = ["HeadersLike", "Lane", "Permit", "Slot", "Waiter"]
+__all__ = ["Ask", "HeadersLike", "Lane", "Permit", "Slot", "Waiter"]
 
 HeadersLike = Mapping[str, str] | RateLimitHeaders | None
 
@@ -28,6 +27,19 @@ class Lane(IntEnum):
     SCROLL = 1
     DEFAULT = 2
     BULK = 3
+
+
+#: what a request asks for: its lane, tag, deadline, object quota and open scroll
+Ask = tuple[Lane, str, float | None, str | None, KeepAlive | None]
+
+
+class Waiter(NamedTuple):
+    """A queued request: ordered by its key (deadline tier, then arrival plus the lane's
+    handicap, then arrival order: unique, so the rest is never compared)."""
+
+    key: tuple[int, float, int]
+    fut: asyncio.Future[Permit]
+    ask: Ask
 
 
 class Permit:
@@ -47,7 +59,7 @@ class Permit:
         #: the store's handle on the logged admission (for a refund)
         self.ticket = ticket
         self.lane = lane
-        #: what the request is (``"events"``, ``"login"``...): the store counts per tag
+        #: what the request is ("events", "login"...): the store counts per tag
         self.tag = tag
 
     def observe(self, status: int, headers: HeadersLike) -> None:
@@ -67,56 +79,17 @@ class Permit:
         return f"<Permit #{self.seq} {self.tag} {self.lane.name} sent_at={self.sent_at:.3f}>"
 
 
-class Waiter:
-    """One queued request: its ordering key, its future, and what it asks for."""
-
-    __slots__ = ("deadline", "fut", "keepalive", "key", "lane", "objects", "tag")
-
-    def __init__(
-        self,
-        key: tuple[int, float, int],
-        fut: asyncio.Future[Permit],
-        lane: Lane,
-        tag: str,
-        deadline: float | None,
-        objects: str | None,
-        keepalive: KeepAlive | None,
-    ) -> None:
-        self.key = key
-        self.fut = fut
-        self.lane = lane
-        self.tag = tag
-        self.deadline = deadline
-        self.objects = objects
-        self.keepalive = keepalive
-
-    def __lt__(self, other: Waiter) -> bool:
-        return self.key < other.key
-
-
 class Slot:
     """``async with sched.slot(...) as permit``: admission on entry, release on exit."""
 
-    __slots__ = ("_args", "_permit", "_sched")
+    __slots__ = ("_ask", "_permit", "_sched")
 
-    def __init__(
-        self,
-        sched: Scheduler,
-        lane: Lane,
-        tag: str,
-        deadline: float | None,
-        objects: str | None,
-        keepalive: KeepAlive | None,
-    ) -> None:
-        self._sched = sched
-        self._args = (lane, tag, deadline, objects, keepalive)
+    def __init__(self, sched: Scheduler, ask: Ask) -> None:
+        self._sched, self._ask = sched, ask
         self._permit: Permit | None = None
 
     async def __aenter__(self) -> Permit:
-        lane, tag, deadline, objects, keepalive = self._args
-        self._permit = await self._sched.acquire(
-            lane, tag=tag, deadline=deadline, objects=objects, keepalive=keepalive
-        )
+        self._permit = await self._sched._admit(self._ask, True)
         return self._permit
 
     async def __aexit__(
@@ -125,6 +98,5 @@ class Slot:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        p, self._permit = self._permit, None
-        if p is not None:
-            p.release()
+        if self._permit is not None:
+            self._permit.release()

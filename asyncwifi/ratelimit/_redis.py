@@ -1,19 +1,12 @@
 """``RedisStore``: one key's admission log in Redis, shared by processes on several hosts.
 
-Each window is a sorted set of admissions (integer microseconds; members carry their tag).
-One Lua script (``_redis_scripts``) decides and records atomically: it drops entries older
-than the window, counts the rest (entries "in the future" of a slower client clock
-included, which only errs on the safe side), reads the shared pause, and either adds the
-admission to every window or returns the time at which to ask again. The script reads
-Redis' own clock (``TIME``) by default so that hosts with skewed clocks share one time
-line; ``use_redis_time=False`` passes the client clock's time instead, which tests in
-scaled time need. Keys expire by themselves (``PEXPIRE`` = span + 1 s).
-
-If Redis cannot be reached, the store falls back to a conservative local limit: each
-window's count times ``fallback_fraction`` (at least 1), the shortest window evenly paced
-(no bursts), seeded with this process's own recent admissions; it says so (``status``,
-``degraded``) and retries Redis every ``reconnect_interval`` clock seconds. On return it
-first writes the admissions made meanwhile into Redis, so other processes count them.
+Each window is a sorted set of admissions; one Lua script (``_redis_scripts``) decides and
+records atomically on Redis' own clock (``TIME``; ``use_redis_time=False`` passes the
+client's, which tests in scaled time need), so hosts with skewed clocks share one time line.
+Keys expire by themselves. If Redis cannot be reached, the store falls back to a
+conservative local limit (each window's count times ``fallback_fraction``, the shortest
+paced), seeded with this process's recent admissions, says so (``degraded``), retries every
+``reconnect_interval`` clock seconds, and on return writes the admissions made meanwhile.
 """
 
 from __future__ import annotations
@@ -31,8 +24,9 @@ from asyncwifi._auth import check_url, hide_password
 from asyncwifi.errors import ClientStateError, ConfigurationError, ValidationError
 from asyncwifi.ratelimit._keepalive import KeepAlive, checked
 from asyncwifi.ratelimit._limits import WindowSpec
-from asyncwifi.ratelimit._redis_scripts import _ACQUIRE, _MERGE, _PAUSE, _TALLY
-from asyncwifi.ratelimit._store import Answer, MemoryStore, Store, WindowUsage
+from asyncwifi.ratelimit._log import Log
+from asyncwifi.ratelimit._redis_scripts import ACQUIRE, PAUSE, TALLY
+from asyncwifi.ratelimit._store import Answer, MemoryStore, Store, configure
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -57,6 +51,11 @@ def redis_asyncio(owner: str) -> Any:
             f"{owner} needs the redis package: pip install 'asyncwifi[redis]'"
         ) from exc
     return redis.asyncio
+
+
+def _ttl(span: float) -> int:
+    """A key's lifetime in milliseconds: its window and a second."""
+    return math.ceil(span * 1000) + 1000
 
 
 class RedisStore(Store):
@@ -100,25 +99,21 @@ class RedisStore(Store):
 
         # what sends the store to its fallback: any Redis failure, the network's or a script's
         self._errors = (RedisError, OSError, asyncio.TimeoutError)
-        self._keys: list[str] = []
         base = f"{prefix}{{{key}}}:"
-        self._extra_keys = [base + "pause", base + "hwm", base + "keepalive"]
-        # this process's own admissions at the full counts (the estimates) and at the
-        # fallback's reduced counts (its decisions while Redis is unreachable)
-        self._own = MemoryStore()
-        self._fallback = MemoryStore()
-        self._hint = (-math.inf, "")  # the last "ask again at" the script returned
-        self._seen: dict[str, int] = {}  # the last counts the script reported
-        self._token = uuid.uuid4().hex[:12]
+        self._keys: list[str] = []  # the windows' sorted sets
+        self._pause, self._hwm, self._scrolls = base + "pause", base + "hwm", base + "keepalive"
+        self._own = Log([])  # this process's admissions at the full counts (estimates)
+        self._fallback = MemoryStore()  # ... at the reduced counts (decisions when degraded)
+        self._member = f"{uuid.uuid4().hex[:12]}:{{}}:{{}}"  # token:number:tag
         self._ids = itertools.count()
         self._retry_at = -math.inf
         self._pending: list[tuple[float, str]] = []  # fallback admissions not yet in Redis
-        self._bg: set[asyncio.Task[Any]] = set()
+        self._bg: set[asyncio.Task[None]] = set()
         self._scripts: dict[str, Any] = {}
 
     def _setup(self, specs: list[WindowSpec]) -> None:
         self._keys = [f"{self.prefix}{{{self.key}}}:{s.name}" for s in specs]
-        self._own.bind(specs)
+        self.log = self._own = Log(specs)
         shortest = min((s.period for s in specs), default=0.0)
         reduced = [copy.copy(s) for s in specs]
         for s in reduced:
@@ -129,11 +124,9 @@ class RedisStore(Store):
         self._fallback.bind(reduced)
 
     def configure(self, name: str, *, count: int | None = None, paced: bool | None = None) -> None:
-        self._own.configure(name, count=count, paced=paced)
+        configure(self._own, name, count, paced)
         if count is not None:
-            self._fallback.configure(name, count=math.floor(count * self.fallback_fraction))
-
-    # -- Redis plumbing --------------------------------------------------------------------
+            configure(self._fallback.log, name, math.floor(count * self.fallback_fraction), None)
 
     async def _call(self, name: str, body: str, keys: list[str], args: list[Any]) -> Any:
         if self._client is None:
@@ -152,7 +145,7 @@ class RedisStore(Store):
         async with asyncio.timeout(self.op_timeout):
             return await script(keys=keys, args=args)
 
-    def _now_arg(self, now: float) -> str:
+    def _now(self, now: float) -> str:
         return "" if self.use_redis_time else str(round(now * _US))
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
@@ -163,11 +156,16 @@ class RedisStore(Store):
     # -- admission -------------------------------------------------------------------------
 
     async def acquire(self, now: float, tag: str, keepalive: KeepAlive | None = None) -> Answer:
-        if self._bound is None:
+        if self._shape is None:
             raise ClientStateError("RedisStore.acquire() before bind(): give it to a Scheduler")
         if self.degraded is not None:
             if now < self._retry_at:
-                return await self._local(now, tag, keepalive)
+                answer = await self._fallback.acquire(now, tag, keepalive)
+                if answer[0] is None:
+                    return answer
+                member = self._member.format(next(self._ids), tag)
+                self._pending.append((self._own.record(now, tag), member))
+                return (answer[0], member), now, ""
             if not await self._restore(now):
                 return None, now, ""  # time passed in the attempt: decide again
         call = asyncio.ensure_future(self._admit(now, tag, keepalive))
@@ -179,51 +177,36 @@ class RedisStore(Store):
             raise
 
     def _undo(self, call: asyncio.Future[Answer], tag: str) -> None:
-        if not call.cancelled() and call.exception() is None and call.result()[0] is not None:
+        if not call.cancelled() and call.exception() is None:
             self.refund(call.result()[0], tag)
 
     async def _admit(self, now: float, tag: str, keepalive: KeepAlive | None) -> Answer:
-        specs = self._own.log.specs
-        member = f"{self._token}:{next(self._ids)}:{tag}"
-        kept = {w.name for w in checked(specs)}
-        args: list[Any] = [self._now_arg(now), member, len(specs)]
+        specs = self._own.specs
+        member = self._member.format(next(self._ids), tag)
+        kept = checked(specs)
+        args: list[Any] = [self._now(now), member, len(specs)]
         for w in specs:
             pace = w.span / w.count if w.paced else 0.0
             # whole microseconds, rounded up: the window enforced is never shorter than asked
-            args += [w.count, math.ceil(w.span * _US), math.ceil(pace * _US), int(w.name in kept)]
-        args += ["", 0] if keepalive is None else [keepalive.token, round(keepalive.horizon * _US)]
+            args += [w.count, math.ceil(w.span * _US), math.ceil(pace * _US), int(w in kept)]
+        args += [keepalive.token, round(keepalive.horizon * _US)] if keepalive else ["", 0]
         try:
-            ok, r_now, r_wait, why, *used = await self._call(
-                "acquire", _ACQUIRE, [*self._keys, *self._extra_keys], args
-            )
+            keys = [*self._keys, self._pause, self._hwm, self._scrolls]
+            ok, r_now, r_wait, why, *used = await self._call("acquire", ACQUIRE, keys, args)
         except self._errors as exc:
             self._enter_fallback(now, exc)
             return None, now, ""  # time passed in the attempt: decide again
-        self._seen = {w.name: int(u) for w, u in zip(specs, used, strict=False)}
+        self.seen = {w.name: int(u) for w, u in zip(specs, used, strict=False)}
         # on the client's time line the script's time is absolute; on Redis' own clock only
         # differences carry over
-        at = int(r_now) / _US if not self.use_redis_time else now
+        at = now if self.use_redis_time else int(r_now) / _US
         if int(ok):
-            self._hint = (-math.inf, "")
-            t = self._own.note(at, tag, None)
+            t = self._own.record(at, tag)
             self._fallback.note(at, tag, keepalive)
             return (t, member), at, ""
-        i = int(why)
-        name = (
-            specs[i - 1].name if 0 < i <= len(specs) else ("pause", "keepalive")[i > len(specs) + 1]
-        )
-        self._hint = (at + (int(r_wait) - int(r_now)) / _US, name)
-        return None, *self._hint
-
-    async def _local(self, now: float, tag: str, keepalive: KeepAlive | None) -> Answer:
-        """The fallback decision: a fraction of each limit, paced, in this process only."""
-        ticket, at, why = await self._fallback.acquire(now, tag, keepalive)
-        if ticket is None:
-            return None, at, why
-        t = self._own.note(now, tag, None)
-        member = f"{self._token}:{next(self._ids)}:{tag}"
-        self._pending.append((t, member))
-        return (t, member), at, ""
+        i, n = int(why), len(specs)
+        name = specs[i - 1].name if 0 < i <= n else "pause" if i == n + 1 else "keepalive"
+        return None, at + (int(r_wait) - int(r_now)) / _US, name
 
     def _enter_fallback(self, now: float, exc: BaseException) -> None:
         self._retry_at = now + self.reconnect_interval
@@ -234,91 +217,71 @@ class RedisStore(Store):
                 f"Redis unreachable ({why}); local limit at {self.fallback_fraction:.0%}"
                 " of each window, paced"
             )
+            self.log, self.seen = self._fallback.log, {}
 
     async def _restore(self, now: float) -> bool:
-        """Try Redis again; on success write the fallback admissions into it first."""
+        """Try Redis again; on success write the fallback's admissions into it first."""
         self._retry_at = now + self.reconnect_interval
         try:
-            r_now = await self._call("pause", _PAUSE, self._extra_keys[:1], [self._now_arg(now), 0])
-            if self._pending:
-                offset = round(int(r_now) - now * _US)
-                args: list[Any] = [offset, len(self._keys)]
-                args += [round(s.span * _US) for s in self._own.log.specs]
-                for t, member in self._pending:
-                    args += [round(t * _US), member]
-                await self._call("merge", _MERGE, list(self._keys), args)
+            r_now = await self._call("pause", PAUSE, [self._pause], [self._now(now), 0])
+            if self._pending and self._client is not None:
+                offset = round(int(r_now) - now * _US)  # client time -> Redis' time line
+                pipe = self._client.pipeline(transaction=False)
+                for key, w in zip(self._keys, self._own.specs, strict=False):
+                    pipe.zadd(key, {m: round(t * _US) + offset for t, m in self._pending})
+                    pipe.pexpire(key, _ttl(w.span))
+                async with asyncio.timeout(self.op_timeout):
+                    await pipe.execute()
         except self._errors:
             return False
         self._pending.clear()
-        self.degraded = None
+        self.degraded, self.log = None, self._own
         return True
 
     def refund(self, ticket: object, tag: str) -> None:
-        if not isinstance(ticket, tuple):
-            return
-        t, member = ticket
-        self._own.refund(t, tag)
-        self._fallback.refund(t, tag)
-        self._pending = [(pt, m) for pt, m in self._pending if m != member]
-        if self.degraded is None:
-            self._spawn(self._zrem(member, self._keys))
+        if isinstance(ticket, tuple):
+            t, member = ticket
+            self._own.remove(t, tag)
+            self._fallback.refund(t, tag)
+            self._pending = [(pt, m) for pt, m in self._pending if m != member]
+            if self.degraded is None:
+                self._spawn(self._zrem(member, self._keys))
 
     def drop_keepalive(self, token: str) -> None:
         self._fallback.drop_keepalive(token)
         if self.degraded is None and self._client is not None:
-            self._spawn(self._zrem(token, self._extra_keys[2:]))
+            self._spawn(self._zrem(token, [self._scrolls]))
 
     async def _zrem(self, member: str, keys: list[str]) -> None:
         # on failure the entry expires with its window: counting it is the safe side
         with contextlib.suppress(*self._errors):
             assert self._client is not None
             async with asyncio.timeout(self.op_timeout):
-                pipe = self._client.pipeline(transaction=False)
-                for key in keys:
-                    pipe.zrem(key, member)
-                await pipe.execute()
+                await asyncio.gather(*(self._client.zrem(key, member) for key in keys))
 
     def pause(self, until: float, now: float) -> None:
+        """Share the pause: with Redis time it lands ``until - now`` after Redis' TIME (a
+        little after the 429 was seen, which errs on the safe side)."""
         if until > now and self.degraded is None:
-            self._spawn(self._pause(until - now, now))
+            args = [self._now(now), round((until - now) * _US)]
+            self._spawn(self._quiet(self._call("pause", PAUSE, [self._pause], args)))
 
-    async def _pause(self, delay: float, now: float) -> None:
-        """Share the pause: with Redis time it lands ``delay`` after Redis' TIME (the script
-        runs a little after the 429 was seen, which errs on the safe side)."""
-        args = [self._now_arg(now), round(delay * _US)]
+    async def _quiet(self, call: Coroutine[Any, Any, Any]) -> None:
         with contextlib.suppress(*self._errors):
-            await self._call("pause", _PAUSE, self._extra_keys[:1], args)
-
-    # -- estimates and counts --------------------------------------------------------------
-
-    def project(self, now: float, k: int) -> list[float]:
-        if self.degraded is not None:
-            return self._fallback.project(now, k)
-        return [max(t, self._hint[0]) for t in self._own.project(now, k)]
-
-    def usage(self, now: float) -> dict[str, WindowUsage]:
-        if self.degraded is not None:
-            return self._fallback.usage(now)
-        return {
-            name: u._replace(
-                used=min(max(u.used, self._seen.get(name, 0)), u.limit),
-                next_at=max(u.next_at, self._hint[0]),
-            )
-            for name, u in self._own.usage(now).items()
-        }
+            await call
 
     async def tally(self, now: float, window: str) -> dict[str, int]:
         """Every process's admissions per tag; while Redis is unreachable, this process's."""
         if self.degraded is None:
-            span = math.ceil(self._own.log.spec(window).span * _US)
-            key = self._keys[[w.name for w in self._own.log.specs].index(window)]
+            i = [w.name for w in self._own.specs].index(window)
+            span = math.ceil(self._own.specs[i].span * _US)
             try:
-                flat = await self._call("tally", _TALLY, [key], [self._now_arg(now), span])
+                flat = await self._call("tally", TALLY, [self._keys[i]], [self._now(now), span])
             except self._errors as exc:
                 self._enter_fallback(now, exc)
             else:
                 return {_text(t): int(c) for t, c in zip(flat[::2], flat[1::2], strict=True)}
-        return await self._own.tally(now, window)
+        return self._own.tally(now, self._own.spec(window).span)
 
     @property
     def status(self) -> str:

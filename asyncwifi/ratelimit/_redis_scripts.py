@@ -1,7 +1,7 @@
 """The Lua scripts of ``RedisStore``: each decides and records atomically in Redis.
 
 Times are integer microseconds; a window is a sorted set of admissions whose members are
-``token:number:tag``. ``_ACQUIRE`` mirrors the Python rules of ``_log`` (the windows) and
+``token:number:tag``. ``ACQUIRE`` mirrors the Python rules of ``_log`` (the windows) and
 ``_keepalive`` (a place kept for each open scroll's next request), generic over the
 windows it is given; ``tests/ratelimit/test_rl_lua_mirror.py`` holds them to the same
 decisions.
@@ -9,7 +9,7 @@ decisions.
 
 from __future__ import annotations
 
-__all__ = ["_ACQUIRE", "_MERGE", "_PAUSE", "_TALLY"]
+__all__ = ["ACQUIRE", "PAUSE", "TALLY"]
 
 #: every script's clock: ARGV[1] (the client's time, microseconds) or, when empty, Redis' own
 _NOW = """
@@ -27,7 +27,7 @@ local function ttl(span) return math.ceil(span / 1000) + 1000 end
 # KEYS: n window sets, pause key, high-water mark, keep-alive due times.
 # ARGV: now_us|"", member, n, then n x (count, span, pace, checked), token|"", horizon_us.
 # Returns ok, now, retry-at, why (window i, n + 1: the pause, n + 2: a kept place), used...
-_ACQUIRE = (
+ACQUIRE = (
     _NOW
     + """
 local n = tonumber(ARGV[3])
@@ -136,7 +136,7 @@ return out
 )
 
 # KEYS: pause key.  ARGV: now_us|"", delay_us.  Returns now.
-_PAUSE = (
+PAUSE = (
     _NOW
     + """
 local untl = now + tonumber(ARGV[2])
@@ -147,23 +147,8 @@ return us(now)
 """
 )
 
-# KEYS: window sets.  ARGV: offset_us (client -> Redis time line), n, spans..., then pairs
-# (time_us, member): admissions made while Redis was unreachable
-_MERGE = """
-local n, off = tonumber(ARGV[2]), tonumber(ARGV[1])
-for j = 3 + n, #ARGV, 2 do
-  for i = 1, n do
-    redis.call('ZADD', KEYS[i], string.format('%.0f', tonumber(ARGV[j]) + off), ARGV[j + 1])
-  end
-end
-for i = 1, n do
-  redis.call('PEXPIRE', KEYS[i], math.ceil(tonumber(ARGV[2 + i]) / 1000) + 1000)
-end
-return 1
-"""
-
 # KEYS: one window set.  ARGV: now_us|"", span_us.  Returns tag, count, tag, count...
-_TALLY = (
+TALLY = (
     _NOW
     + """
 local counts, out = {}, {}

@@ -2,15 +2,12 @@
 
 One class in aiolimiter's shape: one admission path (:meth:`Scheduler._admit`: what the
 server said, then the store, awaited whatever it is), one queue and one timer. A caller
-that may go at once never touches the queue. The others wait in one priority queue:
-requests with a deadline first, earliest deadline first (DESIGN 5: a scroll continuation
-must leave within 60 s); then by *arrival time plus their lane's handicap* (``lane *
-aging`` seconds), so a lower lane goes first among requests of similar age but no waiter
-starves (DESIGN 6). Ties keep arrival order: FIFO within a lane, and no newcomer passes
-a waiter. The timer, a task on the clock, grants the queue's head whenever it may go and
-sleeps until the next time anything can change; a release, a response or a refund re-arms
-it for now. A waiter cancelled before its grant leaves the queue; one cancelled after its
-grant but before it resumed gives the admission back (refund).
+that may go at once never queues. The others wait in one heap: requests with a deadline
+first, earliest first (DESIGN 5: a scroll continuation must leave within 60 s), then by
+arrival time plus their lane's handicap (``lane * aging`` seconds), so a lower lane goes
+first among requests of similar age but none starves (DESIGN 6); ties keep arrival order.
+The timer, one task on the clock, grants the head whenever it may go and sleeps until the
+next time anything can change; a release, a response or a refund re-arms it for now.
 """
 
 from __future__ import annotations
@@ -22,7 +19,7 @@ import itertools
 import logging
 import math
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import Literal, overload
 
@@ -32,7 +29,7 @@ from asyncwifi.errors import ClientStateError, QuotaExhaustedError, ValidationEr
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._keepalive import KeepAlive
 from asyncwifi.ratelimit._limits import Limits
-from asyncwifi.ratelimit._permit import HeadersLike, Lane, Permit, Slot, Waiter
+from asyncwifi.ratelimit._permit import Ask, HeadersLike, Lane, Permit, Slot, Waiter
 from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent, take_snapshot
 from asyncwifi.ratelimit._store import MemoryStore, Store
 from asyncwifi.ratelimit._truth import NOW, Reason, ServerTruth
@@ -52,6 +49,11 @@ def fmt_time(t: float) -> str:
         return format_instant(t, "seconds")
     except (OverflowError, OSError, ValueError):
         return f"{t:.0f}"
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValidationError(message)
 
 
 class Scheduler:
@@ -79,22 +81,20 @@ class Scheduler:
         aging: float | None = None,
         paced_recovery: float = 60.0,
     ) -> None:
-        if on_exhausted not in ("wait", "raise"):
-            raise ValidationError(f"on_exhausted must be 'wait' or 'raise', got {on_exhausted!r}")
-        if max_quota_wait is not None and not max_quota_wait >= 0:
-            raise ValidationError(f"max_quota_wait must be >= 0 or None, got {max_quota_wait!r}")
-        if max_in_flight is not None and (
-            isinstance(max_in_flight, bool)
-            or not isinstance(max_in_flight, int)
-            or max_in_flight < 1
-        ):
-            raise ValidationError(
-                f"max_in_flight must be an int >= 1 or None, got {max_in_flight!r}"
-            )
-        if aging is not None and not aging > 0:
-            raise ValidationError(f"aging must be > 0 seconds, got {aging!r}")
-        if not paced_recovery > 0:
-            raise ValidationError(f"paced_recovery must be > 0 periods, got {paced_recovery!r}")
+        _check(
+            on_exhausted in ("wait", "raise"),
+            f"on_exhausted must be 'wait' or 'raise', got {on_exhausted!r}",
+        )
+        _check(
+            max_quota_wait is None or max_quota_wait >= 0,
+            f"max_quota_wait must be >= 0 or None, got {max_quota_wait!r}",
+        )
+        _check(
+            max_in_flight is None or (type(max_in_flight) is int and max_in_flight >= 1),
+            f"max_in_flight must be an int >= 1 or None, got {max_in_flight!r}",
+        )
+        _check(aging is None or aging > 0, f"aging must be > 0 seconds, got {aging!r}")
+        _check(paced_recovery > 0, f"paced_recovery must be > 0 periods, got {paced_recovery!r}")
         self.limits = limits if limits is not None else Limits()
         specs = self.limits.windows()
         self._truth = ServerTruth(specs, paced_recovery=paced_recovery)
@@ -125,11 +125,8 @@ class Scheduler:
         self._timer: asyncio.Task[None] | None = None
         self._timer_at = _INF
         self._draining = False
-        self._again = _INF  # asked to look again (at this time) while draining
         self._degraded: str | None = None
         self._exhausted_noted = -_INF
-
-    # -- asking ----------------------------------------------------------------------------
 
     @property
     def clock(self) -> Clock:
@@ -143,6 +140,8 @@ class Scheduler:
     def in_flight(self) -> int:
         return self._in_flight
 
+    # -- asking ----------------------------------------------------------------------------
+
     def slot(
         self,
         lane: Lane = Lane.DEFAULT,
@@ -154,15 +153,14 @@ class Scheduler:
     ) -> Slot:
         """Wait for admission (``async with``); the permit's in-flight place ends on exit.
 
-        ``tag`` says what the request is (``"events"``, ``"login"``; default ``"other"``):
-        the store counts admissions per tag (see :meth:`used`). ``deadline`` (clock time)
-        puts the request in the earliest-deadline-first tier; ``objects`` names the object
-        quota the request spends (``"hotspots"``); ``keepalive`` names the open scroll the
-        request belongs to (see :meth:`keepalive`).
+        ``tag`` says what the request is (``"events"``, ``"login"``; default ``"other"``;
+        see :meth:`used`). ``deadline`` (clock time) puts the request in the
+        earliest-deadline-first tier; ``objects`` names the object quota it spends
+        (``"hotspots"``); ``keepalive`` the open scroll it belongs to (:meth:`keepalive`).
         """
-        return Slot(self, *self._check(lane, tag, deadline, objects), keepalive)
+        return Slot(self, self._ask(lane, tag, deadline, objects, keepalive))
 
-    async def acquire(
+    def acquire(
         self,
         lane: Lane = Lane.DEFAULT,
         *,
@@ -170,57 +168,41 @@ class Scheduler:
         deadline: float | None = None,
         objects: str | None = None,
         keepalive: KeepAlive | None = None,
-    ) -> Permit:
-        """Wait for admission without a context manager; call ``permit.release()`` after."""
-        if tag is None:
-            tag = DEFAULT_TAG
-        if type(lane) is not Lane or type(tag) is not str or not tag or deadline or objects:
-            lane, tag, deadline, objects = self._check(lane, tag, deadline, objects)
-        if self._closed:
-            raise ClientStateError("the rate-limit scheduler is closed")
-        mif = self._max_in_flight
-        refused = None
-        if not self._heap and not self._busy and (mif is None or self._in_flight < mif):
-            now = self._clock.now()
-            got = await self._admit(now, lane, tag, objects, keepalive)
-            if isinstance(got, Permit):
-                return got
-            refused = got
-        return await self._wait(lane, tag, deadline, objects, keepalive, refused)
+    ) -> Coroutine[None, None, Permit]:
+        """Wait for admission (await it) without a context manager; ``permit.release()``
+        after. Bad arguments raise at the call."""
+        if type(lane) is Lane and tag is None and deadline is None and not objects:
+            return self._admit((lane, DEFAULT_TAG, None, None, keepalive), True)
+        return self._admit(self._ask(lane, tag, deadline, objects, keepalive), True)
 
     @staticmethod
-    def _check(
-        lane: Lane, tag: str | None, deadline: float | None, objects: str | None
-    ) -> tuple[Lane, str, float | None, str | None]:
+    def _ask(
+        lane: Lane,
+        tag: str | None,
+        deadline: float | None,
+        objects: str | None,
+        ka: KeepAlive | None,
+    ) -> Ask:
         if type(lane) is not Lane:
             lane = Lane(lane)
         if deadline is not None and not math.isfinite(deadline):
             raise ValidationError(f"deadline must be a finite clock time, got {deadline!r}")
-        if tag is not None and (not isinstance(tag, str) or not tag):
+        if tag is None:
+            tag = DEFAULT_TAG
+        elif type(tag) is not str or not tag:
             raise ValidationError(f"a tag must be a non-empty string, got {tag!r}")
-        return lane, tag or DEFAULT_TAG, deadline, objects.lower() if objects else None
+        return lane, tag, deadline, objects.lower() if objects else None, ka
 
-    async def _wait(
-        self,
-        lane: Lane,
-        tag: str,
-        deadline: float | None,
-        objects: str | None,
-        keepalive: KeepAlive | None,
-        refused: tuple[float, Reason] | None,
-    ) -> Permit:
+    async def _wait(self, ask: Ask, refused: tuple[float, Reason] | None) -> Permit:
         now = self._clock.now()
-        t, why = self._truth.gate(now, objects) if refused is None else refused
+        t, why = self._truth.gate(now, ask[3]) if refused is None else refused
         err = self._exhausted(now, t, why)
         if err is not None:
             raise err
-        if now < self._last_arrival:
-            now = self._last_arrival  # a clock stepping back must not reorder a lane
-        self._last_arrival = now
-        seq = next(self._arrivals)
-        key = (0, deadline, seq) if deadline is not None else (1, now + lane * self._aging, seq)
-        fut: asyncio.Future[Permit] = asyncio.get_running_loop().create_future()
-        w = Waiter(key, fut, lane, tag, deadline, objects, keepalive)
+        now = self._last_arrival = max(now, self._last_arrival)  # a clock stepping back
+        deadline, seq = ask[2], next(self._arrivals)
+        key = (0, deadline, seq) if deadline is not None else (1, now + ask[0] * self._aging, seq)
+        w = Waiter(key, asyncio.get_running_loop().create_future(), ask)
         if why.kind == "object":
             self._parked.append(w)  # waits for its object's quota, holding no one up
             self._arm(t)
@@ -229,39 +211,42 @@ class Scheduler:
             if self._heap[0] is w:
                 self._arm(t)
         try:
-            return await fut
+            return await w.fut
         except asyncio.CancelledError:
-            if fut.done() and not fut.cancelled() and fut.exception() is None:
-                # granted, then cancelled before it could resume: give everything back
-                p = fut.result()
-                self._refund(p)
-                self._release(p)
-            elif not fut.done():
-                fut.cancel()
+            if w.fut.done() and not w.fut.cancelled() and w.fut.exception() is None:
+                self._refund(w.fut.result())  # granted, then cancelled before it resumed
+                self._release(w.fut.result())
+            w.fut.cancel()
             self._arm(self._clock.now())
             raise
 
-    async def _admit(
-        self,
-        now: float,
-        lane: Lane,
-        tag: str,
-        objects: str | None,
-        keepalive: KeepAlive | None,
-    ) -> Permit | tuple[float, Reason]:
-        """The one admission path: a permit, or when to ask again and why."""
-        truth = self._truth
+    @overload
+    async def _admit(self, ask: Ask, caller: Literal[True]) -> Permit: ...
+    @overload
+    async def _admit(self, ask: Ask, caller: Literal[False]) -> Permit | tuple[float, Reason]: ...
+    async def _admit(self, ask: Ask, caller: bool) -> Permit | tuple[float, Reason]:
+        """The one admission path: a permit, or when to ask again and why. A ``caller``
+        admits itself only when nobody waits, else (or when refused) it waits its turn."""
+        if caller:
+            if self._closed:
+                raise ClientStateError("the rate-limit scheduler is closed")
+            mif = self._max_in_flight
+            if self._heap or self._busy or (mif is not None and self._in_flight >= mif):
+                return await self._wait(ask, None)
+        now = self._clock.now()
+        truth, objects, keepalive = self._truth, ask[3], ask[4]
         if truth.paced_until:
             self._apply(truth.tick(now), now)
         if truth.pause_until > now or truth.seq >= truth.cap_floor or objects is not None:
             t, why = truth.gate(now, objects)
             if t > now:
-                return t, why
+                return await self._wait(ask, (t, why)) if caller else (t, why)
         if now < self._hold_until and self._hold[1] is keepalive:
-            return self._hold_until, self._hold[0]
+            refused = self._hold_until, self._hold[0]
+            return await self._wait(ask, refused) if caller else refused
         self._busy += 1
         try:
-            ticket, at, name = await self._store.acquire(now, tag, keepalive)
+            ticket, at, name = await self._store.acquire(now, ask[1], keepalive)
         finally:
             self._busy -= 1
             if self._heap and not self._draining:  # others queued while the store decided
@@ -271,25 +256,22 @@ class Scheduler:
         if ticket is None:
             why = Reason(name) if name in ("", "pause", "keepalive") else Reason("window", name)
             self._hold_until, self._hold = at, (why, keepalive)
-            return at, why
+            return await self._wait(ask, (at, why)) if caller else (at, why)
         self._in_flight += 1
         self._admitted += 1
         if at < now:
             at = now  # the store's time line may be ahead of ours (never behind)
         truth.seq = seq = truth.seq + 1
         truth.recent.append(at)
-        return Permit(self, at, seq, ticket, lane, tag)
-
-    # -- leaving ---------------------------------------------------------------------------
+        return Permit(self, at, seq, ticket, ask[0], ask[1])
 
     def _release(self, p: Permit) -> None:
-        if p._released:
-            return
-        p._released = True
-        self._in_flight -= 1
-        mif = self._max_in_flight
-        if self._heap and mif is not None and self._in_flight + 1 >= mif:
-            self._arm(self._clock.now())
+        if not p._released:
+            p._released = True
+            self._in_flight -= 1
+            mif = self._max_in_flight
+            if self._heap and mif is not None and self._in_flight + 1 >= mif:
+                self._arm(self._clock.now())
 
     def _refund(self, p: Permit) -> None:
         if p.ticket is not None:
@@ -307,9 +289,8 @@ class Scheduler:
         window = why.kind != "object"
         if window and t - now <= self._pacing_horizon:
             return None  # the window frees within a minute: that is pacing, not exhaustion
-        if self._on_exhausted == "wait" and (
-            self._max_quota_wait is None or t - now <= self._max_quota_wait
-        ):
+        wait = self._max_quota_wait
+        if self._on_exhausted == "wait" and (wait is None or t - now <= wait):
             if window and t > self._exhausted_noted:
                 self._exhausted_noted = t
                 self._log.warning(
@@ -330,11 +311,8 @@ class Scheduler:
     # -- the timer -------------------------------------------------------------------------
 
     def _arm(self, at: float) -> None:
-        """Keep exactly one timer, at the earliest time the queue needs looking at."""
-        if self._closed or not (self._heap or self._parked):
-            return
-        if self._draining:
-            self._again = min(self._again, at)
+        """Keep one timer, at the earliest time the queue needs looking at."""
+        if self._closed or self._draining or not (self._heap or self._parked):
             return
         if self._timer is not None:
             if self._timer_at <= at:
@@ -344,19 +322,19 @@ class Scheduler:
         self._timer = asyncio.get_running_loop().create_task(self._fire(at))
 
     async def _fire(self, at: float) -> None:
-        delay = at - self._clock.now()
-        if delay > 0:
-            await self._clock.sleep(delay)  # _arm may cancel it here: nothing to undo
-        self._draining, self._again, wake = True, _INF, _INF  # from here on, it may not
+        if at > self._clock.now():
+            await self._clock.sleep(at - self._clock.now())  # _arm may cancel it here
+        self._draining, wake = True, _INF  # from here on, _arm leaves it be
         try:
-            while not self._closed and not self._busy:  # a caller's admission re-arms after
+            if not self._busy:  # else the caller's admission re-arms it when done
                 wake = await self._drain()
-                again, self._again = self._again, _INF
-                if again > self._clock.now():
-                    wake = min(wake, again)
-                    break
         except Exception as exc:
-            self._fail_waiters(exc)
+            self._log.exception("rate-limit store failed; failing the waiting requests")
+            for w in [*self._heap, *self._parked]:
+                if not w.fut.done():
+                    w.fut.set_exception(exc)
+            self._heap.clear()
+            self._parked.clear()
         finally:
             self._draining, self._timer, self._timer_at = False, None, _INF
         if wake < _INF:
@@ -366,66 +344,48 @@ class Scheduler:
         """Grant every waiter that can go now; returns the next time to look (inf: none)."""
         heap, truth = self._heap, self._truth
         while not self._closed:
-            now = self._clock.now()
-            wake = _INF
-            if self._parked:  # waiters whose object quota is back rejoin the queue
-                keep = []
-                for w in self._parked:
-                    if w.fut.done():
-                        continue
-                    t, why = truth.gate(now, w.objects)
-                    if why.kind == "object" and t > now:
-                        keep.append(w)
-                        wake = min(wake, t)
-                    else:
-                        heapq.heappush(heap, w)
-                self._parked = keep
+            now, wake, parked = self._clock.now(), _INF, self._parked
+            self._parked = []
+            for w in parked:  # waiters whose object quota is back rejoin the queue
+                t, why = truth.gate(now, w.ask[3])
+                if w.fut.done():
+                    continue
+                if why.kind == "object" and t > now:
+                    self._parked.append(w)
+                    wake = min(wake, t)
+                else:
+                    heapq.heappush(heap, w)
             while heap and heap[0].fut.done():
                 heapq.heappop(heap)
             mif = self._max_in_flight
             if not heap or (mif is not None and self._in_flight >= mif):
                 return wake  # a release re-arms the timer
             w = heap[0]
-            got = await self._admit(now, w.lane, w.tag, w.objects, w.keepalive)
+            got = await self._admit(w.ask, False)
             if isinstance(got, Permit):
                 if w.fut.done():  # cancelled while the store decided
                     self._refund(got)
                     self._release(got)
-                else:
-                    self._pop(w)
-                    w.fut.set_result(got)
-                continue
-            t, why = got
-            if t <= now:
-                return now  # the store asks to decide again: on the next turn of the loop
-            err = self._exhausted(now, t, why)
-            if err is not None:
-                self._pop(w)
-                w.fut.set_exception(err)
-            elif why.kind == "object":
-                self._pop(w)
-                self._parked.append(w)
+                    continue
             else:
-                return min(t, wake)
+                t, why = got
+                if t <= now:
+                    return now  # the store asks to decide again: on the next turn of the loop
+                err = self._exhausted(now, t, why)
+                if err is None and why.kind != "object":
+                    return min(t, wake)
+            if heap[0] is w:
+                heapq.heappop(heap)
+            else:  # a newcomer went ahead while the store decided
+                heap.remove(w)
+                heapq.heapify(heap)
+            if isinstance(got, Permit):
+                w.fut.set_result(got)
+            elif err is not None:
+                w.fut.set_exception(err)
+            else:
+                self._parked.append(w)
         return _INF
-
-    def _pop(self, w: Waiter) -> None:
-        heap = self._heap
-        if heap and heap[0] is w:
-            heapq.heappop(heap)
-        else:
-            heap.remove(w)
-            heapq.heapify(heap)
-
-    def _fail_waiters(self, exc: Exception) -> None:
-        """A store bug must not leave waiters hanging forever: each gets the error (called
-        from an ``except`` block, so the log carries the traceback)."""
-        self._log.exception("rate-limit store failed; failing the waiting requests")
-        for w in [*self._heap, *self._parked]:
-            if not w.fut.done():
-                w.fut.set_exception(exc)
-        self._heap.clear()
-        self._parked.clear()
 
     # -- what the server said --------------------------------------------------------------
 
@@ -451,48 +411,34 @@ class Scheduler:
         self._arm(now)
 
     def _apply(self, events: list[ThrottleEvent], now: float) -> None:
-        """Carry out (and log) what the server's state asks for."""
+        """Carry out what the server's state asks for, log it, and tell ``on_throttle``."""
         for e in events:
             if e.kind == "pause" and e.until is not None:
                 self._store.pause(e.until, now)
-                wait = e.until - now
-                self._log.warning(
-                    "%s; every request waits %.1f s (until %s)", e.reason, wait, fmt_time(e.until)
-                )
-            elif e.kind == "paced":
-                self._store.configure(e.name, paced=True)
-                self._log.warning("%s (until %s)", e.reason, fmt_time(e.until or now))
-            elif e.kind == "exact":
-                self._store.configure(e.name, paced=False)
+            elif e.kind in ("paced", "exact", "limit"):
+                paced = None if e.kind == "limit" else e.kind == "paced"
+                self._store.configure(e.name, count=e.count, paced=paced)
                 self._hold_until = -_INF
-                self._log.info("back to exact mode on the %s limit: %s", e.name, e.reason)
-            elif e.kind == "limit" and e.count is not None:
-                self._store.configure(e.name, count=e.count)
-                self._log.warning("lowering the %s limit: %s", e.name, e.reason)
-            else:
-                self._log.warning("%s (until %s)", e.reason, fmt_time(e.until or now))
-            self._throttle(e)
-
-    def _throttle(self, event: ThrottleEvent) -> None:
-        if self._on_throttle is not None:
-            try:
-                self._on_throttle(event)
-            except Exception:
-                self._log.exception("on_throttle callback failed")
+            until = "" if e.until is None else f" (until {fmt_time(e.until)})"
+            level = logging.INFO if e.kind in ("exact", "restored") else logging.WARNING
+            self._log.log(level, "%s%s", e.reason, until)
+            if self._on_throttle is not None:
+                try:
+                    self._on_throttle(e)
+                except Exception:
+                    self._log.exception("on_throttle callback failed")
 
     def _store_changed(self, now: float) -> None:
         """The store went to its conservative fallback, or came back: say so."""
         was, self._degraded = self._degraded, self._store.degraded
         if self._degraded is not None:
-            reason = self._degraded
-            self._log.warning(
-                "rate-limit store unavailable, using a conservative local limit: %s", reason
+            why = (
+                f"rate-limit store unavailable, using a conservative local limit: {self._degraded}"
             )
-            self._throttle(ThrottleEvent("fallback", now, reason=reason))
+            self._apply([ThrottleEvent("fallback", now, reason=why)], now)
         else:
-            reason = f"the shared store is reachable again (was: {was})"
-            self._log.info("rate-limit store back: %s", reason)
-            self._throttle(ThrottleEvent("restored", now, reason=reason))
+            why = f"rate-limit store back: the shared store is reachable again (was: {was})"
+            self._apply([ThrottleEvent("restored", now, reason=why)], now)
 
     # -- scrolls, projections, counts ------------------------------------------------------
 
@@ -500,8 +446,10 @@ class Scheduler:
         """A handle for one scroll: each request made with it keeps a place in the short
         windows for the scroll's next request, due ``horizon`` clock seconds later, until
         :meth:`drop_keepalive` (see ``_keepalive``; shared through the store)."""
-        if not horizon > 0 or not math.isfinite(horizon):
-            raise ValidationError(f"a keep-alive horizon must be > 0 seconds, got {horizon!r}")
+        _check(
+            horizon > 0 and math.isfinite(horizon),
+            f"a keep-alive horizon must be > 0 seconds, got {horizon!r}",
+        )
         return KeepAlive(uuid.uuid4().hex[:16], horizon)
 
     def drop_keepalive(self, keepalive: KeepAlive) -> None:
@@ -525,10 +473,15 @@ class Scheduler:
         """Could a request with this deadline, entering now, be admitted before it?"""
         return self._project(self._clock.now(), (0, deadline, _LAST), objects) <= deadline
 
+    def _hint(self) -> float:
+        """The store's last refusal, if it holds for anyone (not one scroll's own)."""
+        return self._hold_until if self._hold[1] is None else -_INF
+
     def _project(self, now: float, key: tuple[int, float, int], objects: str | None) -> float:
         ahead = sum(1 for w in self._heap if w.key < key and not w.fut.done())
         t0, _ = self._truth.gate(now, objects)
-        times = self._store.project(max(now, t0), ahead + 1)
+        hint = self._hint()
+        times = [max(t, hint) for t in self._store.log.project(max(now, t0), ahead + 1)]
         for allowed, end in self._truth.caps(now).values():
             for j in range(max(0, allowed), len(times)):
                 times[j] = max(times[j], end)
@@ -541,30 +494,31 @@ class Scheduler:
     async def used(
         self, tag: str | None = None, *, window: str | None = None
     ) -> int | dict[str, int]:
-        """Admissions in ``window`` (default: the longest, the day), per tag, or ``tag``'s.
+        """Admissions in ``window`` (default: the longest, the day) per tag, or ``tag``'s.
 
-        What the limiter counts against that window now: the admissions of the last
-        ``span`` seconds (period plus margin), every process's when the store is shared
-        (``RedisStore``; while it is unreachable, this process's). A budget that gives each
-        kind of request a share of the day reads its spending here.
+        What the limiter counts against the window now: the admissions of its last ``span``
+        seconds (period plus margin), every process's when the store is shared (while
+        ``RedisStore`` is unreachable, this process's). A budget that gives each kind of
+        request a share of the day reads its spending here.
         """
         name = window or self._longest
-        if name not in self._truth.specs:
-            raise ValidationError(f"no such window: {name!r} (have {list(self._truth.specs)})")
+        _check(
+            name in self._truth.specs, f"no such window: {name!r} (have {list(self._truth.specs)})"
+        )
         counts = await self._store.tally(self._clock.now(), name)
         return counts if tag is None else counts.get(tag, 0)
 
     @property
     def quota(self) -> QuotaSnapshot:
         """A snapshot of what is known: limits, remaining per window, resets, and sources."""
-        waiting = sum(1 for w in (*self._heap, *self._parked) if not w.fut.done())
         return take_snapshot(
             self._clock.now(),
             self.limits,
             self._truth,
             self._store,
+            self._hint(),
             in_flight=self._in_flight,
-            waiting=waiting,
+            waiting=sum(1 for w in (*self._heap, *self._parked) if not w.fut.done()),
             admitted=self._admitted,
         )
 
@@ -581,11 +535,10 @@ class Scheduler:
                 w.fut.set_exception(ClientStateError(err))
         self._heap.clear()
         self._parked.clear()
-        timer, self._timer = self._timer, None
-        if timer is not None:
-            timer.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await timer
+                await self._timer
         await self._store.detach()  # the last scheduler using a store closes it
 
     async def __aenter__(self) -> Scheduler:
@@ -600,7 +553,5 @@ class Scheduler:
         await self.aclose()
 
     def __repr__(self) -> str:
-        return (
-            f"<Scheduler {self._store.status} in_flight={self._in_flight}"
-            f" waiting={len(self._heap) + len(self._parked)}>"
-        )
+        waiting = len(self._heap) + len(self._parked)
+        return f"<Scheduler {self._store.status} in_flight={self._in_flight} waiting={waiting}>"

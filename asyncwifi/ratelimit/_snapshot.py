@@ -1,6 +1,6 @@
 """Read-only views of the scheduler's state: ``QuotaSnapshot`` (``api.quota``) and events.
 
-``take_snapshot`` builds the snapshot from the local log (the store) and what the server
+``take_snapshot`` builds the snapshot from the local log (the store's) and what the server
 said (``ServerTruth``): per window the lower figure wins, and its source is named.
 """
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from asyncwifi.ratelimit._limits import Limits
+from asyncwifi.ratelimit._log import bound
 
 if TYPE_CHECKING:
     from asyncwifi.ratelimit._store import Store
@@ -91,29 +92,29 @@ class QuotaSnapshot:
 
 
 def take_snapshot(
-    now: float, limits: Limits, truth: ServerTruth, store: Store, **counts: int
+    now: float, limits: Limits, truth: ServerTruth, store: Store, hint: float, **counts: int
 ) -> QuotaSnapshot:
-    """The quota as known at ``now``: per window the lower of the local and server figures
+    """The quota as known at ``now``: per window the lower of the local figure (the store's
+    log, the shared store's last counts, its last refusal ``hint``) and the server's report
     (``counts``: the scheduler's in_flight, waiting and admitted)."""
-    usage = store.usage(now)
-    caps = truth.caps(now)
-    gate, _ = truth.gate(now)
+    log, caps, gate = store.log, truth.caps(now), truth.gate(now)[0]
+    newest = log.times[-1] if log.times else None
     windows: dict[str, WindowSnapshot] = {}
-    for name in truth.specs:
-        u = usage[name]
-        count = truth.count(name)
-        local = max(0, min(count, u.limit) - u.used)
-        next_at, reset_at = max(gate, u.next_at), u.reset_at
+    for w in log.specs:
+        count = truth.count(w.name)
+        used = min(max(log.used(now, w.span), store.seen.get(w.name, 0)), w.count)
+        local = max(0, min(count, w.count) - used)
+        next_at = max(gate, hint, bound([w], log.times)[0], now)
+        reset_at = None if newest is None else newest + w.span
         source: Source = "local"
-        remaining = local
-        server = caps.get(name)
+        remaining, server = local, caps.get(w.name)
         if server is not None and max(0, server[0]) <= local:
             remaining, reset_at, source = max(0, server[0]), server[1], "server"
             if remaining == 0:
                 next_at = max(next_at, server[1])
-        paced = name in truth.paced_until
-        windows[name] = WindowSnapshot(
-            name, count, remaining, reset_at, source, u.used, next_at, paced
+        paced = w.name in truth.paced_until
+        windows[w.name] = WindowSnapshot(
+            w.name, count, remaining, reset_at, source, used, next_at, paced
         )
     objects = {
         name: WindowSnapshot(

@@ -184,11 +184,8 @@ class ServerTruth:
         for name, until in list(self.paced_until.items()):
             if now >= until:
                 del self.paced_until[name]
-                out.append(
-                    ThrottleEvent(
-                        "exact", now, name, None, "no unexpected 429 for the recovery time"
-                    )
-                )
+                why = f"back to exact mode on the {name} limit: no unexpected 429 for a while"
+                out.append(ThrottleEvent("exact", now, name, None, why))
         return out
 
     def count(self, name: str) -> int:
@@ -236,7 +233,7 @@ class ServerTruth:
             lim = h.limits.get(name)
             if lim is not None and 1 <= lim < self.count(name):
                 self.server_limits[name] = lim
-                why = f"server reports {lim} per {name}, configured {spec.count}"
+                why = f"lowering the {name} limit: server reports {lim}, configured {spec.count}"
                 out.append(ThrottleEvent("limit", now, name, None, why, lim))
             # gateway.md: remaining counts may only lower the local estimate inside a window
             rem = h.remaining.get(name)

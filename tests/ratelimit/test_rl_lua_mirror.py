@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from asyncwifi.ratelimit._keepalive import KeepAlive, KeepAlives, checked
 from asyncwifi.ratelimit._limits import WindowSpec
 from asyncwifi.ratelimit._log import Log
-from asyncwifi.ratelimit._redis_scripts import _ACQUIRE
+from asyncwifi.ratelimit._redis_scripts import ACQUIRE
 from tests.ratelimit.rlhelpers import require_redis
 
 redis_asyncio = pytest.importorskip("redis.asyncio")
@@ -49,7 +49,7 @@ async def _agree(windows: list[tuple[int, int, bool]], steps: list[int]) -> None
     client = redis_asyncio.Redis.from_url(URL)
     tag = uuid.uuid4().hex
     keys = [f"t:{{{tag}}}:w{i}" for i in range(len(windows))]
-    script = client.register_script(_ACQUIRE)
+    script = client.register_script(ACQUIRE)
     python = Log(
         [WindowSpec(f"w{i}", c, float(s), 0.0, paced=p) for i, (c, s, p) in enumerate(windows)]
     )
@@ -99,7 +99,7 @@ async def _agree_keepalive(
     tag = uuid.uuid4().hex
     keys = [f"t:{{{tag}}}:w{i}" for i in range(len(windows))]
     extra = [f"t:{{{tag}}}:pause", f"t:{{{tag}}}:hwm", f"t:{{{tag}}}:ka"]
-    script = client.register_script(_ACQUIRE)
+    script = client.register_script(ACQUIRE)
     python = Log([WindowSpec(f"w{i}", c, float(s), 0.0) for i, (c, s, _) in enumerate(windows)])
     kept = {w.name for w in checked(python.specs)}
     keeps = KeepAlives()

@@ -225,7 +225,7 @@ class TestInFlightAndCancellation:
             await clock.sleep(1.0)
             tasks[0].cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            assert store.usage(clock.now())["day"].used == len(out) == 3
+            assert store.log.used(clock.now(), 86_460.0) == len(out) == 3
             await s.aclose()
 
         run(clock, main)
@@ -249,7 +249,7 @@ class TestInFlightAndCancellation:
             assert b.cancelled()
             assert s.in_flight == 0
             # b's admission was refunded: only the holder and c are in the log
-            assert store.usage(clock.now())["day"].used == 2
+            assert store.log.used(clock.now(), 86_460.0) == 2
             await s.aclose()
 
         run(clock, main)

@@ -40,7 +40,7 @@ class TestWindowLog:
         assert admit(store, START + 10) == START + 10
         assert admit(store, START) == START + 10  # logged no earlier than the last one
         store.refund(START + 10, "x")
-        assert store.usage(START + 10)["minute"].used == 1
+        assert store.log.used(START + 10, 61.0) == 1
 
     @settings(max_examples=150, deadline=None)
     @given(
@@ -75,7 +75,7 @@ class TestWindowLog:
         store = memory(Limits(minute=Limit(count, 10.0), day=Limit(count * 2, 100.0)))
         store.configure("minute", paced=paced)
         admit(store, START)
-        predicted = store.project(START, k)
+        predicted = store.log.project(START, k)
         got = []
         for _ in range(k):
             t = max(predicted[len(got)] if got else START, store.log.free)

@@ -120,7 +120,7 @@ def test_the_projection_is_exactly_the_greedy_admissions(
         t += step
         store.note(t, "x", None)
     now = t - back
-    predicted = store.project(now, k)
+    predicted = store.log.project(now, k)
     greedy: list[float] = []
     at = now
     for _ in range(k):
