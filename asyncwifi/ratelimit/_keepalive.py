@@ -1,24 +1,17 @@
 """Scroll keep-alive: every open scroll keeps a place in the short windows for its next page.
 
 spec §3: a scroll id lapses when its next request comes more than a scroll window after the
-previous one. Earliest-deadline-first ordering (DESIGN "Rate limits" 5) is not enough on its
-own: a window of ``count`` admissions in any ``span`` (61 s) frees a place only when its
-oldest admission is ``span`` old, so after a burst that fills the window, a scroll whose
-previous page was in the first seconds of the burst cannot be continued in time, whatever
-order the waiters are in; and across processes sharing a key, another process's ordinary
-request takes the place a continuation was waiting for.
+previous one. Earliest deadline first (DESIGN "Rate limits" 5) is not enough: a window
+frees a place only ``span`` (61 s) after its oldest admission, so after a burst a scroll
+whose page went early in it cannot continue in time, and another process sharing the key
+takes the place a continuation waits for.
 
-The rule (sans-I/O, one owner; the Lua script of ``RedisStore`` mirrors it): each open
-scroll has a *due* time, the latest clock time its next request may be admitted at (its
-last admission plus its horizon). Earliest due first, the k-th open scroll's next request
-takes the k-th place that frees in every window. An admission may not raise the number of
-other scrolls that would get no place by their due time (a stale due time, or a burst made
-before this rule saw it, blocks nobody for more than one scroll window). A scroll's own
-request also waits, while its due time allows, until the request after it will have a
-place in time; once admitted it replaces its due time with the next one. Only windows
-shorter than the longest are checked when there are several: the day is a budget, and
-keeping its last places for scrolls that lapse when the day is spent anyway would only
-leave them unused.
+The rule (sans-I/O; ``RedisStore``'s Lua script mirrors it): each open scroll is *due* by
+its last admission plus its horizon; earliest due first, the k-th takes the k-th place that
+frees. An admission may not raise the number of other scrolls left without a place by
+their due time; a scroll's own request waits, while its due time allows, until its
+successor will have a place. Only windows shorter than the longest are checked: keeping
+the day's last places for scrolls that lapse when it is spent would only waste them.
 """
 
 from __future__ import annotations

@@ -44,11 +44,8 @@ class Limit:
 @dataclass(slots=True)
 class WindowSpec:
     """One enforced window: at most ``count`` admissions in any ``span`` = period + margin.
-
-    Each store keeps its own copies: ``count`` may be lowered (the server reported less) and
-    ``paced`` spaces admissions ``span / count`` apart (after an unexpected 429). A ``quota``
-    window (the day, or longer) is a budget that can be spent; the others only pace.
-    """
+    A ``quota`` window (a day or longer) can be spent, the others only pace; each store's
+    copy may be lowered (``count``) or ``paced`` (``span / count`` apart) as the server says."""
 
     name: str
     count: int
@@ -72,16 +69,14 @@ def _check_margin(name: str, value: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """The windows of one API key (minute, day, and any ``others``), with safety margins.
+    """The windows of one API key (minute, day, any ``others``), with safety margins.
 
-    The gateway counts a request when it arrives, the client when it sends it; the margin
-    widens each window the client enforces (N in any ``period + margin``) so that network
-    jitter never puts N + 1 into one server window. Margins are written for the real
-    periods (60 s and 86,400 s) and **scale with the period**: the margin applied to a limit
-    is ``margin * min(1, period / reference)``, so ``Limit(60, 0.6)`` gets 0.01 s, exactly as
-    a 100x faster clock would see the production setup. Either limit may be ``None``.
-    ``others`` names more windows by the gateway's period names (``{"hour": Limit(...)}``);
-    those of a day or longer take the day's margin, the rest the minute's.
+    The gateway counts a request when it arrives, the client when it sends it: a margin
+    widens each window (N in any ``period + margin``) so network jitter never puts N + 1
+    into one server window. Margins are written for 60 s and 86,400 s and scale down with
+    the period (``margin * min(1, period / reference)``: ``Limit(60, 0.6)`` gets 0.01 s).
+    Either limit may be ``None``; ``others`` names more windows by the gateway's period
+    names (``{"hour": Limit(...)}``), a day or longer taking the day's margin.
     """
 
     minute: Limit | None = Limit(60, MINUTE)

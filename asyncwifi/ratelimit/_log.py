@@ -1,16 +1,12 @@
 """Exact sliding-window logs: the sans-I/O arithmetic under the scheduler (no asyncio here).
 
-One log of admission times (each with its tag) serves every window of a store, as they all
-count the same admissions. A window of ``count`` in any ``span`` allows an admission at
-``t`` when its ``count``-th most recent admission is at or before ``t - span``. Then no
-half-open interval of length ``span`` ever holds more than ``count``, so neither does any
-sliding window of the period nor any clock-aligned fixed window (DESIGN "Rate limits" 1),
-while a burst of ``count`` at once is still allowed (2). In *paced* mode admissions are
-also spaced ``span / count`` apart, which satisfies servers that weigh two fixed windows.
-
-The rule lives in one place, :func:`bound`, applied to the log as it is (``Log.free``) and
-to the admissions still to come (``Log.project``). The Lua script of ``RedisStore``
-mirrors it, and a test holds the two to the same decisions.
+One log of admission times (each with its tag) serves every window of a store. A window of
+``count`` in any ``span`` admits at ``t`` when its ``count``-th most recent admission is at
+or before ``t - span``: then no interval of ``span`` holds more than ``count``, neither any
+sliding window of the period nor any clock-aligned one (DESIGN "Rate limits" 1), while a
+burst of ``count`` is allowed (2). *Paced*, admissions are also ``span / count`` apart (for
+servers that weigh two fixed windows). The rule is :func:`bound`; ``RedisStore``'s Lua
+script mirrors it (tests/ratelimit/test_rl_lua_mirror.py).
 """
 
 from __future__ import annotations
@@ -38,24 +34,17 @@ def bound(specs: Sequence[WindowSpec], times: Sequence[float]) -> tuple[float, s
 
 
 class Log:
-    """The admissions of one store, oldest first, kept as long as the longest window needs.
-
-    ``free`` (and ``why``) cache :func:`bound` for the windows ``specs``. An admission is
-    logged no earlier than the newest one, so a clock stepping back keeps the log sorted
-    and a refund finds its entry again.
-    """
+    """The admissions of one store, oldest first, kept as long as the longest window needs;
+    ``free`` and ``why`` cache :func:`bound`. An admission is logged no earlier than the
+    newest one, so a clock stepping back keeps the log sorted for refunds and bisection."""
 
     __slots__ = ("_keep", "free", "specs", "tags", "times", "why")
 
     def __init__(self, specs: Sequence[WindowSpec]) -> None:
-        #: the windows (their counts and modes may change: call :meth:`refresh` after)
-        self.specs = list(specs)
+        self.specs = list(specs)  # counts and modes may change: refresh() after
         self.times: deque[float] = deque()
         self.tags: deque[str] = deque()
-        #: the earliest time every window allows the next admission (may be in the past)
-        self.free = -math.inf
-        #: the window that sets ``free`` ("" when none)
-        self.why = ""
+        self.free, self.why = -math.inf, ""  # the next admission's earliest time, and why
         self._keep = max((w.span for w in self.specs), default=0.0)
 
     def refresh(self) -> None:

@@ -4,20 +4,23 @@ what a request asks for (``Ask``) and its place in the queue (``Waiter``)."""
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Mapping
 from enum import IntEnum
 from types import TracebackType
 from typing import TYPE_CHECKING, NamedTuple
 
+from asyncwifi.errors import ValidationError
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._keepalive import KeepAlive
 
 if TYPE_CHECKING:
     from asyncwifi.ratelimit._scheduler import Scheduler
 
-__all__ = ["Ask", "HeadersLike", "Lane", "Permit", "Slot", "Waiter"]
+__all__ = ["DEFAULT_TAG", "Ask", "HeadersLike", "Lane", "Permit", "Slot", "Waiter", "ask"]
 
 HeadersLike = Mapping[str, str] | RateLimitHeaders | None
+DEFAULT_TAG = "other"  # the tag of an admission whose caller named none
 
 
 class Lane(IntEnum):
@@ -31,6 +34,17 @@ class Lane(IntEnum):
 
 #: what a request asks for: its lane, tag, deadline, object quota and open scroll
 Ask = tuple[Lane, str, float | None, str | None, KeepAlive | None]
+
+
+def ask(
+    lane: Lane, tag: str | None, deadline: float | None, objects: str | None, ka: KeepAlive | None
+) -> Ask:
+    """A request's ask, checked (``ValidationError`` before anything is spent)."""
+    if deadline is not None and not math.isfinite(deadline):
+        raise ValidationError(f"deadline must be a finite clock time, got {deadline!r}")
+    if tag is not None and (type(tag) is not str or not tag):
+        raise ValidationError(f"a tag must be a non-empty string, got {tag!r}")
+    return Lane(lane), tag or DEFAULT_TAG, deadline, objects.lower() if objects else None, ka
 
 
 class Waiter(NamedTuple):

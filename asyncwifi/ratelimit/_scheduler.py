@@ -1,13 +1,12 @@
 """The asyncio scheduler: every request waits here for its admission (DESIGN "Rate limits").
 
-One class in aiolimiter's shape: one admission path (:meth:`Scheduler._admit`: what the
-server said, then the store, awaited whatever it is), one queue and one timer. A caller
-that may go at once never queues. The others wait in one heap: requests with a deadline
-first, earliest first (DESIGN 5: a scroll continuation must leave within 60 s), then by
-arrival time plus their lane's handicap (``lane * aging`` seconds), so a lower lane goes
-first among requests of similar age but none starves (DESIGN 6); ties keep arrival order.
-The timer, one task on the clock, grants the head whenever it may go and sleeps until the
-next time anything can change; a release, a response or a refund re-arms it for now.
+One class in aiolimiter's shape: one admission path (``_admit``: what the server said, then
+the store, awaited whatever it is), one queue and one timer. A caller that may go at once
+never queues; the others wait in one heap: deadlines first, earliest first (DESIGN 5: a
+scroll continuation must leave within 60 s), then by arrival plus the lane's handicap
+(``lane * aging`` s), so a lower lane goes first among requests of similar age but none
+starves (DESIGN 6); ties keep arrival order. The timer, one task on the clock, grants the
+head whenever it may go; a release, a response or a refund re-arms it for now.
 """
 
 from __future__ import annotations
@@ -24,47 +23,45 @@ from types import TracebackType
 from typing import Literal, overload
 
 from asyncwifi._clock import Clock, SystemClock
-from asyncwifi._instant import format_instant
 from asyncwifi.errors import ClientStateError, QuotaExhaustedError, ValidationError
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._keepalive import KeepAlive
 from asyncwifi.ratelimit._limits import Limits
-from asyncwifi.ratelimit._permit import Ask, HeadersLike, Lane, Permit, Slot, Waiter
-from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent, take_snapshot
+from asyncwifi.ratelimit._permit import (
+    DEFAULT_TAG,
+    Ask,
+    HeadersLike,
+    Lane,
+    Permit,
+    Slot,
+    Waiter,
+    ask,
+)
+from asyncwifi.ratelimit._snapshot import (
+    QuotaSnapshot,
+    ThrottleEvent,
+    fmt_time,
+    report,
+    take_snapshot,
+)
 from asyncwifi.ratelimit._store import MemoryStore, Store
 from asyncwifi.ratelimit._truth import NOW, Reason, ServerTruth
 
-__all__ = ["DEFAULT_TAG", "Scheduler", "fmt_time"]
+__all__ = ["Scheduler"]
 
-#: the tag of an admission whose caller named none
-DEFAULT_TAG = "other"
 _INF = math.inf
 _LAST = 1 << 62  # an arrival number after every real one (a newcomer queues behind ties)
 _NO_HOLD: tuple[Reason, KeepAlive | None] = (NOW, None)
 
 
-def fmt_time(t: float) -> str:
-    """A clock time as UTC text for logs and errors."""
-    try:
-        return format_instant(t, "seconds")
-    except (OverflowError, OSError, ValueError):
-        return f"{t:.0f}"
-
-
-def _check(ok: bool, message: str) -> None:
-    if not ok:
-        raise ValidationError(message)
-
-
 class Scheduler:
     """Admits requests so that no window of any limit ever holds more than its count.
 
-    ``on_exhausted`` decides what happens when a quota (the day, or a declared object's) is
-    spent: ``"wait"`` until it resets (at most ``max_quota_wait`` seconds, else
-    :class:`~asyncwifi.errors.QuotaExhaustedError`), or ``"raise"`` at once, without sending.
-    ``max_in_flight`` bounds requests between admission and release (``None``: no bound).
-    ``aging`` is the handicap in seconds per lane step (default: the shortest period).
-    ``paced_recovery`` is how many periods paced mode lasts after the last unexpected 429.
+    ``on_exhausted``: when a quota (the day, an object's) is spent, ``"wait"`` for its reset
+    (at most ``max_quota_wait`` s, else :class:`~asyncwifi.errors.QuotaExhaustedError`) or
+    ``"raise"`` at once, sending nothing. ``max_in_flight`` bounds requests between admission
+    and release; ``aging`` is the handicap in seconds per lane step (default: the shortest
+    period); paced mode lasts ``paced_recovery`` periods after the last unexpected 429.
     """
 
     def __init__(
@@ -81,20 +78,14 @@ class Scheduler:
         aging: float | None = None,
         paced_recovery: float = 60.0,
     ) -> None:
-        _check(
-            on_exhausted in ("wait", "raise"),
-            f"on_exhausted must be 'wait' or 'raise', got {on_exhausted!r}",
-        )
-        _check(
-            max_quota_wait is None or max_quota_wait >= 0,
-            f"max_quota_wait must be >= 0 or None, got {max_quota_wait!r}",
-        )
-        _check(
-            max_in_flight is None or (type(max_in_flight) is int and max_in_flight >= 1),
-            f"max_in_flight must be an int >= 1 or None, got {max_in_flight!r}",
-        )
-        _check(aging is None or aging > 0, f"aging must be > 0 seconds, got {aging!r}")
-        _check(paced_recovery > 0, f"paced_recovery must be > 0 periods, got {paced_recovery!r}")
+        if on_exhausted not in ("wait", "raise"):
+            raise ValidationError(f"on_exhausted must be 'wait' or 'raise', got {on_exhausted!r}")
+        if max_quota_wait is not None and not max_quota_wait >= 0:
+            raise ValidationError(f"max_quota_wait must be >= 0 or None, got {max_quota_wait!r}")
+        if max_in_flight is not None and (type(max_in_flight) is not int or max_in_flight < 1):
+            raise ValidationError(f"max_in_flight must be an int >= 1 or None: {max_in_flight!r}")
+        if not (aging is None or aging > 0) or not paced_recovery > 0:
+            raise ValidationError(f"aging, paced_recovery must be > 0: {aging}, {paced_recovery}")
         self.limits = limits if limits is not None else Limits()
         specs = self.limits.windows()
         self._truth = ServerTruth(specs, paced_recovery=paced_recovery)
@@ -103,21 +94,16 @@ class Scheduler:
         self._clock = clock if clock is not None else SystemClock()
         self._log = logger if logger is not None else logging.getLogger("asyncwifi.ratelimit")
         self._on_throttle = on_throttle
-        self._on_exhausted = on_exhausted
-        self._max_quota_wait = max_quota_wait
+        self._on_exhausted, self._max_quota_wait = on_exhausted, max_quota_wait
         self._max_in_flight = max_in_flight
         self._aging = aging if aging is not None else (specs[0].period if specs else 60.0)
-        #: a quota window that frees within this horizon is pacing, not a spent quota
-        self._pacing_horizon = max((s.span for s in specs if not s.quota), default=0.0)
-        #: the window ``used()`` reads by default: the longest (the day)
-        self._longest = max(specs, key=lambda s: s.span).name if specs else ""
+        self._longest = max(specs, key=lambda s: s.span).name if specs else ""  # for used()
         self._heap: list[Waiter] = []
         self._parked: list[Waiter] = []  # waiting for an object's quota: they hold no one up
         self._arrivals = itertools.count()
         self._last_arrival = -_INF
         self._in_flight = 0
-        #: requests admitted and not refunded (every request sent, the login included)
-        self._admitted = 0
+        self._admitted = 0  # admitted and not refunded: every request sent, logins included
         self._closed = False
         self._busy = 0  # store calls under way
         #: the store's last refusal (why, for which scroll): not asked again before the time
@@ -154,11 +140,11 @@ class Scheduler:
         """Wait for admission (``async with``); the permit's in-flight place ends on exit.
 
         ``tag`` says what the request is (``"events"``, ``"login"``; default ``"other"``;
-        see :meth:`used`). ``deadline`` (clock time) puts the request in the
-        earliest-deadline-first tier; ``objects`` names the object quota it spends
-        (``"hotspots"``); ``keepalive`` the open scroll it belongs to (:meth:`keepalive`).
+        see :meth:`used`); a ``deadline`` (clock time) puts it in the earliest-deadline-first
+        tier; ``objects`` names the object quota it spends (``"hotspots"``); ``keepalive``
+        the open scroll it belongs to (:meth:`keepalive`).
         """
-        return Slot(self, self._ask(lane, tag, deadline, objects, keepalive))
+        return Slot(self, ask(lane, tag, deadline, objects, keepalive))
 
     def acquire(
         self,
@@ -173,52 +159,7 @@ class Scheduler:
         after. Bad arguments raise at the call."""
         if type(lane) is Lane and tag is None and deadline is None and not objects:
             return self._admit((lane, DEFAULT_TAG, None, None, keepalive), True)
-        return self._admit(self._ask(lane, tag, deadline, objects, keepalive), True)
-
-    @staticmethod
-    def _ask(
-        lane: Lane,
-        tag: str | None,
-        deadline: float | None,
-        objects: str | None,
-        ka: KeepAlive | None,
-    ) -> Ask:
-        if type(lane) is not Lane:
-            lane = Lane(lane)
-        if deadline is not None and not math.isfinite(deadline):
-            raise ValidationError(f"deadline must be a finite clock time, got {deadline!r}")
-        if tag is None:
-            tag = DEFAULT_TAG
-        elif type(tag) is not str or not tag:
-            raise ValidationError(f"a tag must be a non-empty string, got {tag!r}")
-        return lane, tag, deadline, objects.lower() if objects else None, ka
-
-    async def _wait(self, ask: Ask, refused: tuple[float, Reason] | None) -> Permit:
-        now = self._clock.now()
-        t, why = self._truth.gate(now, ask[3]) if refused is None else refused
-        err = self._exhausted(now, t, why)
-        if err is not None:
-            raise err
-        now = self._last_arrival = max(now, self._last_arrival)  # a clock stepping back
-        deadline, seq = ask[2], next(self._arrivals)
-        key = (0, deadline, seq) if deadline is not None else (1, now + ask[0] * self._aging, seq)
-        w = Waiter(key, asyncio.get_running_loop().create_future(), ask)
-        if why.kind == "object":
-            self._parked.append(w)  # waits for its object's quota, holding no one up
-            self._arm(t)
-        else:
-            heapq.heappush(self._heap, w)
-            if self._heap[0] is w:
-                self._arm(t)
-        try:
-            return await w.fut
-        except asyncio.CancelledError:
-            if w.fut.done() and not w.fut.cancelled() and w.fut.exception() is None:
-                self._refund(w.fut.result())  # granted, then cancelled before it resumed
-                self._release(w.fut.result())
-            w.fut.cancel()
-            self._arm(self._clock.now())
-            raise
+        return self._admit(ask(lane, tag, deadline, objects, keepalive), True)
 
     @overload
     async def _admit(self, ask: Ask, caller: Literal[True]) -> Permit: ...
@@ -233,37 +174,63 @@ class Scheduler:
             mif = self._max_in_flight
             if self._heap or self._busy or (mif is not None and self._in_flight >= mif):
                 return await self._wait(ask, None)
-        now = self._clock.now()
-        truth, objects, keepalive = self._truth, ask[3], ask[4]
+        now, truth, keepalive = self._clock.now(), self._truth, ask[4]
         if truth.paced_until:
             self._apply(truth.tick(now), now)
-        if truth.pause_until > now or truth.seq >= truth.cap_floor or objects is not None:
-            t, why = truth.gate(now, objects)
-            if t > now:
-                return await self._wait(ask, (t, why)) if caller else (t, why)
-        if now < self._hold_until and self._hold[1] is keepalive:
-            refused = self._hold_until, self._hold[0]
-            return await self._wait(ask, refused) if caller else refused
-        self._busy += 1
-        try:
-            ticket, at, name = await self._store.acquire(now, ask[1], keepalive)
-        finally:
-            self._busy -= 1
-            if self._heap and not self._draining:  # others queued while the store decided
-                self._arm(self._clock.now())
-        if self._store.degraded is not self._degraded:
-            self._store_changed(now)
-        if ticket is None:
+        refused: tuple[float, Reason]
+        gated = truth.pause_until > now or truth.seq >= truth.cap_floor or ask[3] is not None
+        if gated and (refused := truth.gate(now, ask[3]))[0] > now:
+            pass  # what the server said holds it back
+        elif now < self._hold_until and self._hold[1] is keepalive:
+            refused = self._hold_until, self._hold[0]  # so does the store's last answer
+        else:
+            self._busy += 1
+            try:
+                ticket, at, name = await self._store.acquire(now, ask[1], keepalive)
+            finally:
+                self._busy -= 1
+                if self._heap and not self._draining:  # others queued while the store decided
+                    self._arm(self._clock.now())
+            if self._store.degraded is not self._degraded:
+                self._store_changed(now)
+            if ticket is not None:
+                self._in_flight += 1
+                self._admitted += 1
+                if at < now:
+                    at = now  # the store's time line may be ahead of ours (never behind)
+                truth.seq = seq = truth.seq + 1
+                truth.recent.append(at)
+                return Permit(self, at, seq, ticket, ask[0], ask[1])
             why = Reason(name) if name in ("", "pause", "keepalive") else Reason("window", name)
             self._hold_until, self._hold = at, (why, keepalive)
-            return await self._wait(ask, (at, why)) if caller else (at, why)
-        self._in_flight += 1
-        self._admitted += 1
-        if at < now:
-            at = now  # the store's time line may be ahead of ours (never behind)
-        truth.seq = seq = truth.seq + 1
-        truth.recent.append(at)
-        return Permit(self, at, seq, ticket, ask[0], ask[1])
+            refused = at, why
+        return await self._wait(ask, refused) if caller else refused
+
+    async def _wait(self, ask: Ask, refused: tuple[float, Reason] | None) -> Permit:
+        now = self._clock.now()
+        t, why = self._truth.gate(now, ask[3]) if refused is None else refused
+        err = self._exhausted(now, t, why)
+        if err is not None:
+            raise err
+        now = self._last_arrival = max(now, self._last_arrival)  # a clock stepping back
+        deadline, seq = ask[2], next(self._arrivals)
+        key = (0, deadline, seq) if deadline is not None else (1, now + ask[0] * self._aging, seq)
+        w = Waiter(key, asyncio.get_running_loop().create_future(), ask)
+        if why.kind == "object":
+            self._parked.append(w)
+        else:
+            heapq.heappush(self._heap, w)
+        if why.kind == "object" or self._heap[0] is w:
+            self._arm(t)
+        try:
+            return await w.fut
+        except asyncio.CancelledError:
+            if w.fut.done() and not w.fut.cancelled() and w.fut.exception() is None:
+                self._refund(w.fut.result())  # granted, then cancelled before it resumed
+                self._release(w.fut.result())
+            w.fut.cancel()
+            self._arm(self._clock.now())
+            raise
 
     def _release(self, p: Permit) -> None:
         if not p._released:
@@ -283,24 +250,16 @@ class Scheduler:
 
     def _exhausted(self, now: float, t: float, why: Reason) -> QuotaExhaustedError | None:
         """The error to raise if ``why`` is a spent quota that the policy will not wait for."""
-        limit = self._truth.quota(why)
-        if t <= now or limit is None:
+        limit, wait = self._truth.spent(now, t, why), self._max_quota_wait
+        what = f"{limit} quota" if why.kind != "object" else f"{limit} object quota"
+        if limit is None:
             return None
-        window = why.kind != "object"
-        if window and t - now <= self._pacing_horizon:
-            return None  # the window frees within a minute: that is pacing, not exhaustion
-        wait = self._max_quota_wait
         if self._on_exhausted == "wait" and (wait is None or t - now <= wait):
-            if window and t > self._exhausted_noted:
+            if why.kind != "object" and t > self._exhausted_noted:
                 self._exhausted_noted = t
-                self._log.warning(
-                    "%s quota spent: requests wait until %s (in %.0f s)",
-                    limit,
-                    fmt_time(t),
-                    t - now,
-                )
+                until = f"{fmt_time(t)} (in {t - now:.0f} s)"
+                self._log.warning("%s spent: requests wait until %s", what, until)
             return None
-        what = f"{limit} quota" if window else f"{limit} object quota"
         return QuotaExhaustedError(
             f"the {what} is spent; it is expected back at {fmt_time(t)} (in {t - now:.0f} s);"
             " nothing was sent",
@@ -330,11 +289,7 @@ class Scheduler:
                 wake = await self._drain()
         except Exception as exc:
             self._log.exception("rate-limit store failed; failing the waiting requests")
-            for w in [*self._heap, *self._parked]:
-                if not w.fut.done():
-                    w.fut.set_exception(exc)
-            self._heap.clear()
-            self._parked.clear()
+            self._fail(exc)
         finally:
             self._draining, self._timer, self._timer_at = False, None, _INF
         if wake < _INF:
@@ -344,16 +299,13 @@ class Scheduler:
         """Grant every waiter that can go now; returns the next time to look (inf: none)."""
         heap, truth = self._heap, self._truth
         while not self._closed:
-            now, wake, parked = self._clock.now(), _INF, self._parked
-            self._parked = []
+            now, wake, parked, self._parked = self._clock.now(), _INF, self._parked, []
             for w in parked:  # waiters whose object quota is back rejoin the queue
                 t, why = truth.gate(now, w.ask[3])
-                if w.fut.done():
-                    continue
-                if why.kind == "object" and t > now:
+                if why.kind == "object" and t > now and not w.fut.done():
                     self._parked.append(w)
                     wake = min(wake, t)
-                else:
+                elif not w.fut.done():
                     heapq.heappush(heap, w)
             while heap and heap[0].fut.done():
                 heapq.heappop(heap)
@@ -362,18 +314,17 @@ class Scheduler:
                 return wake  # a release re-arms the timer
             w = heap[0]
             got = await self._admit(w.ask, False)
-            if isinstance(got, Permit):
-                if w.fut.done():  # cancelled while the store decided
-                    self._refund(got)
-                    self._release(got)
-                    continue
-            else:
-                t, why = got
-                if t <= now:
+            err = None
+            if isinstance(got, Permit) and w.fut.done():  # cancelled while the store decided
+                self._refund(got)
+                self._release(got)
+                continue
+            if not isinstance(got, Permit):
+                if got[0] <= now:
                     return now  # the store asks to decide again: on the next turn of the loop
-                err = self._exhausted(now, t, why)
-                if err is None and why.kind != "object":
-                    return min(t, wake)
+                err = self._exhausted(now, *got)
+                if err is None and got[1].kind != "object":
+                    return min(got[0], wake)
             if heap[0] is w:
                 heapq.heappop(heap)
             else:  # a newcomer went ahead while the store decided
@@ -386,6 +337,14 @@ class Scheduler:
             else:
                 self._parked.append(w)
         return _INF
+
+    def _fail(self, exc: Exception) -> None:
+        """Every waiter gets ``exc`` (a closed scheduler, a failing store): none hangs."""
+        for w in [*self._heap, *self._parked]:
+            if not w.fut.done():
+                w.fut.set_exception(exc)
+        self._heap.clear()
+        self._parked.clear()
 
     # -- what the server said --------------------------------------------------------------
 
@@ -419,14 +378,7 @@ class Scheduler:
                 paced = None if e.kind == "limit" else e.kind == "paced"
                 self._store.configure(e.name, count=e.count, paced=paced)
                 self._hold_until = -_INF
-            until = "" if e.until is None else f" (until {fmt_time(e.until)})"
-            level = logging.INFO if e.kind in ("exact", "restored") else logging.WARNING
-            self._log.log(level, "%s%s", e.reason, until)
-            if self._on_throttle is not None:
-                try:
-                    self._on_throttle(e)
-                except Exception:
-                    self._log.exception("on_throttle callback failed")
+            report(e, self._log, self._on_throttle)
 
     def _store_changed(self, now: float) -> None:
         """The store went to its conservative fallback, or came back: say so."""
@@ -446,10 +398,8 @@ class Scheduler:
         """A handle for one scroll: each request made with it keeps a place in the short
         windows for the scroll's next request, due ``horizon`` clock seconds later, until
         :meth:`drop_keepalive` (see ``_keepalive``; shared through the store)."""
-        _check(
-            horizon > 0 and math.isfinite(horizon),
-            f"a keep-alive horizon must be > 0 seconds, got {horizon!r}",
-        )
+        if not (horizon > 0 and math.isfinite(horizon)):
+            raise ValidationError(f"a keep-alive horizon must be > 0 seconds, got {horizon!r}")
         return KeepAlive(uuid.uuid4().hex[:16], horizon)
 
     def drop_keepalive(self, keepalive: KeepAlive) -> None:
@@ -459,11 +409,9 @@ class Scheduler:
         self._arm(self._clock.now())
 
     def earliest_admission(self, lane: Lane = Lane.DEFAULT, *, objects: str | None = None) -> float:
-        """Clock time at which a request entering now in ``lane`` could be admitted.
-
-        An estimate: it counts the waiters that would go first and assumes each goes as
-        early as the limits allow (it cannot foresee responses, 429s or newer arrivals).
-        """
+        """Clock time at which a request entering now in ``lane`` could be admitted: an
+        estimate that counts the waiters ahead and lets each go as early as the limits allow
+        (it cannot foresee responses, 429s or newer arrivals)."""
         now = self._clock.now()
         return self._project(now, (1, now + int(lane) * self._aging, _LAST), objects)
 
@@ -479,8 +427,7 @@ class Scheduler:
 
     def _project(self, now: float, key: tuple[int, float, int], objects: str | None) -> float:
         ahead = sum(1 for w in self._heap if w.key < key and not w.fut.done())
-        t0, _ = self._truth.gate(now, objects)
-        hint = self._hint()
+        t0, hint = self._truth.gate(now, objects)[0], self._hint()
         times = [max(t, hint) for t in self._store.log.project(max(now, t0), ahead + 1)]
         for allowed, end in self._truth.caps(now).values():
             for j in range(max(0, allowed), len(times)):
@@ -494,52 +441,35 @@ class Scheduler:
     async def used(
         self, tag: str | None = None, *, window: str | None = None
     ) -> int | dict[str, int]:
-        """Admissions in ``window`` (default: the longest, the day) per tag, or ``tag``'s.
-
-        What the limiter counts against the window now: the admissions of its last ``span``
-        seconds (period plus margin), every process's when the store is shared (while
-        ``RedisStore`` is unreachable, this process's). A budget that gives each kind of
-        request a share of the day reads its spending here.
-        """
+        """Admissions per tag (or ``tag``'s) in ``window`` (default: the longest, the day):
+        what the limiter counts against it now, over its last ``span`` seconds, every
+        process's when the store is shared (while ``RedisStore`` is unreachable, this
+        process's). A budget giving each kind of request a share of the day reads it here."""
         name = window or self._longest
-        _check(
-            name in self._truth.specs, f"no such window: {name!r} (have {list(self._truth.specs)})"
-        )
+        if name not in self._truth.specs:
+            raise ValidationError(f"no such window {name!r}; there are {list(self._truth.specs)}")
         counts = await self._store.tally(self._clock.now(), name)
         return counts if tag is None else counts.get(tag, 0)
 
     @property
     def quota(self) -> QuotaSnapshot:
         """A snapshot of what is known: limits, remaining per window, resets, and sources."""
+        waiting = sum(1 for w in (*self._heap, *self._parked) if not w.fut.done())
+        counts = {"in_flight": self._in_flight, "waiting": waiting, "admitted": self._admitted}
         return take_snapshot(
-            self._clock.now(),
-            self.limits,
-            self._truth,
-            self._store,
-            self._hint(),
-            in_flight=self._in_flight,
-            waiting=sum(1 for w in (*self._heap, *self._parked) if not w.fut.done()),
-            admitted=self._admitted,
+            self._clock.now(), self.limits, self._truth, self._store, self._hint(), **counts
         )
-
-    # -- closing ---------------------------------------------------------------------------
 
     async def aclose(self) -> None:
         """Stop: every waiter gets ClientStateError (nothing was sent); the timer ends."""
-        if self._closed:
-            return
-        self._closed = True
-        err = "the rate-limit scheduler was closed while this request waited; nothing was sent"
-        for w in [*self._heap, *self._parked]:
-            if not w.fut.done():
-                w.fut.set_exception(ClientStateError(err))
-        self._heap.clear()
-        self._parked.clear()
-        if self._timer is not None:
-            self._timer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._timer
-        await self._store.detach()  # the last scheduler using a store closes it
+        if not self._closed:
+            self._closed = True
+            self._fail(ClientStateError("the rate-limit scheduler was closed; nothing was sent"))
+            if self._timer is not None:
+                self._timer.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._timer
+            await self._store.detach()  # the last scheduler using a store closes it
 
     async def __aenter__(self) -> Scheduler:
         return self

@@ -6,10 +6,12 @@ said (``ServerTruth``): per window the lower figure wins, and its source is name
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from asyncwifi._instant import format_instant
 from asyncwifi.ratelimit._limits import Limits
 from asyncwifi.ratelimit._log import bound
 
@@ -17,7 +19,14 @@ if TYPE_CHECKING:
     from asyncwifi.ratelimit._store import Store
     from asyncwifi.ratelimit._truth import ServerTruth
 
-__all__ = ["QuotaSnapshot", "ThrottleEvent", "WindowSnapshot", "take_snapshot"]
+__all__ = [
+    "QuotaSnapshot",
+    "ThrottleEvent",
+    "WindowSnapshot",
+    "fmt_time",
+    "report",
+    "take_snapshot",
+]
 
 Source = Literal["server", "local"]
 ThrottleKind = Literal[
@@ -91,6 +100,32 @@ class QuotaSnapshot:
         return self.windows.get("day")
 
 
+def fmt_time(t: float) -> str:
+    """A clock time as UTC text for logs and errors."""
+    try:
+        return format_instant(t, "seconds")
+    except (OverflowError, OSError, ValueError):
+        return f"{t:.0f}"
+
+
+def report(
+    e: ThrottleEvent, log: logging.Logger, on_throttle: Callable[[ThrottleEvent], None] | None
+) -> None:
+    """Log an event (a recovery at INFO, the rest at WARNING) and pass it to ``on_throttle``."""
+    until = "" if e.until is None else f" (until {fmt_time(e.until)})"
+    log.log(
+        logging.INFO if e.kind in ("exact", "restored") else logging.WARNING,
+        "%s%s",
+        e.reason,
+        until,
+    )
+    if on_throttle is not None:
+        try:
+            on_throttle(e)
+        except Exception:
+            log.exception("on_throttle callback failed")
+
+
 def take_snapshot(
     now: float, limits: Limits, truth: ServerTruth, store: Store, hint: float, **counts: int
 ) -> QuotaSnapshot:
@@ -101,7 +136,7 @@ def take_snapshot(
     newest = log.times[-1] if log.times else None
     windows: dict[str, WindowSnapshot] = {}
     for w in log.specs:
-        count = truth.count(w.name)
+        count = truth.specs[w.name].count
         used = min(max(log.used(now, w.span), store.seen.get(w.name, 0)), w.count)
         local = max(0, min(count, w.count) - used)
         next_at = max(gate, hint, bound([w], log.times)[0], now)

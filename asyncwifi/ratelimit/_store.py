@@ -1,8 +1,7 @@
 """Where the admission log lives: the ``Store`` plug-in and the in-process ``MemoryStore``.
 
-A store answers one question, awaited: "may one more go now, and if not, when?", and counts
-admissions per tag. What the server said stays in the scheduler; estimates (projections,
-the quota snapshot) read the store's ``log`` of this process's view.
+A store answers, awaited, "may one more go now, and if not, when?" and counts admissions
+per tag; estimates (projections, the snapshot) read its ``log``, this process's view.
 """
 
 from __future__ import annotations
@@ -38,10 +37,8 @@ class Store(abc.ABC):
     degraded: str | None = None
 
     def __init__(self) -> None:
-        #: the windows' log as this process sees it (for estimates)
-        self.log = Log([])
-        #: admissions per window the shared log held at its last answer (if shared)
-        self.seen: dict[str, int] = {}
+        self.log = Log([])  # the windows' log as this process sees it (for estimates)
+        self.seen: dict[str, int] = {}  # per window, what a shared log held at its answer
         self._shape: list[tuple[str, int, float]] | None = None
         self._users = 0
 

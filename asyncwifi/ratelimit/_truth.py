@@ -1,16 +1,12 @@
 """What the server said, as sans-I/O state: pauses, remaining counts, object quotas, pacing.
 
-``ServerTruth`` takes the time as an argument and returns events (pause everyone, switch
-a window to paced mode, lower a limit) for the asyncio scheduler to carry out and log; it
-never sleeps or logs. The sliding-window log itself lives in the store.
-
-A remaining count becomes a *cap*: "at most ``r`` more admissions until ``end``". The end
-is placed by what the server said (``RateLimit-Reset``: when the period next has room),
-not by the clock grid, so the cap is right whether the gateway counts in fixed windows on
-our clock, fixed windows on a skewed clock, or a sliding (or weighted) window. Inside a
-cap a newer report may only lower it. When a cap ends, the server has promised room for
-one more only: one *probe* goes, and its response (the first sent after the end) sets the
-next cap; should no response come, the probe state lapses after the shortest span.
+``ServerTruth`` takes the time as an argument and returns events (pause, paced mode, a
+lower limit) for the scheduler to carry out and log. A remaining count becomes a *cap*:
+"at most ``r`` more admissions until ``end``", the end placed by what the server said
+(``RateLimit-Reset``), not by the clock grid, so it holds for fixed windows on our clock
+or a skewed one and for sliding (or weighted) windows. Inside a cap a newer report may only
+lower it. When a cap ends, one *probe* goes, and its response sets the next cap; should no
+response come, the probe state lapses after the shortest span.
 """
 
 from __future__ import annotations
@@ -27,46 +23,32 @@ from asyncwifi.ratelimit._snapshot import ThrottleEvent
 
 __all__ = ["NOW", "ObjectState", "Reason", "ServerTruth", "grid_end"]
 
-#: a sequence number no admission reaches
-_NEVER = 1 << 62
+_NEVER = 1 << 62  # a sequence number no admission reaches
 
 
 class Reason(NamedTuple):
-    """Why an admission waits: ``kind`` ("" nothing, "pause" a 429's reset, "window" the
-    local log, "cap" a server-reported remaining count, "probe" a cap's end, "object" a
-    per-object daily quota, "keepalive" an open scroll's place) and what it names."""
+    """Why an admission waits (``kind``: "" nothing, "pause" a 429's reset, "window" the
+    log, "cap" a remaining count, "probe" a cap's end, "object" an object's quota,
+    "keepalive" an open scroll's place) and the window or object it names."""
 
     kind: str = ""
     name: str = ""
 
 
-#: nothing holds the admission back
 NOW = Reason()
 
 
 @dataclass(slots=True)
 class _Cap:
-    """At most ``max_seq`` admissions (by sequence number) before ``end``.
-
-    A probe cap (``probe``) is the state after a cap's end: one more may go, and the first
-    report on a request sent at or after ``since`` replaces it. Only a cap the server placed
-    (``RateLimit-Reset``) leads to a probe; one placed on the clock grid simply ends.
-    """
+    """At most ``max_seq`` admissions (by sequence number) before ``end``; a ``probe`` cap
+    (after a cap the server placed ended) lets one more go, and the first report on a
+    request sent at or after ``since`` replaces it; a cap on the clock grid just ends."""
 
     end: float
     max_seq: int
     probe: bool = False
     since: float = -math.inf
     then_probe: bool = True
-
-
-def grid_end(t: float, period: float) -> float:
-    """End of the clock-aligned fixed window of ``period`` that contains ``t``.
-
-    gateway.md: the gateway's windows are aligned to the clock in UTC (the minute at :00,
-    the day at 00:00 UTC); on the clock's epoch time line those are multiples of the period.
-    """
-    return (math.floor(t / period) + 1.0) * period
 
 
 @dataclass(slots=True)
@@ -79,59 +61,45 @@ class ObjectState:
     blocked_until: float = -math.inf
 
 
+def _low(old: int | None, new: int | None) -> int | None:
+    return old if new is None else new if old is None else min(old, new)
+
+
+def grid_end(t: float, period: float) -> float:
+    """End of the clock-aligned window of ``period`` holding ``t`` (gateway.md: windows are
+    aligned in UTC, the minute at :00 and the day at 00:00: multiples on the epoch line)."""
+    return (math.floor(t / period) + 1.0) * period
+
+
 class ServerTruth:
     """Server truth layered over the local log; every method takes ``now``."""
 
-    __slots__ = (
-        "_caps",
-        "cap_floor",
-        "day_period",
-        "max_reset",
-        "objects",
-        "paced_recovery",
-        "paced_until",
-        "pause_reason",
-        "pause_until",
-        "probe_span",
-        "recent",
-        "seq",
-        "server_limits",
-        "shortest",
-        "specs",
-    )
-
     def __init__(self, specs: Sequence[WindowSpec], *, paced_recovery: float = 60.0) -> None:
-        #: the configured windows by name
+        #: the windows by name; a count the server reported lower is lowered here
         self.specs = {s.name: s for s in specs}
         #: the shortest window (the one a 429 without detail is blamed on)
         self.shortest = min(specs, key=lambda s: s.period, default=None)
         day = self.specs.get("day")
-        #: the period objects' quotas reset on (00:00 UTC)
-        self.day_period = day.period if day is not None else DAY
+        self.day_period = day.period if day is not None else DAY  # objects reset on it
         #: the longest wait a server may order; longer values are clamped (garbage)
         self.max_reset = max([DAY + 60.0, *(s.span for s in specs)])
-        #: paced mode lasts this many periods of the paced window after the last surprise
-        self.paced_recovery = paced_recovery
+        self.paced_recovery = paced_recovery  # in periods of the paced window
+        #: a quota window that frees within this horizon is pacing, not a spent quota
+        self._pacing = max((s.span for s in specs if not s.quota), default=0.0)
         #: admissions so far (this process); a permit carries its own number
         self.seq = 0
         self.recent: deque[float] = deque(maxlen=2048)
         #: no admission before this time (a 429 named a reset)
         self.pause_until = -math.inf
         self.pause_reason = ""
-        #: window name -> its cap (see ``_Cap``)
         self._caps: dict[str, _Cap] = {}
-        #: how long a probe waits for its answer before the cap lapses
         self.probe_span = self.shortest.span if self.shortest is not None else 60.0
         #: no cap can block while seq < cap_floor (a cheap test for the hot path)
         self.cap_floor = _NEVER
-        #: limits the server reported lower than configured
-        self.server_limits: dict[str, int] = {}
         #: window name -> time paced mode ends
         self.paced_until: dict[str, float] = {}
         #: object name -> what the server said of its daily quota
         self.objects: dict[str, ObjectState] = {}
-
-    # -- admission -------------------------------------------------------------------------
 
     def gate(self, now: float, objects: str | None = None) -> tuple[float, Reason]:
         """Earliest time the server's state allows an admission, and why (``NOW`` if now)."""
@@ -144,17 +112,18 @@ class ServerTruth:
                 if c is not None and self.seq >= c.max_seq and c.end >= t:
                     # on a tie the spent window is the better reason
                     t, why = c.end, Reason("probe" if c.probe else "cap", name)
-        o = self.objects.get(objects) if objects is not None else None
-        if o is not None and o.blocked_until > max(now, t):
-            t, why = o.blocked_until, Reason("object", objects or "")
+        if objects is not None and (o := self.objects.get(objects)) and o.blocked_until > t:
+            t, why = o.blocked_until, Reason("object", objects)
         return t, why
 
-    def quota(self, why: Reason) -> str | None:
-        """The spent quota ``why`` names (a quota window, or an object), None for pacing."""
-        if why.kind == "object":
-            return why.name
+    def spent(self, now: float, t: float, why: Reason) -> str | None:
+        """The quota that waiting until ``t`` for ``why`` shows spent (an object's, or a quota
+        window's that frees later than the short windows' span), else None: pacing."""
+        if t <= now or why.kind == "object":
+            return why.name if t > now else None
         spec = self.specs.get(why.name)
-        return why.name if why.kind in ("window", "cap") and spec and spec.quota else None
+        quota = spec is not None and spec.quota and why.kind in ("window", "cap")
+        return why.name if quota and t - now > self._pacing else None
 
     def _current(self, name: str, now: float) -> _Cap | None:
         """The cap of ``name`` at ``now``: an ended cap becomes a probe, a lapsed probe goes."""
@@ -172,11 +141,8 @@ class ServerTruth:
         self._refloor()
         return c if now < c.end else self._current(name, now)
 
-    def admitted(self, now: float) -> int:
-        """Count an admission made at ``now``; returns its sequence number."""
-        self.seq += 1
-        self.recent.append(now)
-        return self.seq
+    def _refloor(self) -> None:
+        self.cap_floor = min((c.max_seq for c in self._caps.values()), default=_NEVER)
 
     def tick(self, now: float) -> list[ThrottleEvent]:
         """Leave paced mode for windows whose recovery time has passed."""
@@ -188,27 +154,14 @@ class ServerTruth:
                 out.append(ThrottleEvent("exact", now, name, None, why))
         return out
 
-    def count(self, name: str) -> int:
-        spec = self.specs[name]
-        return min(spec.count, self.server_limits.get(name, spec.count))
-
     def caps(self, now: float) -> dict[str, tuple[int, float]]:
         """Window -> (admissions still allowed, cap end) for every server cap in force."""
-        out = {}
-        for name in list(self._caps):
-            c = self._current(name, now)
-            if c is not None and not c.probe:
-                out[name] = (c.max_seq - self.seq, c.end)
-        return out
-
-    # -- observation -----------------------------------------------------------------------
+        current = ((name, self._current(name, now)) for name in list(self._caps))
+        return {n: (c.max_seq - self.seq, c.end) for n, c in current if c and not c.probe}
 
     def seq_at(self, sent_at: float) -> int:
-        """Sequence number of the earliest own admission at or after ``sent_at``.
-
-        Used when a response comes without its permit: assuming the request went out as
-        early as possible counts every later admission against what the server said remains.
-        """
+        """Sequence number of the earliest own admission at or after ``sent_at`` (for a
+        response without its permit: every later admission counts against what remains)."""
         c = 0
         for t in reversed(self.recent):
             if t < sent_at:
@@ -220,20 +173,19 @@ class ServerTruth:
         self, now: float, status: int, h: RateLimitHeaders, *, sent_at: float, seq: int | None
     ) -> list[ThrottleEvent]:
         """Apply one response (status and parsed headers) of a request sent at ``sent_at``."""
-        if seq is None:
-            seq = self.seq_at(sent_at)
+        seq = self.seq_at(sent_at) if seq is None else seq
         out: list[ThrottleEvent] = []
         spent_before = {
-            name
-            for name, c in self._caps.items()
+            n
+            for n, c in self._caps.items()
             if now < c.end and self.seq >= c.max_seq and not c.probe
         }
         for name, spec in self.specs.items():
             # gateway.md: a limit lower than configured is a different subscription: adopt it
             lim = h.limits.get(name)
-            if lim is not None and 1 <= lim < self.count(name):
-                self.server_limits[name] = lim
+            if lim is not None and 1 <= lim < spec.count:
                 why = f"lowering the {name} limit: server reports {lim}, configured {spec.count}"
+                spec.count = lim
                 out.append(ThrottleEvent("limit", now, name, None, why, lim))
             # gateway.md: remaining counts may only lower the local estimate inside a window
             rem = h.remaining.get(name)
@@ -255,19 +207,16 @@ class ServerTruth:
     ) -> tuple[float, bool] | None:
         """Until when a remaining count of ``name`` holds at most, and whether the server said.
 
-        ``RateLimit-Reset``, when it describes this period, is when the period next has room
-        (a fixed window's end on the gateway's clock, or the oldest counted request leaving
-        a sliding window); it is counted from ``now``, after the server counted, which errs
-        on the safe side. Without it, the clock-aligned window is the only guess (gateway.md:
-        Kong's windows are aligned to UTC), and a response that crossed a boundary says
-        nothing of the window it counted in.
+        ``RateLimit-Reset``, when it describes this period, is when the period next has room;
+        counted from ``now`` (after the server counted) it errs on the safe side. Without it,
+        the clock-aligned window is the only guess, and a response that crossed a boundary
+        says nothing of the window it counted in.
         """
         reset = h.reset_for(name)
         if reset is not None and reset > 0:
             return now + min(reset, self.max_reset), True
-        period = self.specs[name].period
-        end = grid_end(sent_at, period)
-        return (end, False) if grid_end(now, period) == end else None
+        end = grid_end(sent_at, self.specs[name].period)
+        return (end, False) if grid_end(now, self.specs[name].period) == end else None
 
     def _cap(self, name: str, new: _Cap, sent_at: float, now: float) -> None:
         """Apply a report ("at most ``max_seq`` before ``end``"): inside a cap, only lower it."""
@@ -281,19 +230,13 @@ class ServerTruth:
             old.then_probe = old.then_probe or new.then_probe
         self._refloor()
 
-    def _refloor(self) -> None:
-        self.cap_floor = min((c.max_seq for c in self._caps.values()), default=_NEVER)
-
     def _object(self, name: str, limit: int | None, remaining: int | None, sent_at: float) -> None:
         end = grid_end(sent_at, self.day_period)
         o = self.objects.get(name)
         if o is None or end > o.window_end:
             o = self.objects[name] = ObjectState(limit, remaining, end)
         else:
-            if limit is not None:
-                o.limit = limit if o.limit is None else min(o.limit, limit)
-            if remaining is not None:
-                o.remaining = remaining if o.remaining is None else min(o.remaining, remaining)
+            o.limit, o.remaining = _low(o.limit, limit), _low(o.remaining, remaining)
         if o.remaining is not None and o.remaining <= 0:
             o.blocked_until = max(o.blocked_until, o.window_end)
 
@@ -335,13 +278,12 @@ class ServerTruth:
                 out.append(ThrottleEvent("exhausted", now, blamed, until, why))
         elif spec is not None and blamed not in spent_before:
             # recovery counts from the end of the pause, so that paced admissions happen
-            end = self.paced_until[blamed] = (
-                max(now, self.pause_until) + self.paced_recovery * spec.period
-            )
+            end = max(now, self.pause_until) + self.paced_recovery * spec.period
+            self.paced_until[blamed] = end
             why = (
                 f"unexpected 429 on the {blamed} limit while the local log had room: the server"
-                f" counts differently (sliding or weighted windows); admissions are now spaced"
-                f" {spec.span / self.count(blamed):.3g}s apart"
+                " counts differently (sliding or weighted windows); admissions are now spaced"
+                f" {spec.span / spec.count:.3g}s apart"
             )
             out.append(ThrottleEvent("paced", now, blamed, end, why))
         return out
