@@ -7,13 +7,13 @@ import asyncio
 
 import pytest
 
-from asyncwifi import Client
 from asyncwifi._clock import ScaledClock
 from asyncwifi._core import _tag_for
 from asyncwifi.errors import ValidationError
 from asyncwifi.ratelimit import Limit, Limits, MemoryStore, RedisStore, Scheduler
 from asyncwifi.testing import Simulator
 from tests._virtualclock import VirtualClock
+from tests.client._support import client_for
 from tests.ratelimit.rlhelpers import START, require_redis
 
 URL = "redis://127.0.0.1:6379"
@@ -143,18 +143,8 @@ def test_the_client_tags_each_request_by_what_it_asks_for() -> None:
 
 
 async def test_a_client_counts_its_login_and_its_requests() -> None:
-    clock = ScaledClock(100)
-    async with Simulator(clock=clock) as sim:
-        api = Client(
-            sim.client_key,
-            sim.client_secret,
-            base_url=sim.base_url,
-            organization=sim.organization,
-            allow_http=True,
-            clock=clock,
-        )
-        async with api:
-            await api.segments.list()
-            await api.segments.list()
-            await api.hotspots.list()
-            assert await api.scheduler.used() == {"login": 1, "segments": 2, "hotspots": 1}
+    async with Simulator(clock=ScaledClock(100)) as sim, client_for(sim) as api:
+        await api.segments.list()
+        await api.segments.list()
+        await api.hotspots.list()
+        assert await api.scheduler.used() == {"login": 1, "segments": 2, "hotspots": 1}
