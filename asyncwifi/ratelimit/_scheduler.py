@@ -40,7 +40,6 @@ from asyncwifi.ratelimit._permit import (
 from asyncwifi.ratelimit._snapshot import (
     QuotaSnapshot,
     ThrottleEvent,
-    fmt_time,
     report,
     take_snapshot,
 )
@@ -88,13 +87,17 @@ class Scheduler:
             raise ValidationError(f"aging, paced_recovery must be > 0: {aging}, {paced_recovery}")
         self.limits = limits if limits is not None else Limits()
         specs = self.limits.windows()
-        self._truth = ServerTruth(specs, paced_recovery=paced_recovery)
+        self._truth = ServerTruth(
+            specs,
+            paced_recovery=paced_recovery,
+            on_exhausted=on_exhausted,
+            max_quota_wait=max_quota_wait,
+        )
         self._store = store if store is not None else MemoryStore()
         self._store.bind(specs)
         self._clock = clock if clock is not None else SystemClock()
         self._log = logger if logger is not None else logging.getLogger("asyncwifi.ratelimit")
         self._on_throttle = on_throttle
-        self._on_exhausted, self._max_quota_wait = on_exhausted, max_quota_wait
         self._max_in_flight = max_in_flight
         self._aging = aging if aging is not None else (specs[0].period if specs else 60.0)
         self._longest = max(specs, key=lambda s: s.span).name if specs else ""  # for used()
@@ -112,7 +115,6 @@ class Scheduler:
         self._timer_at = _INF
         self._draining = False
         self._degraded: str | None = None
-        self._exhausted_noted = -_INF
 
     @property
     def clock(self) -> Clock:
@@ -249,23 +251,11 @@ class Scheduler:
             self._arm(self._clock.now())
 
     def _exhausted(self, now: float, t: float, why: Reason) -> QuotaExhaustedError | None:
-        """The error to raise if ``why`` is a spent quota that the policy will not wait for."""
-        limit, wait = self._truth.spent(now, t, why), self._max_quota_wait
-        what = f"{limit} quota" if why.kind != "object" else f"{limit} object quota"
-        if limit is None:
-            return None
-        if self._on_exhausted == "wait" and (wait is None or t - now <= wait):
-            if why.kind != "object" and t > self._exhausted_noted:
-                self._exhausted_noted = t
-                until = f"{fmt_time(t)} (in {t - now:.0f} s)"
-                self._log.warning("%s spent: requests wait until %s", what, until)
-            return None
-        return QuotaExhaustedError(
-            f"the {what} is spent; it is expected back at {fmt_time(t)} (in {t - now:.0f} s);"
-            " nothing was sent",
-            reset_at=t,
-            limit=limit,
-        )
+        """The error to raise if ``why`` is a spent quota the policy will not wait for."""
+        err, note = self._truth.exhausted(now, t, why)
+        if note:
+            self._log.warning("%s", note)
+        return err
 
     # -- the timer -------------------------------------------------------------------------
 

@@ -15,11 +15,12 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
+from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._limits import DAY, WindowSpec
-from asyncwifi.ratelimit._snapshot import ThrottleEvent
+from asyncwifi.ratelimit._snapshot import ThrottleEvent, fmt_time
 
 __all__ = ["NOW", "ObjectState", "Reason", "ServerTruth", "grid_end"]
 
@@ -74,7 +75,14 @@ def grid_end(t: float, period: float) -> float:
 class ServerTruth:
     """Server truth layered over the local log; every method takes ``now``."""
 
-    def __init__(self, specs: Sequence[WindowSpec], *, paced_recovery: float = 60.0) -> None:
+    def __init__(
+        self,
+        specs: Sequence[WindowSpec],
+        *,
+        paced_recovery: float = 60.0,
+        on_exhausted: Literal["wait", "raise"] = "wait",
+        max_quota_wait: float | None = None,
+    ) -> None:
         #: the windows by name; a count the server reported lower is lowered here
         self.specs = {s.name: s for s in specs}
         #: the shortest window (the one a 429 without detail is blamed on)
@@ -86,6 +94,9 @@ class ServerTruth:
         self.paced_recovery = paced_recovery  # in periods of the paced window
         #: a quota window that frees within this horizon is pacing, not a spent quota
         self._pacing = max((s.span for s in specs if not s.quota), default=0.0)
+        #: on a spent quota: wait for it (at most max_wait seconds), or raise at once
+        self.on_exhausted, self.max_wait = on_exhausted, max_quota_wait
+        self._noted = -math.inf  # the reset a wait was last noted for
         #: admissions so far (this process); a permit carries its own number
         self.seq = 0
         self.recent: deque[float] = deque(maxlen=2048)
@@ -116,14 +127,25 @@ class ServerTruth:
             t, why = o.blocked_until, Reason("object", objects)
         return t, why
 
-    def spent(self, now: float, t: float, why: Reason) -> str | None:
-        """The quota that waiting until ``t`` for ``why`` shows spent (an object's, or a quota
-        window's that frees later than the short windows' span), else None: pacing."""
-        if t <= now or why.kind == "object":
-            return why.name if t > now else None
+    def exhausted(
+        self, now: float, t: float, why: Reason
+    ) -> tuple[QuotaExhaustedError | None, str]:
+        """Whether waiting until ``t`` for ``why`` is for a spent quota (an object's, or a
+        quota window's that frees later than the short windows' span; else pacing) that the
+        policy will not wait for: the error to raise, and a note to log (once per reset)."""
         spec = self.specs.get(why.name)
-        quota = spec is not None and spec.quota and why.kind in ("window", "cap")
-        return why.name if quota and t - now > self._pacing else None
+        window = why.kind in ("window", "cap") and spec is not None and spec.quota
+        if t <= now or not (why.kind == "object" or (window and t - now > self._pacing)):
+            return None, ""
+        what = f"{why.name} quota" if window else f"{why.name} object quota"
+        back = f"{fmt_time(t)} (in {t - now:.0f} s)"
+        if self.on_exhausted == "wait" and (self.max_wait is None or t - now <= self.max_wait):
+            if not window or t <= self._noted:
+                return None, ""
+            self._noted = t
+            return None, f"{what} spent: requests wait until {back}"
+        msg = f"the {what} is spent; it is expected back at {back}; nothing was sent"
+        return QuotaExhaustedError(msg, reset_at=t, limit=why.name), ""
 
     def _current(self, name: str, now: float) -> _Cap | None:
         """The cap of ``name`` at ``now``: an ended cap becomes a probe, a lapsed probe goes."""
