@@ -175,8 +175,9 @@ class Scheduler:
                 raise ClientStateError("the rate-limit scheduler is closed")
             mif = self._max_in_flight
             if self._heap or self._busy or (mif is not None and self._in_flight >= mif):
-                return await self._wait(ask, None)
+                return await self._wait(ask, None, None)
         now, truth, keepalive = self._clock.now(), self._truth, ask[4]
+        arrival = next(self._arrivals)  # a caller that must wait after all keeps its place
         if truth.paced_until:
             self._apply(truth.tick(now), now)
         refused: tuple[float, Reason]
@@ -206,16 +207,18 @@ class Scheduler:
             why = Reason(name) if name in ("", "pause", "keepalive") else Reason("window", name)
             self._hold_until, self._hold = at, (why, keepalive)
             refused = at, why
-        return await self._wait(ask, refused) if caller else refused
+        return await self._wait(ask, refused, (now, arrival)) if caller else refused
 
-    async def _wait(self, ask: Ask, refused: tuple[float, Reason] | None) -> Permit:
-        now = self._clock.now()
+    async def _wait(
+        self, ask: Ask, refused: tuple[float, Reason] | None, arrived: tuple[float, int] | None
+    ) -> Permit:
+        now, seq = arrived or (self._clock.now(), next(self._arrivals))
         t, why = self._truth.gate(now, ask[3]) if refused is None else refused
         err = self._exhausted(now, t, why)
         if err is not None:
             raise err
         now = self._last_arrival = max(now, self._last_arrival)  # a clock stepping back
-        deadline, seq = ask[2], next(self._arrivals)
+        deadline = ask[2]
         key = (0, deadline, seq) if deadline is not None else (1, now + ask[0] * self._aging, seq)
         w = Waiter(key, asyncio.get_running_loop().create_future(), ask)
         if why.kind == "object":

@@ -660,3 +660,29 @@ def test_a_store_that_suspends_admits_alike() -> None:
     for lane in range(3):
         assert [i for i, _ in suspending if i % 3 == lane] == list(range(lane, 30, 3))
     assert max_in_sliding([t for _, t in suspending], 10.0 + 10.0 / 60.0) == 5
+
+
+def test_a_caller_refused_by_a_suspending_store_keeps_its_place_in_line() -> None:
+    """A caller that asked the store (which suspended) and was refused queues where it
+    arrived: before the callers that came while the store decided (FIFO within a lane)."""
+
+    class Suspends(MemoryStore):
+        async def acquire(self, now: float, tag: str, keepalive: Any = None) -> Any:
+            for _ in range(3):  # a network store's round trip: others run meanwhile
+                await asyncio.sleep(0)
+            return await super().acquire(now, tag, keepalive)
+
+    clock = VirtualClock(START)
+    out: list[Any] = []
+
+    async def main() -> None:
+        s = Scheduler(limits(1, 10.0), clock=clock, store=Suspends())
+        await take(s, out, "first")
+        a = asyncio.create_task(take(s, out, "a"))  # asks the store, which suspends...
+        await asyncio.sleep(0)
+        b = asyncio.create_task(take(s, out, "b"))  # ...while b arrives and queues
+        await asyncio.gather(a, b)
+        await s.aclose()
+
+    run(clock, main)
+    assert [tag for tag, _ in out] == ["first", "a", "b"]
