@@ -37,12 +37,7 @@ from asyncwifi.ratelimit._permit import (
     Waiter,
     ask,
 )
-from asyncwifi.ratelimit._snapshot import (
-    QuotaSnapshot,
-    ThrottleEvent,
-    report,
-    take_snapshot,
-)
+from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent, report, take_snapshot
 from asyncwifi.ratelimit._store import MemoryStore, Store
 from asyncwifi.ratelimit._truth import NOW, Reason, ServerTruth
 
@@ -176,8 +171,9 @@ class Scheduler:
             mif = self._max_in_flight
             if self._heap or self._busy or (mif is not None and self._in_flight >= mif):
                 return await self._wait(ask, None, None)
+        # a caller refused after all queues where it arrived, before those that came meanwhile
+        arrival = next(self._arrivals) if caller else 0
         now, truth, keepalive = self._clock.now(), self._truth, ask[4]
-        arrival = next(self._arrivals)  # a caller that must wait after all keeps its place
         if truth.paced_until:
             self._apply(truth.tick(now), now)
         refused: tuple[float, Reason]
