@@ -50,6 +50,23 @@ log = logging.getLogger("asyncwifi.http")
 T = TypeVar("T")
 
 
+#: the limiter counts admissions per tag: what a request is, read from its path (the
+#: customer's events are events; the first word found names the request)
+_TAGS = (
+    ("/sts/login", "login"),
+    ("/sts/logout", "logout"),
+    ("/events", "events"),
+    ("/hotspots", "hotspots"),
+    ("/segments", "segments"),
+    ("/customers", "contacts"),
+)
+
+
+def _tag_for(path: str) -> str:
+    """The limiter's tag for a request to ``path`` ("events", "login"...; else "other")."""
+    return next((tag for word, tag in _TAGS if word in path), "other")
+
+
 def _is_json(body: bytes | memoryview) -> bool:
     try:
         msgspec.json.decode(body)
@@ -180,7 +197,11 @@ class RequestPipeline:
         request = Request(call.method, call.path, call.params, call.body, headers, call.into)
         queued = time.perf_counter()
         async with self.scheduler.slot(
-            lane=call.lane, deadline=call.deadline, objects=call.objects, keepalive=call.keepalive
+            lane=call.lane,
+            deadline=call.deadline,
+            objects=call.objects,
+            keepalive=call.keepalive,
+            tag=_tag_for(call.path),
         ) as permit:
             if self.hooks.on_request:
                 self.hooks.fire(

@@ -4,6 +4,8 @@ Part 1, admission overhead (real time, non-binding limits): ``C`` tasks each loo
 ``acquire -> await asyncio.sleep(0) -> release``; the same loop without any limiter is the
 baseline, and *overhead* = time per admission minus the baseline's measured in the same
 round, median over rounds (pairing keeps load drift on a shared machine out of the ratio).
+Part 1b, the same with a binding limit (100 a second), so that 1, 100 or 10,000 tasks wait
+in the queue: virtual time (below), real CPU per admission, against aiolimiter's queue.
 
 Part 2, the guarantee under saturation (virtual time: an event loop whose clock jumps to
 the next timer whenever every task waits, and moves 1 us per pass of the loop, so every
@@ -131,9 +133,9 @@ def ours(
     """Our scheduler; on the loop's (virtual) time, or the production SystemClock."""
 
     def make() -> tuple[Acquire, Acquire]:
-        if virtual:
-            kw.setdefault("clock", LoopClock(asyncio.get_running_loop()))
-        sched = Scheduler(limits, max_in_flight=None, **kw)
+        # a clock on this run's loop (each run has its own loop)
+        clock = LoopClock(asyncio.get_running_loop()) if virtual else None
+        sched = Scheduler(limits, max_in_flight=None, clock=clock, **kw)
 
         async def enter() -> Any:
             return await sched.acquire()
@@ -241,6 +243,61 @@ def part_overhead(rounds: int, ops: int) -> None:
         print(
             f"   {'':>11}  overhead ratio ours/aiolimiter = {ratio:.2f}x"
             f" (target <= 2x: {verdict}); ours/pyrate = {ratio_p:.2f}x"
+        )
+    print()
+
+
+# -- part 1b: overhead with waiters in the queue -------------------------------------------
+
+
+def _queued_once(make: Callable[[], tuple[Acquire, Acquire]], c: int, ops: int) -> float:
+    """Real seconds per admission when ``c`` tasks queue on a binding limit (virtual time:
+    the waits cost nothing, the queue's bookkeeping and wake-ups are what is measured)."""
+
+    async def main() -> float:
+        enter, leave = make()
+        per_task = max(1, ops // c)
+
+        async def worker() -> None:
+            for _ in range(per_task):
+                await leave(await enter())
+
+        gc.collect()
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(c)))
+        return (time.perf_counter() - t0) / (per_task * c)
+
+    result: float = run_virtual(main)
+    return result
+
+
+def part_waiters(rounds: int, ops: int) -> None:
+    """Our queue (one heap, one timer) against aiolimiter's (a heap and call_at), both
+    binding at 100 a second, with 1, 100 and 10,000 tasks waiting."""
+    subjects = [
+        ("none (baseline, no wait)", baseline),
+        ("asyncwifi Scheduler", ours(Limits(minute=Limit(100, 1.0), day=None))),
+        ("aiolimiter AsyncLimiter", aio((100, 1.0))),
+    ]
+    print("1b. Admission overhead with waiters: a binding 100/s limit (virtual time; real CPU)")
+    print(f"   {'waiters':>11}  {'limiter':<30} {'us/admission':>12} {'overhead us':>12}")
+    for c in (1, 100, 10_000):
+        samples: dict[str, list[float]] = {name: [] for name, _ in subjects}
+        extra: dict[str, list[float]] = {name: [] for name, _ in subjects}
+        for _ in range(rounds):
+            base = _queued_once(baseline, c, ops) * 1e6
+            for name, make in subjects:
+                v = _queued_once(make, c, ops) * 1e6
+                samples[name].append(v)
+                extra[name].append(v - base)
+        med = {name: statistics.median(v) for name, v in samples.items()}
+        over = {name: max(0.0, statistics.median(v)) for name, v in extra.items()}
+        for name, _ in subjects:
+            print(f"   {c:>11,}  {name:<30} {med[name]:>12.2f} {over[name]:>12.2f}")
+        ratio = over["asyncwifi Scheduler"] / max(over["aiolimiter AsyncLimiter"], 1e-9)
+        verdict = "ok" if ratio <= 2.0 else "ABOVE TARGET"
+        print(
+            f"   {'':>11}  overhead ratio ours/aiolimiter = {ratio:.2f}x (target <= 2x: {verdict})"
         )
     print()
 
@@ -363,6 +420,7 @@ def main() -> None:
     rounds, ops = (3, 20_000) if args.quick else (7, 30_000)
     t0 = time.perf_counter()
     part_overhead(rounds, ops)
+    part_waiters(rounds, ops // 2)
     part_windows()
     part_day()
     print(f"total {time.perf_counter() - t0:.1f} s")

@@ -1,21 +1,23 @@
 """Rate limits: 60 a minute and 15,000 a day, exactly, across coroutines, processes and hosts.
 
-Sans-I/O window arithmetic (``_window``) and server truth (``_truth``) under an asyncio
-:class:`Scheduler` (its admission loop in ``_admission``);
-the admission log lives in a :class:`Store` (:class:`MemoryStore` by default, or
-:class:`RedisStore` to share one key's budget between processes and hosts).
+One :class:`Scheduler` admits every request: sans-I/O window arithmetic (``_log``) and
+server truth (``_truth``) under one admission path, one queue and one timer; the admission
+log (with a tag per admission, counted by :meth:`Scheduler.used`) lives in a :class:`Store`
+plug-in: :class:`MemoryStore` by default, or :class:`RedisStore` to share one key's budget
+between processes and hosts.
 """
 
 from asyncwifi.ratelimit._headers import ObjectCounts, RateLimitHeaders
-from asyncwifi.ratelimit._limits import Limit, Limits, WindowSpec
+from asyncwifi.ratelimit._keepalive import KeepAlive
+from asyncwifi.ratelimit._limits import Limit, Limits
 from asyncwifi.ratelimit._permit import Lane, Permit
 from asyncwifi.ratelimit._redis import RedisStore
 from asyncwifi.ratelimit._scheduler import Scheduler
 from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent, WindowSnapshot
-from asyncwifi.ratelimit._store import MemoryStore, Store, WindowUsage
-from asyncwifi.ratelimit._window import WindowLog
+from asyncwifi.ratelimit._store import MemoryStore, Store
 
 __all__ = [
+    "KeepAlive",
     "Lane",
     "Limit",
     "Limits",
@@ -28,8 +30,5 @@ __all__ = [
     "Scheduler",
     "Store",
     "ThrottleEvent",
-    "WindowLog",
     "WindowSnapshot",
-    "WindowSpec",
-    "WindowUsage",
 ]

@@ -11,7 +11,7 @@ is repeated, the conservative reading wins (the lowest remaining, the longest wa
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 
@@ -28,13 +28,13 @@ PERIODS: dict[str, float] = {
 }
 
 _PREFIX = "x-ratelimit-"
+#: first letters of the headers read here (X-RateLimit-*, RateLimit-*, Retry-After)
+_FIRST = frozenset("xXrR \t")
 
 
 def _number(raw: str) -> float | None:
     """The leading number of a header value ("60", "60, 60;w=60", " 7 "), or None."""
     token = raw.strip().split(",", 1)[0].split(";", 1)[0].strip()
-    if not token:
-        return None
     try:
         value = float(token)
     except ValueError:
@@ -45,32 +45,30 @@ def _number(raw: str) -> float | None:
 def _count(raw: str) -> int | None:
     """A non-negative count; negative values read as 0 (the conservative reading)."""
     value = _number(raw)
-    if value is None:
-        return None
-    return max(0, int(value))
+    return None if value is None else max(0, int(value))
 
 
 def _seconds(raw: str) -> float | None:
     value = _number(raw)
-    if value is None or value < 0:
+    return None if value is None or value < 0 else value
+
+
+def _keep(
+    old: float | None, new: float | None, pick: Callable[[float, float], float]
+) -> float | None:
+    """Of a repeated header's readings, the conservative one (``pick`` is min or max)."""
+    return old if new is None else new if old is None else pick(old, new)
+
+
+def _http_date(raw: str) -> float | None:
+    try:
+        parsed = parsedate_to_datetime(raw.strip())
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    return value
-
-
-def _min(old: int | None, new: int | None) -> int | None:
-    if new is None:
-        return old
-    return new if old is None else min(old, new)
-
-
-def _max(old: float | None, new: float | None) -> float | None:
-    if new is None:
-        return old
-    return new if old is None else max(old, new)
-
-
-#: first letters of the headers read here (X-RateLimit-*, RateLimit-*, Retry-After)
-_FIRST = frozenset("xXrR \t")
+    if parsed.tzinfo is None:
+        return None
+    stamp = parsed.timestamp()
+    return stamp if math.isfinite(stamp) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,14 +105,11 @@ class RateLimitHeaders:
         """Read a response's headers (a dict in any case, or aiohttp's CIMultiDictProxy)."""
         if headers is None:
             return _EMPTY
-        items = headers.items() if isinstance(headers, Mapping) else headers
-        limits: dict[str, int] = {}
-        remaining: dict[str, int] = {}
-        obj_limit: dict[str, int] = {}
-        obj_remaining: dict[str, int] = {}
-        limit = remaining_any = None
-        reset = retry_after = retry_after_at = None
-        for key, value in items:
+        periods: dict[str, dict[str, int]] = {"limit": {}, "remaining": {}}
+        objs: dict[str, dict[str, int]] = {"limit": {}, "remaining": {}}
+        one: dict[str, float | None] = dict.fromkeys(("limit", "remaining", "reset", "after"))
+        after_at = None
+        for key, value in headers.items() if isinstance(headers, Mapping) else headers:
             # most of a response's headers (Content-*, Date, Server, Via, Connection) are
             # passed over on their first letter: this runs once per response
             if not isinstance(key, str) or key[:1] not in _FIRST or not isinstance(value, str):
@@ -122,57 +117,42 @@ class RateLimitHeaders:
             lk = key.strip().lower()
             if lk.startswith(_PREFIX):
                 kind, _, tail = lk[len(_PREFIX) :].partition("-")
-                if kind == "limit":
-                    period_map, object_map = limits, obj_limit
-                elif kind == "remaining":
-                    period_map, object_map = remaining, obj_remaining
-                else:
-                    continue
                 name, _, period = tail.rpartition("-")
                 n = _count(value)
-                if n is None or period not in PERIODS:
+                if kind not in periods or n is None or period not in PERIODS:
                     continue
-                if not name:
-                    # spec §8: X-Ratelimit-(Limit|Remaining)-Minute / -Day
-                    period_map[period] = (
-                        n if period not in period_map else min(period_map[period], n)
-                    )
-                elif period == "day":
-                    # spec §8: X-Ratelimit-(Limit|Remaining)-<object>-Day
-                    object_map[name] = n if name not in object_map else min(object_map[name], n)
-            elif lk == "ratelimit-limit":
-                limit = _min(limit, _count(value))
-            elif lk == "ratelimit-remaining":
-                remaining_any = _min(remaining_any, _count(value))
+                # spec §8: X-Ratelimit-(Limit|Remaining)-Minute / -Day, and -<object>-Day
+                into = periods[kind] if not name else objs[kind] if period == "day" else None
+                if into is not None:
+                    key_ = name or period
+                    into[key_] = min(into.get(key_, n), n)
+            elif lk in ("ratelimit-limit", "ratelimit-remaining"):
+                k = lk[10:]
+                one[k] = _keep(one[k], _count(value), min)
             elif lk == "ratelimit-reset":
-                reset = _max(reset, _seconds(value))
+                one["reset"] = _keep(one["reset"], _seconds(value), max)
             elif lk == "retry-after":
                 delay = _seconds(value)
                 if delay is not None:
-                    retry_after = _max(retry_after, delay)
+                    one["after"] = _keep(one["after"], delay, max)
                 else:
-                    retry_after_at = _max(retry_after_at, _http_date(value))
-        if not (limits or remaining or obj_limit or obj_remaining) and (
-            limit is None
-            and remaining_any is None
-            and reset is None
-            and retry_after is None
-            and retry_after_at is None
-        ):
-            return _EMPTY
-        objects = {
-            name: ObjectCounts(obj_limit.get(name), obj_remaining.get(name))
-            for name in sorted(obj_limit.keys() | obj_remaining.keys())
-        }
+                    after_at = _keep(after_at, _http_date(value), max)
+        if not any(periods.values()) and not any(objs.values()) and after_at is None:  # noqa: SIM102
+            if all(v is None for v in one.values()):
+                return _EMPTY
+        names = sorted(objs["limit"].keys() | objs["remaining"].keys())
+        limit, remaining = one["limit"], one["remaining"]
         return cls(
-            limits=limits,
-            remaining=remaining,
-            objects=objects,
-            limit=limit,
-            remaining_any=remaining_any,
-            reset=reset,
-            retry_after=retry_after,
-            retry_after_at=retry_after_at,
+            limits=periods["limit"],
+            remaining=periods["remaining"],
+            objects={
+                n: ObjectCounts(objs["limit"].get(n), objs["remaining"].get(n)) for n in names
+            },
+            limit=None if limit is None else int(limit),
+            remaining_any=None if remaining is None else int(remaining),
+            reset=one["reset"],
+            retry_after=one["after"],
+            retry_after_at=after_at,
         )
 
     @property
@@ -196,15 +176,11 @@ class RateLimitHeaders:
         """
         if self.reset is None:
             return None
-        if self.limit is not None and self.limits.get(period) == self.limit:
-            if sum(1 for v in self.limits.values() if v == self.limit) == 1:
-                return self.reset
-            return None
-        if self.limit is None and self.remaining.get(period) == 0:
-            spent = [p for p, v in self.remaining.items() if v == 0]
-            if spent == [period]:
-                return self.reset
-        return None
+        if self.limit is not None:
+            same = [p for p, v in self.limits.items() if v == self.limit]
+            return self.reset if same == [period] else None
+        spent = [p for p, v in self.remaining.items() if v == 0]
+        return self.reset if spent == [period] else None
 
     def spent_periods(self) -> list[str]:
         """Periods the server reported with nothing left, shortest first."""
@@ -213,17 +189,6 @@ class RateLimitHeaders:
     def spent_objects(self) -> list[str]:
         """Objects the server reported with nothing left today."""
         return [n for n, c in self.objects.items() if c.remaining is not None and c.remaining <= 0]
-
-
-def _http_date(raw: str) -> float | None:
-    try:
-        parsed = parsedate_to_datetime(raw.strip())
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if parsed.tzinfo is None:
-        return None
-    stamp = parsed.timestamp()
-    return stamp if math.isfinite(stamp) else None
 
 
 _EMPTY = RateLimitHeaders()

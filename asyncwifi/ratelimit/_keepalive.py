@@ -1,35 +1,28 @@
 """Scroll keep-alive: every open scroll keeps a place in the short windows for its next page.
 
 spec §3: a scroll id lapses when its next request comes more than a scroll window after the
-previous one. Earliest-deadline-first ordering (DESIGN "Rate limits" 5) is not enough on its
-own: a window of ``count`` admissions in any ``span`` (61 s) frees a place only when its
-oldest admission is ``span`` old, so after a burst that fills the window, a scroll whose
-previous page was in the first seconds of the burst cannot be continued in time, whatever
-order the waiters are in; and across processes sharing a key, another process's ordinary
-request takes the place a continuation was waiting for.
+previous one. Earliest deadline first (DESIGN "Rate limits" 5) is not enough: a window
+frees a place only ``span`` (61 s) after its oldest admission, so after a burst a scroll
+whose page went early in it cannot continue in time, and another process sharing the key
+takes the place a continuation waits for.
 
-The rule (sans-I/O, one owner; the Lua script of ``RedisStore`` mirrors it): each open
-scroll has a *due* time, the latest clock time its next request may be admitted at (its
-last admission plus its horizon). Earliest due first, the k-th open scroll's next request
-takes the k-th place that frees in every window. An admission may not raise the number of
-other scrolls that would get no place by their due time (a stale due time, or a burst made
-before this rule saw it, blocks nobody for more than one scroll window). A scroll's own
-request also waits, while its due time allows, until the request after it will have a
-place in time; once admitted it replaces its due time with the next one. Only windows
-shorter than the longest are checked when there are several: the day is a budget, and
-keeping its last places for scrolls that lapse when the day is spent anyway would only
-leave them unused.
+The rule (sans-I/O; ``RedisStore``'s Lua script mirrors it): each open scroll is *due* by
+its last admission plus its horizon; earliest due first, the k-th takes the k-th place that
+frees. An admission may not raise the number of other scrolls left without a place by
+their due time; a scroll's own request waits, while its due time allows, until its
+successor will have a place. Only windows shorter than the longest are checked: keeping
+the day's last places for scrolls that lapse when it is spent would only waste them.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import NamedTuple
 
-from asyncwifi.ratelimit._window import WindowLog, Windows
+from asyncwifi.ratelimit._limits import WindowSpec
+from asyncwifi.ratelimit._log import Log
 
-__all__ = ["KeepAlive", "KeepAlives", "keepalive_logs", "next_change", "place", "shortfall"]
+__all__ = ["KeepAlive", "KeepAlives", "checked", "next_change", "place", "shortfall"]
 
 
 class KeepAlive:
@@ -47,21 +40,17 @@ class KeepAlive:
         return f"KeepAlive({self.token!r}, horizon={self.horizon:g})"
 
 
-class _Due(NamedTuple):
-    token: str
-    at: float
-
-
-def keepalive_logs(windows: Windows) -> list[WindowLog]:
+def checked(specs: Sequence[WindowSpec]) -> list[WindowSpec]:
     """The windows the rule checks: all but the longest, or the only one."""
-    logs = windows.logs
-    if len(logs) <= 1:
-        return list(logs)
-    longest = max(w.span for w in logs)
-    return [w for w in logs if w.span < longest]
+    if len(specs) <= 1:
+        return list(specs)
+    longest = max(w.span for w in specs)
+    return [w for w in specs if w.span < longest]
 
 
-def place(logs: Sequence[WindowLog], now: float, k: int, extra: int) -> tuple[float, bool]:
+def place(
+    log: Log, specs: Sequence[WindowSpec], now: float, k: int, extra: int
+) -> tuple[float, bool]:
     """When the ``k``-th next admission could go in every window, were ``extra`` admissions
     logged at ``now`` first; and whether waiting can make it earlier (False when a window
     needs the place of an admission made at or after ``now``, which frees only a span later
@@ -70,53 +59,49 @@ def place(logs: Sequence[WindowLog], now: float, k: int, extra: int) -> tuple[fl
     The ``k``-th next admission takes the place of the window's ``used + extra + k -
     count``-th oldest admission, which frees ``span`` after it was made.
     """
-    at, movable = now, True
-    for w in logs:
-        used = w.used(now)
+    at, movable, times = now, True, log.times
+    for w in specs:
+        used = log.used(now, w.span)
         idx = used + extra + k - w.count
         if idx <= 0:
             continue
         if idx <= used:
-            times = w.times()
             t = times[len(times) - used + idx - 1] + w.span
         else:
             t, movable = now + w.span, False
-        if t > at:
-            at = t
+        at = max(at, t)
     return at, movable
 
 
-def shortfall(logs: Sequence[WindowLog], now: float, due: Sequence[float], extra: int) -> int:
+def shortfall(
+    log: Log, specs: Sequence[WindowSpec], now: float, due: Sequence[float], extra: int
+) -> int:
     """How many of the due times (sorted) could not each get one admission by then, were
     ``extra`` admissions logged at ``now`` first: earliest due first, the ``k``-th takes
-    the ``k``-th place that frees (places taken at or after ``now`` free only after every
-    due time, a due time being less than a span away)."""
-    return sum(1 for k, d in enumerate(due, 1) if place(logs, now, k, extra)[0] > d)
+    the ``k``-th place that frees."""
+    return sum(1 for k, d in enumerate(due, 1) if place(log, specs, now, k, extra)[0] > d)
 
 
-def next_change(logs: Sequence[WindowLog], now: float, due: Sequence[float]) -> float:
+def next_change(log: Log, specs: Sequence[WindowSpec], now: float, due: Sequence[float]) -> float:
     """When the rule's answer may change: a window's oldest admission leaves it, or one
     of the due times passes (and its scroll is forgotten)."""
     retry = min((d for d in due if d > now), default=math.inf)
-    for w in logs:
-        used = w.used(now)
-        exit_at = w.times()[len(w.times()) - used] + w.span if used else now + w.span
-        retry = min(retry, exit_at)
+    for w in specs:
+        used = log.used(now, w.span)
+        retry = min(retry, log.times[-used] + w.span if used else now + w.span)
     return retry
 
 
 class KeepAlives:
-    """The due times of the open scrolls of one store, and the rule applied to its logs."""
+    """The due times of the open scrolls of one store, and the rule applied to its log."""
 
-    __slots__ = ("_due",)
+    __slots__ = ("due",)
 
     def __init__(self) -> None:
-        self._due: dict[str, float] = {}
+        #: scroll token -> the latest clock time its next request may be admitted at
+        self.due: dict[str, float] = {}
 
-    def __bool__(self) -> bool:
-        return bool(self._due)
-
-    def blocks(self, windows: Windows, now: float, keepalive: KeepAlive | None) -> float | None:
+    def blocks(self, log: Log, now: float, keepalive: KeepAlive | None) -> float | None:
         """None when one admission at ``now`` (for ``keepalive``'s scroll, if given) may go;
         otherwise the clock time to ask again.
 
@@ -125,21 +110,19 @@ class KeepAlives:
            after it will have a place in time (after a burst it goes a little later
            rather than leave its successor no place before the window frees).
         """
-        due = self._due
+        due = self.due
         for token in [t for t, d in due.items() if d < now]:
             del due[token]
         if not due and keepalive is None:
             return None
-        logs = keepalive_logs(windows)
+        specs = checked(log.specs)
         own = None if keepalive is None else due.get(keepalive.token)
         others = sorted(d for t, d in due.items() if keepalive is None or t != keepalive.token)
-        if others and shortfall(logs, now, others, 1) > shortfall(logs, now, others, 0):
-            return next_change(logs, now, others)
+        if others and shortfall(log, specs, now, others, 1) > shortfall(log, specs, now, others, 0):
+            return next_change(log, specs, now, others)
         if keepalive is not None:
-            at, movable = place(logs, now, len(others) + 1, 1)
-            retry = at - keepalive.horizon
-            if own is not None and own < retry:
-                retry = own
+            at, movable = place(log, specs, now, len(others) + 1, 1)
+            retry = min(at - keepalive.horizon, own if own is not None else math.inf)
             if movable and retry > now:
                 return retry
         return None
@@ -147,12 +130,8 @@ class KeepAlives:
     def admitted(self, keepalive: KeepAlive | None, at: float) -> None:
         """Record a scroll's admission at ``at``: its next is due ``horizon`` later."""
         if keepalive is not None:
-            self._due[keepalive.token] = at + keepalive.horizon
+            self.due[keepalive.token] = at + keepalive.horizon
 
-    def drop(self, token: str) -> bool:
-        """The scroll ended: it needs no place any more (True if it had one)."""
-        return self._due.pop(token, None) is not None
-
-    def due(self) -> list[_Due]:
-        """The open scrolls' due times, earliest first (for reprs and tests)."""
-        return sorted((_Due(t, d) for t, d in self._due.items()), key=lambda x: x.at)
+    def drop(self, token: str) -> None:
+        """The scroll ended: it needs no place any more."""
+        self.due.pop(token, None)

@@ -1,4 +1,4 @@
-"""The limits a scheduler enforces: ``Limit(count, period)`` and the ``Limits`` pair.
+"""The limits a scheduler enforces: ``Limit(count, period)`` and the windows ``Limits`` holds.
 
 spec §8: 60 requests per minute and 15,000 per day per account. Any count and period are
 accepted so that tests and the simulator can run the same shapes faster (``Limit(60, 0.6)``).
@@ -7,6 +7,7 @@ accepted so that tests and the simulator can run the same shapes faster (``Limit
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from asyncwifi.errors import ValidationError
@@ -40,18 +41,22 @@ class Limit:
         return self.period / self.count
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class WindowSpec:
-    """One enforced window: at most ``count`` admissions in any ``span`` = period + margin."""
+    """One enforced window: at most ``count`` admissions in any ``span`` = period + margin.
+    A ``quota`` window (a day or longer) can be spent, the others only pace; each store's
+    copy may be lowered (``count``) or ``paced`` (``span / count`` apart) as the server says."""
 
     name: str
     count: int
     period: float
     margin: float
+    quota: bool = False
+    paced: bool = False
     span: float = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "span", self.period + self.margin)
+        self.span = self.period + self.margin
 
 
 def _check_margin(name: str, value: float) -> float:
@@ -64,40 +69,46 @@ def _check_margin(name: str, value: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """The minute and day limits of one API key, with safety margins in seconds.
+    """The windows of one API key (minute, day, any ``others``), with safety margins.
 
-    The gateway counts a request when it arrives, the client when it sends it; the margin
-    widens each window the client enforces (N in any ``period + margin``) so that network
-    jitter never puts N + 1 into one server window. Margins are written for the real
-    periods (60 s and 86,400 s) and **scale with the period**: the margin applied to a limit
-    is ``margin * min(1, period / reference)``, so ``Limit(60, 0.6)`` gets 0.01 s, exactly as
-    a 100x faster clock would see the production setup. Either limit may be ``None``.
+    The gateway counts a request when it arrives, the client when it sends it: a margin
+    widens each window (N in any ``period + margin``) so network jitter never puts N + 1
+    into one server window. Margins are written for 60 s and 86,400 s and scale down with
+    the period (``margin * min(1, period / reference)``: ``Limit(60, 0.6)`` gets 0.01 s).
+    Either limit may be ``None``; ``others`` names more windows by the gateway's period
+    names (``{"hour": Limit(...)}``), a day or longer taking the day's margin.
     """
 
     minute: Limit | None = Limit(60, MINUTE)
     day: Limit | None = Limit(15_000, DAY)
     minute_margin: float = 1.0
     day_margin: float = 60.0
+    others: Mapping[str, Limit] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         for name in ("minute", "day"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, Limit):
                 raise ValidationError(f"Limits.{name} must be a Limit or None, got {value!r}")
+        for name, value in self.others.items():
+            if not isinstance(name, str) or not name or name in ("minute", "day"):
+                raise ValidationError(f"Limits.others: a window needs a new name, got {name!r}")
+            if not isinstance(value, Limit):
+                raise ValidationError(f"Limits.others[{name!r}] must be a Limit, got {value!r}")
         object.__setattr__(
             self, "minute_margin", _check_margin("minute_margin", self.minute_margin)
         )
         object.__setattr__(self, "day_margin", _check_margin("day_margin", self.day_margin))
 
-    def windows(self) -> tuple[WindowSpec, ...]:
-        """The enforced windows, shortest period first, with their scaled margins."""
+    def windows(self) -> list[WindowSpec]:
+        """The enforced windows (fresh copies), shortest period first, with scaled margins."""
         out: list[WindowSpec] = []
-        for name, limit, margin, ref in (
-            ("minute", self.minute, self.minute_margin, MINUTE),
-            ("day", self.day, self.day_margin, DAY),
-        ):
-            if limit is not None:
-                scaled = margin * min(1.0, limit.period / ref)
-                out.append(WindowSpec(name, limit.count, limit.period, scaled))
+        for name, limit in (("minute", self.minute), ("day", self.day), *self.others.items()):
+            if limit is None:
+                continue
+            quota = name == "day" or (name != "minute" and limit.period >= DAY)
+            margin, ref = (self.day_margin, DAY) if quota else (self.minute_margin, MINUTE)
+            scaled = margin * min(1.0, limit.period / ref)
+            out.append(WindowSpec(name, limit.count, limit.period, scaled, quota))
         out.sort(key=lambda w: w.period)
-        return tuple(out)
+        return out

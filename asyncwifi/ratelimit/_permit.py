@@ -1,23 +1,26 @@
-"""What a caller holds: a ``Lane``, a ``Permit`` once admitted, the ``async with`` slot.
-
-The waiter record (``Waiter``) is the queue's entry: its key orders the queue (deadline
-tier, then arrival plus the lane's handicap, then arrival order).
-"""
+"""What a caller holds: a ``Lane``, a ``Permit`` once admitted, the ``async with`` slot; and
+what a request asks for (``Ask``) and its place in the queue (``Waiter``)."""
 
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Mapping
 from enum import IntEnum
 from types import TracebackType
-from typing import Protocol
+from typing import TYPE_CHECKING, NamedTuple
 
+from asyncwifi.errors import ValidationError
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._keepalive import KeepAlive
 
-__all__ = ["HeadersLike", "Lane", "Permit", "Slot", "Waiter"]
+if TYPE_CHECKING:
+    from asyncwifi.ratelimit._scheduler import Scheduler
+
+__all__ = ["DEFAULT_TAG", "Ask", "HeadersLike", "Lane", "Permit", "Slot", "Waiter", "ask"]
 
 HeadersLike = Mapping[str, str] | RateLimitHeaders | None
+DEFAULT_TAG = "other"  # the tag of an admission whose caller named none
 
 
 class Lane(IntEnum):
@@ -29,45 +32,37 @@ class Lane(IntEnum):
     BULK = 3
 
 
-class Admitter(Protocol):
-    """What a permit and a slot call back into (``_admission.AdmissionLoop``); structural,
-    so that this module needs nothing of the loop that imports it."""
+#: what a request asks for: its lane, tag, deadline, object quota and open scroll
+Ask = tuple[Lane, str, float | None, str | None, KeepAlive | None]
 
-    def observe(self, status: int, headers: HeadersLike, *, sent_at: float, seq: int) -> None:
-        """Feed a response back."""
 
-    def _try_now(
-        self,
-        lane: Lane,
-        deadline: float | None,
-        objects: str | None,
-        keepalive: KeepAlive | None = None,
-    ) -> Permit | None:
-        """An admission now, or None."""
+def ask(
+    lane: Lane, tag: str | None, deadline: float | None, objects: str | None, ka: KeepAlive | None
+) -> Ask:
+    """A request's ask, checked (``ValidationError`` before anything is spent)."""
+    if deadline is not None and not math.isfinite(deadline):
+        raise ValidationError(f"deadline must be a finite clock time, got {deadline!r}")
+    if tag is not None and (type(tag) is not str or not tag):
+        raise ValidationError(f"a tag must be a non-empty string, got {tag!r}")
+    return Lane(lane), tag or DEFAULT_TAG, deadline, objects.lower() if objects else None, ka
 
-    async def _wait(
-        self,
-        lane: Lane,
-        deadline: float | None,
-        objects: str | None,
-        keepalive: KeepAlive | None = None,
-    ) -> Permit:
-        """An admission, waited for."""
 
-    def _release(self, p: Permit) -> None:
-        """End a request."""
+class Waiter(NamedTuple):
+    """A queued request: ordered by its key (deadline tier, then arrival plus the lane's
+    handicap, then arrival order: unique, so the rest is never compared)."""
 
-    def _refund(self, p: Permit) -> None:
-        """Give an admission back."""
+    key: tuple[int, float, int]
+    fut: asyncio.Future[Permit]
+    ask: Ask
 
 
 class Permit:
     """An admission: the request may be sent now. ``sent_at`` is the admission time."""
 
-    __slots__ = ("_released", "_sched", "lane", "sent_at", "seq", "ticket")
+    __slots__ = ("_released", "_sched", "lane", "sent_at", "seq", "tag", "ticket")
 
     def __init__(
-        self, sched: Admitter, sent_at: float, seq: int, ticket: object, lane: Lane
+        self, sched: Scheduler, sent_at: float, seq: int, ticket: object, lane: Lane, tag: str
     ) -> None:
         self._sched = sched
         self._released = False
@@ -78,6 +73,8 @@ class Permit:
         #: the store's handle on the logged admission (for a refund)
         self.ticket = ticket
         self.lane = lane
+        #: what the request is ("events", "login"...): the store counts per tag
+        self.tag = tag
 
     def observe(self, status: int, headers: HeadersLike) -> None:
         """Feed the response back: remaining counts, a 429's pause, object quotas."""
@@ -93,61 +90,21 @@ class Permit:
             self._sched._release(self)
 
     def __repr__(self) -> str:
-        return f"<Permit #{self.seq} {self.lane.name} sent_at={self.sent_at:.3f}>"
-
-
-class Waiter:
-    """One queued request: its ordering key, its future, and what it needs."""
-
-    __slots__ = ("deadline", "fut", "keepalive", "key", "lane", "objects")
-
-    def __init__(
-        self,
-        key: tuple[int, float, int],
-        fut: asyncio.Future[Permit],
-        lane: Lane,
-        deadline: float | None,
-        objects: str | None,
-        keepalive: KeepAlive | None = None,
-    ) -> None:
-        self.key = key
-        self.fut = fut
-        self.lane = lane
-        self.deadline = deadline
-        self.objects = objects
-        self.keepalive = keepalive
-
-    def __lt__(self, other: Waiter) -> bool:
-        return self.key < other.key
+        return f"<Permit #{self.seq} {self.tag} {self.lane.name} sent_at={self.sent_at:.3f}>"
 
 
 class Slot:
     """``async with sched.slot(...) as permit``: admission on entry, release on exit."""
 
-    __slots__ = ("_deadline", "_keepalive", "_lane", "_objects", "_permit", "_sched")
+    __slots__ = ("_ask", "_permit", "_sched")
 
-    def __init__(
-        self,
-        sched: Admitter,
-        lane: Lane,
-        deadline: float | None,
-        objects: str | None,
-        keepalive: KeepAlive | None = None,
-    ) -> None:
-        self._sched = sched
-        self._lane = lane
-        self._deadline = deadline
-        self._objects = objects
-        self._keepalive = keepalive
+    def __init__(self, sched: Scheduler, ask: Ask) -> None:
+        self._sched, self._ask = sched, ask
         self._permit: Permit | None = None
 
     async def __aenter__(self) -> Permit:
-        s = self._sched
-        p = s._try_now(self._lane, self._deadline, self._objects, self._keepalive)
-        if p is None:
-            p = await s._wait(self._lane, self._deadline, self._objects, self._keepalive)
-        self._permit = p
-        return p
+        self._permit = await self._sched._admit(self._ask, True)
+        return self._permit
 
     async def __aexit__(
         self,
@@ -155,6 +112,5 @@ class Slot:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        p, self._permit = self._permit, None
-        if p is not None:
-            self._sched._release(p)
+        if self._permit is not None:
+            self._permit.release()

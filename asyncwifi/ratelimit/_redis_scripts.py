@@ -1,13 +1,15 @@
 """The Lua scripts of ``RedisStore``: each decides and records atomically in Redis.
 
-Times are integer microseconds. ``_ACQUIRE`` mirrors the Python rules of ``_window``
-(the sliding-window logs) and ``_keepalive`` (a place kept for each open scroll's next
-request); ``tests/ratelimit/test_rl_lua_mirror.py`` holds them to the same decisions.
+Times are integer microseconds; a window is a sorted set of admissions whose members are
+``token:number:tag``. ``ACQUIRE`` mirrors the Python rules of ``_log`` (the windows) and
+``_keepalive`` (a place kept for each open scroll's next request), generic over the
+windows it is given; ``tests/ratelimit/test_rl_lua_mirror.py`` holds them to the same
+decisions.
 """
 
 from __future__ import annotations
 
-__all__ = ["_ACQUIRE", "_MERGE", "_PAUSE"]
+__all__ = ["ACQUIRE", "PAUSE", "TALLY"]
 
 #: every script's clock: ARGV[1] (the client's time, microseconds) or, when empty, Redis' own
 _NOW = """
@@ -18,45 +20,43 @@ if ARGV[1] == '' then
 else
   now = tonumber(ARGV[1])
 end
+local function us(x) return string.format('%.0f', x) end
+local function ttl(span) return math.ceil(span / 1000) + 1000 end
 """
 
-# KEYS: window sets..., pause key, high-water mark, keep-alive due times.
-# ARGV: now_us|"" , member, n, then n x (count, span, pace, checked), token|"", horizon_us
-_ACQUIRE = (
+# KEYS: n window sets, pause key, high-water mark, keep-alive due times.
+# ARGV: now_us|"", member, n, then n x (count, span, pace, checked), token|"", horizon_us.
+# Returns ok, now, retry-at, why (window i, n + 1: the pause, n + 2: a kept place), used...
+ACQUIRE = (
     _NOW
     + """
 local n = tonumber(ARGV[3])
+local function arg(i, j) return tonumber(ARGV[j + 4 * i]) end  -- j: 0 count, 1 span, 2 pace
+local function oldest(i, idx)  -- score of the idx-th oldest entry (1-based) of window i
+  return tonumber(redis.call('ZRANGE', KEYS[i], idx - 1, idx - 1, 'WITHSCORES')[2])
+end
 -- time never goes back: a caller whose reading is older than one already used (it was
 -- delayed on its way here) decides and records at the newest time, or its check would
 -- miss entries that a newer caller already pruned
 local hwm = tonumber(redis.call('GET', KEYS[n + 2]) or '0')
 if hwm and hwm > now then now = hwm end
 local longest = 0
-for i = 1, n do
-  local span = tonumber(ARGV[1 + 4 * i])
-  if span > longest then longest = span end
-end
-redis.call('SET', KEYS[n + 2], string.format('%.0f', now), 'PX', math.ceil(longest / 1000) + 1000)
-local wait = now
-local why = 0
+for i = 1, n do longest = math.max(longest, arg(i, 1)) end
+redis.call('SET', KEYS[n + 2], us(now), 'PX', ttl(longest))
+local wait, why = now, 0
 local p = tonumber(redis.call('GET', KEYS[n + 1]) or '0')
 if p and p > wait then wait = p; why = n + 1 end
 local used = {}
 for i = 1, n do
-  local key = KEYS[i]
-  local count = tonumber(ARGV[4 * i])
-  local span = tonumber(ARGV[1 + 4 * i])
-  local pace = tonumber(ARGV[2 + 4 * i])
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%.0f', now - span))
-  local c = redis.call('ZCARD', key)
+  local count, span, pace = arg(i, 0), arg(i, 1), arg(i, 2)
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', us(now - span))
+  local c = redis.call('ZCARD', KEYS[i])
   if c >= count then
-    local e = redis.call('ZRANGE', key, c - count, c - count, 'WITHSCORES')
-    local t = tonumber(e[2]) + span
+    local t = oldest(i, c - count + 1) + span
     if t > wait then wait = t; why = i end
   end
   if pace > 0 and c > 0 then
-    local e = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    local t = tonumber(e[2]) + pace
+    local t = oldest(i, c) + pace
     if t > wait then wait = t; why = i end
   end
   used[i] = c
@@ -64,125 +64,100 @@ end
 -- scroll keep-alive (_keepalive.py, the same rule): an admission may not leave another
 -- open scroll's next request without a place by its due time; a scroll's own request
 -- waits, while its due time allows, until its successor will have a place in time
-local kkey = KEYS[n + 3]
-local token = ARGV[4 + 4 * n]
-local horizon = tonumber(ARGV[5 + 4 * n])
+local kkey, token, horizon = KEYS[n + 3], ARGV[4 + 4 * n], tonumber(ARGV[5 + 4 * n])
 if wait <= now then
-  redis.call('ZREMRANGEBYSCORE', kkey, '-inf', '(' .. string.format('%.0f', now))
+  redis.call('ZREMRANGEBYSCORE', kkey, '-inf', '(' .. us(now))
   local all = redis.call('ZRANGE', kkey, 0, -1, 'WITHSCORES')
-  if #all > 0 or token ~= '' then
-    local others, own = {}, nil
-    for j = 1, #all, 2 do
-      if all[j] == token then own = tonumber(all[j + 1])
-      else others[#others + 1] = tonumber(all[j + 1]) end
-    end
-    -- when the k-th next admission could go (after extra at now), and whether waiting helps
-    local function place(k, extra)
-      local at, movable = now, true
-      for i = 1, n do
-        if ARGV[3 + 4 * i] == '1' then
-          local span = tonumber(ARGV[1 + 4 * i])
-          local idx = used[i] + extra + k - tonumber(ARGV[4 * i])
-          if idx > 0 then
-            local t = now + span
-            if idx <= used[i] then
-              local e = redis.call('ZRANGE', KEYS[i], idx - 1, idx - 1, 'WITHSCORES')
-              t = tonumber(e[2]) + span
-            else
-              movable = false
-            end
-            if t > at then at = t end
-          end
-        end
-      end
-      return at, movable
-    end
-    local function short(extra)
-      local s = 0
-      for k = 1, #others do
-        local at = place(k, extra)
-        if at > others[k] then s = s + 1 end
-      end
-      return s
-    end
-    if #others > 0 and short(1) > short(0) then
-      -- ask again at the next change: a window's oldest admission leaves, a due time passes
-      local retry = nil
-      for j = 1, #others do
-        if others[j] > now and (retry == nil or others[j] < retry) then retry = others[j] end
-      end
-      local kwhy = 0
-      for i = 1, n do
-        if ARGV[3 + 4 * i] == '1' then
-          local t = now + tonumber(ARGV[1 + 4 * i])
-          if used[i] > 0 then
-            local e = redis.call('ZRANGE', KEYS[i], 0, 0, 'WITHSCORES')
-            t = tonumber(e[2]) + tonumber(ARGV[1 + 4 * i])
-          end
-          if kwhy == 0 then kwhy = i end
-          if retry == nil or t < retry then retry = t; kwhy = i end
-        end
-      end
-      wait = retry
-      why = kwhy
-    elseif token ~= '' then
-      local at, movable = place(#others + 1, 1)
-      local retry = at - horizon
-      if own ~= nil and own < retry then retry = own end
-      if movable and retry > now then
-        wait = retry
-        for i = n, 1, -1 do
-          if ARGV[3 + 4 * i] == '1' then why = i end
+  local others, own = {}, nil
+  for j = 1, #all, 2 do
+    if all[j] == token then own = tonumber(all[j + 1])
+    else others[#others + 1] = tonumber(all[j + 1]) end
+  end
+  -- when the k-th next admission could go (after extra at now), and whether waiting helps
+  local function place(k, extra)
+    local at, movable = now, true
+    for i = 1, n do
+      if ARGV[3 + 4 * i] == '1' then
+        local idx = used[i] + extra + k - arg(i, 0)
+        if idx > 0 then
+          local t = now + arg(i, 1)
+          if idx <= used[i] then t = oldest(i, idx) + arg(i, 1) else movable = false end
+          if t > at then at = t end
         end
       end
     end
+    return at, movable
+  end
+  local function short(extra)
+    local s = 0
+    for k = 1, #others do
+      if place(k, extra) > others[k] then s = s + 1 end
+    end
+    return s
+  end
+  if #others > 0 and short(1) > short(0) then
+    -- ask again at the next change: a window's oldest admission leaves, a due time passes
+    local retry = nil
+    for j = 1, #others do
+      if others[j] > now and (retry == nil or others[j] < retry) then retry = others[j] end
+    end
+    for i = 1, n do
+      if ARGV[3 + 4 * i] == '1' then
+        local t = now + arg(i, 1)
+        if used[i] > 0 then t = oldest(i, 1) + arg(i, 1) end
+        if retry == nil or t < retry then retry = t end
+      end
+    end
+    wait, why = retry, n + 2
+  elseif token ~= '' then
+    local at, movable = place(#others + 1, 1)
+    local retry = at - horizon
+    if own ~= nil and own < retry then retry = own end
+    if movable and retry > now then wait, why = retry, n + 2 end
   end
 end
 local ok = 0
 if wait <= now then
   ok = 1
   for i = 1, n do
-    redis.call('ZADD', KEYS[i], string.format('%.0f', now), ARGV[2])
-    redis.call('PEXPIRE', KEYS[i], math.ceil(tonumber(ARGV[1 + 4 * i]) / 1000) + 1000)
+    redis.call('ZADD', KEYS[i], us(now), ARGV[2])
+    redis.call('PEXPIRE', KEYS[i], ttl(arg(i, 1)))
     used[i] = used[i] + 1
   end
   if token ~= '' then
-    redis.call('ZADD', kkey, string.format('%.0f', now + horizon), token)
-    redis.call('PEXPIRE', kkey, math.ceil(horizon / 1000) + 1000)
+    redis.call('ZADD', kkey, us(now + horizon), token)
+    redis.call('PEXPIRE', kkey, ttl(horizon))
   end
 end
-local out = {ok, string.format('%.0f', now), string.format('%.0f', wait), why}
+local out = {ok, us(now), us(wait), why}
 for i = 1, n do out[#out + 1] = used[i] end
 return out
 """
 )
 
-# KEYS: pause key.  ARGV: now_us|"", delay_us
-_PAUSE = (
+# KEYS: pause key.  ARGV: now_us|"", delay_us.  Returns now.
+PAUSE = (
     _NOW
     + """
 local untl = now + tonumber(ARGV[2])
-local p = tonumber(redis.call('GET', KEYS[1]) or '0')
-if untl > p then
-  local ttl = math.ceil(tonumber(ARGV[2]) / 1000) + 1000
-  redis.call('SET', KEYS[1], string.format('%.0f', untl), 'PX', ttl)
+if untl > tonumber(redis.call('GET', KEYS[1]) or '0') then
+  redis.call('SET', KEYS[1], us(untl), 'PX', ttl(tonumber(ARGV[2])))
 end
-return string.format('%.0f', now)
+return us(now)
 """
 )
 
-# KEYS: window sets.  ARGV: offset_us (client -> Redis time line), n, spans..., then pairs
-_MERGE = """
-local n = tonumber(ARGV[2])
-local off = tonumber(ARGV[1])
-for j = 3 + n, #ARGV, 2 do
-  local score = string.format('%.0f', tonumber(ARGV[j]) + off)
-  for i = 1, n do
-    redis.call('ZADD', KEYS[i], score, ARGV[j + 1])
-  end
+# KEYS: one window set.  ARGV: now_us|"", span_us.  Returns tag, count, tag, count...
+TALLY = (
+    _NOW
+    + """
+local counts, out = {}, {}
+local edge = '(' .. us(now - tonumber(ARGV[2]))
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], edge, '+inf')) do
+  local tag = string.match(m, '^[^:]*:[^:]*:(.*)$') or ''
+  counts[tag] = (counts[tag] or 0) + 1
 end
-for i = 1, n do
-  redis.call('PEXPIRE', KEYS[i], math.ceil(tonumber(ARGV[2 + i]) / 1000) + 1000)
-end
-return 1
+for tag, c in pairs(counts) do out[#out + 1] = tag; out[#out + 1] = c end
+return out
 """
+)

@@ -1,24 +1,50 @@
 """Read-only views of the scheduler's state: ``QuotaSnapshot`` (``api.quota``) and events.
 
-``take_snapshot`` builds the snapshot from the local logs (the store) and what the server
-said (``ServerTruth``): the lower figure wins, and its source is named.
+``take_snapshot`` builds the snapshot from the local log (the store's) and what the server
+said (``ServerTruth``): per window the lower figure wins, and its source is named.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from asyncwifi._instant import format_instant
 from asyncwifi.ratelimit._limits import Limits
+from asyncwifi.ratelimit._log import bound
 
 if TYPE_CHECKING:
     from asyncwifi.ratelimit._store import Store
     from asyncwifi.ratelimit._truth import ServerTruth
 
-__all__ = ["QuotaSnapshot", "ThrottleEvent", "WindowSnapshot", "take_snapshot"]
+__all__ = [
+    "QuotaSnapshot",
+    "ThrottleEvent",
+    "WindowSnapshot",
+    "fmt_time",
+    "report",
+    "take_snapshot",
+]
 
 Source = Literal["server", "local"]
+ThrottleKind = Literal[
+    "pause", "paced", "exact", "limit", "exhausted", "object", "fallback", "restored"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ThrottleEvent:
+    """Passed to ``on_throttle`` whenever the scheduler slows down, stops or recovers
+    (``count``: the limit the server reported, for a "limit" event)."""
+
+    kind: ThrottleKind
+    at: float
+    name: str = ""
+    until: float | None = None
+    reason: str = ""
+    count: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,61 +100,56 @@ class QuotaSnapshot:
         return self.windows.get("day")
 
 
-ThrottleKind = Literal[
-    "pause", "paced", "exact", "limit", "exhausted", "object", "fallback", "restored"
-]
+def fmt_time(t: float) -> str:
+    """A clock time as UTC text for logs and errors."""
+    try:
+        return format_instant(t, "seconds")
+    except (OverflowError, OSError, ValueError):
+        return f"{t:.0f}"
 
 
-@dataclass(frozen=True, slots=True)
-class ThrottleEvent:
-    """Passed to ``on_throttle`` whenever the scheduler slows down, stops or recovers."""
-
-    kind: ThrottleKind
-    at: float
-    name: str = ""
-    until: float | None = None
-    reason: str = ""
+def report(
+    e: ThrottleEvent, log: logging.Logger, on_throttle: Callable[[ThrottleEvent], None] | None
+) -> None:
+    """Log an event (a recovery at INFO, the rest at WARNING) and pass it to ``on_throttle``."""
+    until = "" if e.until is None else f" (until {fmt_time(e.until)})"
+    log.log(
+        logging.INFO if e.kind in ("exact", "restored") else logging.WARNING,
+        "%s%s",
+        e.reason,
+        until,
+    )
+    if on_throttle is not None:
+        try:
+            on_throttle(e)
+        except Exception:
+            log.exception("on_throttle callback failed")
 
 
 def take_snapshot(
-    now: float,
-    limits: Limits,
-    truth: ServerTruth,
-    store: Store,
-    *,
-    in_flight: int,
-    waiting: int,
-    admitted: int,
+    now: float, limits: Limits, truth: ServerTruth, store: Store, hint: float, **counts: int
 ) -> QuotaSnapshot:
-    """The quota as known at ``now``: per window the lower of the local and server figures."""
-    usage = store.usage(now)
-    gate, _ = truth.gate(now)
+    """The quota as known at ``now``: per window the lower of the local figure (the store's
+    log, the shared store's last counts, its last refusal ``hint``) and the server's report
+    (``counts``: the scheduler's in_flight, waiting and admitted)."""
+    log, caps, gate = store.log, truth.caps(now), truth.gate(now)[0]
+    newest = log.times[-1] if log.times else None
     windows: dict[str, WindowSnapshot] = {}
-    for spec in limits.windows():
-        u = usage.get(spec.name)
-        count = truth.count(spec.name)
-        used = u.used if u is not None else 0
-        local = max(0, min(count, u.limit if u is not None else count) - used)
-        next_at = max(gate, u.next_at if u is not None else now)
-        server = truth.server_view(spec.name, now)
-        reset_at: float | None
-        source: Source
-        if server is not None and server[0] <= local:
-            remaining, reset_at, source = server[0], server[1], "server"
+    for w in log.specs:
+        count = truth.specs[w.name].count
+        used = min(max(log.used(now, w.span), store.seen.get(w.name, 0)), w.count)
+        local = max(0, min(count, w.count) - used)
+        next_at = max(gate, hint, bound([w], log.times)[0], now)
+        reset_at = None if newest is None else newest + w.span
+        source: Source = "local"
+        remaining, server = local, caps.get(w.name)
+        if server is not None and max(0, server[0]) <= local:
+            remaining, reset_at, source = max(0, server[0]), server[1], "server"
             if remaining == 0:
                 next_at = max(next_at, server[1])
-        else:
-            remaining, source = local, "local"
-            reset_at = u.reset_at if u is not None else None
-        windows[spec.name] = WindowSnapshot(
-            spec.name,
-            count,
-            remaining,
-            reset_at,
-            source,
-            used=used,
-            next_at=next_at,
-            paced=spec.name in truth.paced_until,
+        paced = w.name in truth.paced_until
+        windows[w.name] = WindowSnapshot(
+            w.name, count, remaining, reset_at, source, used, next_at, paced
         )
     objects = {
         name: WindowSnapshot(
@@ -149,7 +170,5 @@ def take_snapshot(
         paced_until=max(truth.paced_until.values(), default=None),
         store=store.status,
         degraded=store.degraded,
-        in_flight=in_flight,
-        waiting=waiting,
-        admitted=admitted,
+        **counts,
     )

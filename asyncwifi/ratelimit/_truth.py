@@ -1,16 +1,12 @@
 """What the server said, as sans-I/O state: pauses, remaining counts, object quotas, pacing.
 
-``ServerTruth`` takes the time as an argument and returns *effects* (pause everyone, switch
-a window to paced mode, lower a limit) for the asyncio scheduler to carry out; it never
-sleeps or logs. The sliding-window logs themselves live in the store.
-
-A remaining count becomes a *cap*: "at most ``r`` more admissions until ``end``". The end
-is placed by what the server said (``RateLimit-Reset``: when the period next has room),
-not by the clock grid, so the cap is right whether the gateway counts in fixed windows on
-our clock, fixed windows on a skewed clock, or a sliding (or weighted) window. Inside a
-cap a newer report may only lower it. When a cap ends, the server has promised room for
-one more only: one *probe* goes, and its response (the first sent after the end) sets the
-next cap; should no response come, the probe state lapses after the shortest span.
+``ServerTruth`` takes the time as an argument and returns events (pause, paced mode, a
+lower limit) for the scheduler to carry out and log. A remaining count becomes a *cap*:
+"at most ``r`` more admissions until ``end``", the end placed by what the server said
+(``RateLimit-Reset``), not by the clock grid, so it holds for fixed windows on our clock
+or a skewed one and for sliding (or weighted) windows. Inside a cap a newer report may only
+lower it. When a cap ends, one *probe* goes, and its response sets the next cap; should no
+response come, the probe state lapses after the shortest span.
 """
 
 from __future__ import annotations
@@ -19,92 +15,41 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
-from typing import Literal
+from typing import Literal, NamedTuple
 
+from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._limits import DAY, WindowSpec
+from asyncwifi.ratelimit._snapshot import ThrottleEvent, fmt_time
 
-__all__ = ["NOW", "Effect", "ObjectState", "Reason", "ServerTruth", "Wait", "grid_end"]
+__all__ = ["NOW", "ObjectState", "Reason", "ServerTruth", "grid_end"]
 
-#: a sequence number no admission reaches
-_NEVER = 1 << 62
-
-EffectKind = Literal["pause", "paced", "exact", "limit", "exhausted", "object"]
+_NEVER = 1 << 62  # a sequence number no admission reaches
 
 
-class Wait(Enum):
-    """What holds an admission back."""
+class Reason(NamedTuple):
+    """Why an admission waits (``kind``: "" nothing, "pause" a 429's reset, "window" the
+    log, "cap" a remaining count, "probe" a cap's end, "object" an object's quota,
+    "keepalive" an open scroll's place) and the window or object it names."""
 
-    NONE = "none"
-    #: a 429 named a reset: every request waits
-    PAUSE = "pause"
-    #: the local sliding-window log of a limit (``name``)
-    WINDOW = "window"
-    #: a server-reported remaining count of a limit (``name``)
-    CAP = "cap"
-    #: a cap ended; one request went to learn the next one (``name``)
-    PROBE = "probe"
-    #: a per-object daily quota (``name``)
-    OBJECT = "object"
-
-
-@dataclass(frozen=True, slots=True)
-class Reason:
-    """Why an admission waits: the kind of obstacle and the limit or object it belongs to."""
-
-    kind: Wait
+    kind: str = ""
     name: str = ""
 
-    @property
-    def quota(self) -> str | None:
-        """The spent quota this names ("day" or an object), or None when it is pacing."""
-        if self.kind is Wait.OBJECT:
-            return self.name
-        if self.kind in (Wait.WINDOW, Wait.CAP) and self.name == "day":
-            return "day"
-        return None
 
-
-#: nothing holds the admission back
-NOW = Reason(Wait.NONE)
-_PAUSE = Reason(Wait.PAUSE)
+NOW = Reason()
 
 
 @dataclass(slots=True)
 class _Cap:
-    """At most ``max_seq`` admissions (by sequence number) before ``end``.
-
-    A probe cap (``probe``) is the state after a cap's end: one more may go, and the first
-    report on a request sent at or after ``since`` replaces it. Only a cap the server placed
-    (``RateLimit-Reset``) leads to a probe; one placed on the clock grid simply ends.
-    """
+    """At most ``max_seq`` admissions (by sequence number) before ``end``; a ``probe`` cap
+    (after a cap the server placed ended) lets one more go, and the first report on a
+    request sent at or after ``since`` replaces it; a cap on the clock grid just ends."""
 
     end: float
     max_seq: int
     probe: bool = False
     since: float = -math.inf
     then_probe: bool = True
-
-
-def grid_end(t: float, period: float) -> float:
-    """End of the clock-aligned fixed window of ``period`` that contains ``t``.
-
-    gateway.md: the gateway's windows are aligned to the clock in UTC (the minute at :00,
-    the day at 00:00 UTC); on the clock's epoch time line those are multiples of the period.
-    """
-    return (math.floor(t / period) + 1.0) * period
-
-
-@dataclass(frozen=True, slots=True)
-class Effect:
-    """Something the scheduler must do (and log) after an observation."""
-
-    kind: EffectKind
-    name: str
-    until: float | None
-    reason: str
-    count: int | None = None
 
 
 @dataclass(slots=True)
@@ -117,83 +62,90 @@ class ObjectState:
     blocked_until: float = -math.inf
 
 
+def _low(old: int | None, new: int | None) -> int | None:
+    return old if new is None else new if old is None else min(old, new)
+
+
+def grid_end(t: float, period: float) -> float:
+    """End of the clock-aligned window of ``period`` holding ``t`` (gateway.md: windows are
+    aligned in UTC, the minute at :00 and the day at 00:00: multiples on the epoch line)."""
+    return (math.floor(t / period) + 1.0) * period
+
+
 class ServerTruth:
-    """Server truth layered over the local logs; every method takes ``now``."""
+    """Server truth layered over the local log; every method takes ``now``."""
 
-    __slots__ = (
-        "_caps",
-        "cap_floor",
-        "day_period",
-        "max_reset",
-        "objects",
-        "paced_reason",
-        "paced_recovery",
-        "paced_until",
-        "pause_reason",
-        "pause_until",
-        "probe_span",
-        "recent",
-        "seq",
-        "server_limits",
-        "shortest",
-        "specs",
-    )
-
-    def __init__(self, specs: Sequence[WindowSpec], *, paced_recovery: float = 60.0) -> None:
-        #: the configured windows by name
+    def __init__(
+        self,
+        specs: Sequence[WindowSpec],
+        *,
+        paced_recovery: float = 60.0,
+        on_exhausted: Literal["wait", "raise"] = "wait",
+        max_quota_wait: float | None = None,
+    ) -> None:
+        #: the windows by name; a count the server reported lower is lowered here
         self.specs = {s.name: s for s in specs}
         #: the shortest window (the one a 429 without detail is blamed on)
-        self.shortest: WindowSpec | None = min(specs, key=lambda s: s.period, default=None)
+        self.shortest = min(specs, key=lambda s: s.period, default=None)
         day = self.specs.get("day")
-        #: the period objects' quotas and the day quota reset on (00:00 UTC)
-        self.day_period = day.period if day is not None else DAY
-        longest = max((s.span for s in specs), default=DAY)
+        self.day_period = day.period if day is not None else DAY  # objects reset on it
         #: the longest wait a server may order; longer values are clamped (garbage)
-        self.max_reset = max(DAY + 60.0, longest)
-        #: paced mode lasts this many periods of the paced window after the last surprise
-        self.paced_recovery = paced_recovery
+        self.max_reset = max([DAY + 60.0, *(s.span for s in specs)])
+        self.paced_recovery = paced_recovery  # in periods of the paced window
+        #: a quota window that frees within this horizon is pacing, not a spent quota
+        self._pacing = max((s.span for s in specs if not s.quota), default=0.0)
+        #: on a spent quota: wait for it (at most max_wait seconds), or raise at once
+        self.on_exhausted, self.max_wait = on_exhausted, max_quota_wait
+        self._noted = -math.inf  # the reset a wait was last noted for
         #: admissions so far (this process); a permit carries its own number
         self.seq = 0
         self.recent: deque[float] = deque(maxlen=2048)
         #: no admission before this time (a 429 named a reset)
         self.pause_until = -math.inf
         self.pause_reason = ""
-        #: window name -> its cap (see ``_Cap``)
         self._caps: dict[str, _Cap] = {}
-        #: how long a probe waits for its answer before the cap lapses
         self.probe_span = self.shortest.span if self.shortest is not None else 60.0
         #: no cap can block while seq < cap_floor (a cheap test for the hot path)
         self.cap_floor = _NEVER
-        #: limits the server reported lower than configured
-        self.server_limits: dict[str, int] = {}
         #: window name -> time paced mode ends
         self.paced_until: dict[str, float] = {}
-        self.paced_reason = ""
         #: object name -> what the server said of its daily quota
         self.objects: dict[str, ObjectState] = {}
-
-    # -- admission -------------------------------------------------------------------------
 
     def gate(self, now: float, objects: str | None = None) -> tuple[float, Reason]:
         """Earliest time the server's state allows an admission, and why (``NOW`` if now)."""
         t, why = now, NOW
         if self.pause_until > t:
-            t, why = self.pause_until, _PAUSE
-        caps = self._caps
-        if caps and self.seq >= self.cap_floor:
-            seq = self.seq
-            for name in list(caps):
+            t, why = self.pause_until, Reason("pause")
+        if self._caps and self.seq >= self.cap_floor:
+            for name in list(self._caps):
                 c = self._current(name, now)
-                if c is not None and seq >= c.max_seq and c.end >= t:
+                if c is not None and self.seq >= c.max_seq and c.end >= t:
                     # on a tie the spent window is the better reason
-                    t, why = c.end, Reason(Wait.PROBE if c.probe else Wait.CAP, name)
-        if objects is not None and self.objects:
-            o = self.objects.get(objects)
-            if o is not None and o.blocked_until > now:
-                b = o.blocked_until
-                if b > t:
-                    t, why = b, Reason(Wait.OBJECT, objects)
+                    t, why = c.end, Reason("probe" if c.probe else "cap", name)
+        if objects is not None and (o := self.objects.get(objects)) and o.blocked_until > t:
+            t, why = o.blocked_until, Reason("object", objects)
         return t, why
+
+    def exhausted(
+        self, now: float, t: float, why: Reason
+    ) -> tuple[QuotaExhaustedError | None, str]:
+        """Whether waiting until ``t`` for ``why`` is for a spent quota (an object's, or a
+        quota window's that frees later than the short windows' span; else pacing) that the
+        policy will not wait for: the error to raise, and a note to log (once per reset)."""
+        spec = self.specs.get(why.name)
+        window = why.kind in ("window", "cap") and spec is not None and spec.quota
+        if t <= now or not (why.kind == "object" or (window and t - now > self._pacing)):
+            return None, ""
+        what = f"{why.name} quota" if window else f"{why.name} object quota"
+        back = f"{fmt_time(t)} (in {t - now:.0f} s)"
+        if self.on_exhausted == "wait" and (self.max_wait is None or t - now <= self.max_wait):
+            if not window or t <= self._noted:
+                return None, ""
+            self._noted = t
+            return None, f"{what} spent: requests wait until {back}"
+        msg = f"the {what} is spent; it is expected back at {back}; nothing was sent"
+        return QuotaExhaustedError(msg, reset_at=t, limit=why.name), ""
 
     def _current(self, name: str, now: float) -> _Cap | None:
         """The cap of ``name`` at ``now``: an ended cap becomes a probe, a lapsed probe goes."""
@@ -205,54 +157,33 @@ class ServerTruth:
             self._refloor()
             return None
         # one more than admitted so far (a cap lowered by a late report may be below that)
-        probe = _Cap(c.end + self.probe_span, max(c.max_seq, self.seq) + 1, True, c.end)
-        c = self._caps[name] = probe
+        c = self._caps[name] = _Cap(
+            c.end + self.probe_span, max(c.max_seq, self.seq) + 1, True, c.end
+        )
         self._refloor()
         return c if now < c.end else self._current(name, now)
 
-    def admitted(self, now: float) -> int:
-        """Count an admission made at ``now``; returns its sequence number."""
-        self.seq += 1
-        self.recent.append(now)
-        return self.seq
+    def _refloor(self) -> None:
+        self.cap_floor = min((c.max_seq for c in self._caps.values()), default=_NEVER)
 
-    def tick(self, now: float) -> list[Effect]:
+    def tick(self, now: float) -> list[ThrottleEvent]:
         """Leave paced mode for windows whose recovery time has passed."""
-        out: list[Effect] = []
+        out = []
         for name, until in list(self.paced_until.items()):
             if now >= until:
                 del self.paced_until[name]
-                out.append(Effect("exact", name, None, "no unexpected 429 for the recovery time"))
+                why = f"back to exact mode on the {name} limit: no unexpected 429 for a while"
+                out.append(ThrottleEvent("exact", now, name, None, why))
         return out
 
-    def count(self, name: str) -> int:
-        spec = self.specs[name]
-        return min(spec.count, self.server_limits.get(name, spec.count))
-
-    def server_view(self, name: str, now: float) -> tuple[int, float] | None:
-        """(remaining, cap end) if a server-reported figure for ``name`` is in force."""
-        c = self._current(name, now)
-        if c is None or c.probe:
-            return None
-        return max(0, c.max_seq - self.seq), c.end
-
-    def caps(self, now: float) -> list[tuple[int, float]]:
-        """(admissions still allowed, cap end) for every server cap in force (not probes)."""
-        out = []
-        for name in list(self._caps):
-            c = self._current(name, now)
-            if c is not None and not c.probe:
-                out.append((c.max_seq - self.seq, c.end))
-        return out
-
-    # -- observation -----------------------------------------------------------------------
+    def caps(self, now: float) -> dict[str, tuple[int, float]]:
+        """Window -> (admissions still allowed, cap end) for every server cap in force."""
+        current = ((name, self._current(name, now)) for name in list(self._caps))
+        return {n: (c.max_seq - self.seq, c.end) for n, c in current if c and not c.probe}
 
     def seq_at(self, sent_at: float) -> int:
-        """Sequence number of the earliest own admission at or after ``sent_at``.
-
-        Used when a response comes without its permit: assuming the request went out as
-        early as possible counts every later admission against what the server said remains.
-        """
+        """Sequence number of the earliest own admission at or after ``sent_at`` (for a
+        response without its permit: every later admission counts against what remains)."""
         c = 0
         for t in reversed(self.recent):
             if t < sent_at:
@@ -261,52 +192,34 @@ class ServerTruth:
         return self.seq - c + 1 if c else self.seq
 
     def observe(
-        self,
-        now: float,
-        status: int,
-        h: RateLimitHeaders,
-        *,
-        sent_at: float,
-        seq: int | None = None,
-    ) -> list[Effect]:
+        self, now: float, status: int, h: RateLimitHeaders, *, sent_at: float, seq: int | None
+    ) -> list[ThrottleEvent]:
         """Apply one response (status and parsed headers) of a request sent at ``sent_at``."""
-        if seq is None:
-            seq = self.seq_at(sent_at)
-        out: list[Effect] = []
+        seq = self.seq_at(sent_at) if seq is None else seq
+        out: list[ThrottleEvent] = []
         spent_before = {
-            name
-            for name, c in self._caps.items()
+            n
+            for n, c in self._caps.items()
             if now < c.end and self.seq >= c.max_seq and not c.probe
         }
-        # gateway.md: a limit lower than configured is a different subscription: adopt it
         for name, spec in self.specs.items():
+            # gateway.md: a limit lower than configured is a different subscription: adopt it
             lim = h.limits.get(name)
-            if lim is not None and 1 <= lim < self.count(name):
-                self.server_limits[name] = lim
-                out.append(
-                    Effect(
-                        "limit",
-                        name,
-                        None,
-                        f"server reports {lim} per {name}, configured {spec.count}",
-                        count=lim,
-                    )
-                )
-        # gateway.md: remaining counts may only lower the local estimate inside a window
-        for name in self.specs:
+            if lim is not None and 1 <= lim < spec.count:
+                why = f"lowering the {name} limit: server reports {lim}, configured {spec.count}"
+                spec.count = lim
+                out.append(ThrottleEvent("limit", now, name, None, why, lim))
+            # gateway.md: remaining counts may only lower the local estimate inside a window
             rem = h.remaining.get(name)
-            if rem is None:
-                continue
-            placed = self._window_end(name, sent_at, now, h)
-            if placed is None:
+            placed = None if rem is None else self._window_end(name, sent_at, now, h)
+            if rem is None or placed is None:
                 continue
             self._cap(name, _Cap(placed[0], seq + rem, then_probe=placed[1]), sent_at, now)
-            if rem <= 0 and name == "day" and "day" not in spent_before:
-                out.append(
-                    Effect("exhausted", "day", placed[0], "server reports no day quota left")
-                )
+            if rem <= 0 and spec.quota and name not in spent_before:
+                why = f"server reports no {name} quota left"
+                out.append(ThrottleEvent("exhausted", now, name, placed[0], why))
         for oname, counts in h.objects.items():
-            self._object(oname, counts.limit, counts.remaining, sent_at, now)
+            self._object(oname, counts.limit, counts.remaining, sent_at)
         if status == 429:
             out.extend(self._on_429(now, h, seq, spent_before))
         return out
@@ -316,21 +229,16 @@ class ServerTruth:
     ) -> tuple[float, bool] | None:
         """Until when a remaining count of ``name`` holds at most, and whether the server said.
 
-        ``RateLimit-Reset``, when it describes this period, is when the period next has room
-        (a fixed window's end on the gateway's clock, or the oldest counted request leaving
-        a sliding window); it is counted from ``now``, after the server counted, which errs
-        on the safe side. Without it, the clock-aligned window is the only guess (gateway.md:
-        Kong's windows are aligned to UTC), and a response that crossed a boundary says
-        nothing of the window it counted in.
+        ``RateLimit-Reset``, when it describes this period, is when the period next has room;
+        counted from ``now`` (after the server counted) it errs on the safe side. Without it,
+        the clock-aligned window is the only guess, and a response that crossed a boundary
+        says nothing of the window it counted in.
         """
         reset = h.reset_for(name)
         if reset is not None and reset > 0:
             return now + min(reset, self.max_reset), True
-        period = self.specs[name].period
-        end = grid_end(sent_at, period)
-        if grid_end(now, period) != end:
-            return None
-        return end, False
+        end = grid_end(sent_at, self.specs[name].period)
+        return (end, False) if grid_end(now, self.specs[name].period) == end else None
 
     def _cap(self, name: str, new: _Cap, sent_at: float, now: float) -> None:
         """Apply a report ("at most ``max_seq`` before ``end``"): inside a cap, only lower it."""
@@ -344,53 +252,43 @@ class ServerTruth:
             old.then_probe = old.then_probe or new.then_probe
         self._refloor()
 
-    def _refloor(self) -> None:
-        self.cap_floor = min((c.max_seq for c in self._caps.values()), default=_NEVER)
-
-    def _object(
-        self, name: str, limit: int | None, remaining: int | None, sent_at: float, now: float
-    ) -> None:
+    def _object(self, name: str, limit: int | None, remaining: int | None, sent_at: float) -> None:
         end = grid_end(sent_at, self.day_period)
         o = self.objects.get(name)
         if o is None or end > o.window_end:
             o = self.objects[name] = ObjectState(limit, remaining, end)
         else:
-            if limit is not None:
-                o.limit = limit if o.limit is None else min(o.limit, limit)
-            if remaining is not None:
-                o.remaining = remaining if o.remaining is None else min(o.remaining, remaining)
+            o.limit, o.remaining = _low(o.limit, limit), _low(o.remaining, remaining)
         if o.remaining is not None and o.remaining <= 0:
             o.blocked_until = max(o.blocked_until, o.window_end)
 
     def _on_429(
         self, now: float, h: RateLimitHeaders, seq: int, spent_before: set[str]
-    ) -> list[Effect]:
-        out: list[Effect] = []
+    ) -> list[ThrottleEvent]:
+        out: list[ThrottleEvent] = []
         delay = h.delay(now)
-        if delay is not None:
-            delay = min(delay, self.max_reset) if delay > 0 else None
+        delay = min(delay, self.max_reset) if delay is not None and delay > 0 else None
         spent = [p for p in h.spent_periods() if p in self.specs]
-        spent_objects = h.spent_objects()
-        if spent_objects and not spent:
+        if h.spent_objects() and not spent:
             # gateway.md: an object quota was spent; only requests for that object wait
-            for oname in spent_objects:
+            for oname in h.spent_objects():
                 o = self.objects[oname]
                 o.blocked_until = now + delay if delay is not None else o.window_end
-                out.append(
-                    Effect("object", oname, o.blocked_until, f"429: no {oname} quota left today")
-                )
+                why = f"429: no {oname} quota left today"
+                out.append(ThrottleEvent("object", now, oname, o.blocked_until, why))
             return out
         blamed = spent[0] if spent else (self.shortest.name if self.shortest else "")
+        spec = self.specs.get(blamed)
         if delay is not None:
             until, source = now + delay, "the server's reset"
         else:
-            period = self.specs[blamed].period if blamed in self.specs else 60.0
-            until, source = grid_end(now, period), f"the end of the {blamed} window"
+            until = grid_end(now, spec.period if spec else 60.0)
+            source = f"the end of the {blamed} window"
         if until > self.pause_until:
             self.pause_until = until
             self.pause_reason = f"429 ({blamed or 'rate'} limit): paused until {source}"
-            out.append(Effect("pause", blamed, until, self.pause_reason))
-        if blamed in self.specs and self.specs[blamed].period >= self.day_period:
+            out.append(ThrottleEvent("pause", now, blamed, until, self.pause_reason))
+        if spec is not None and spec.quota:
             # a spent day holds until the server's reset, whatever an earlier report said
             cur = self._current(blamed, now)
             if cur is not None and not cur.probe:
@@ -398,18 +296,16 @@ class ServerTruth:
             self._caps[blamed] = _Cap(until, seq)
             self._refloor()
             if blamed not in spent_before:
-                out.append(Effect("exhausted", blamed, until, "429: the day quota is spent"))
-            return out
-        if blamed and blamed not in spent_before:
-            spec = self.specs[blamed]
+                why = f"429: the {blamed} quota is spent"
+                out.append(ThrottleEvent("exhausted", now, blamed, until, why))
+        elif spec is not None and blamed not in spent_before:
             # recovery counts from the end of the pause, so that paced admissions happen
-            self.paced_until[blamed] = (
-                max(now, self.pause_until) + self.paced_recovery * spec.period
-            )
-            self.paced_reason = (
+            end = max(now, self.pause_until) + self.paced_recovery * spec.period
+            self.paced_until[blamed] = end
+            why = (
                 f"unexpected 429 on the {blamed} limit while the local log had room: the server"
-                f" counts differently (sliding or weighted windows); admissions are now spaced"
-                f" {spec.span / self.count(blamed):.3g}s apart"
+                " counts differently (sliding or weighted windows); admissions are now spaced"
+                f" {spec.span / spec.count:.3g}s apart"
             )
-            out.append(Effect("paced", blamed, self.paced_until[blamed], self.paced_reason))
+            out.append(ThrottleEvent("paced", now, blamed, end, why))
         return out

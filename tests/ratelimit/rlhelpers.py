@@ -7,9 +7,14 @@ import math
 import os
 import socket
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar, cast
 
 import pytest
+
+from asyncwifi.ratelimit import Limits, MemoryStore
+
+T = TypeVar("T")
 
 START = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
 
@@ -79,3 +84,27 @@ def require_redis() -> None:
     if os.environ.get("ASYNCWIFI_REQUIRE_REDIS") == "1":
         pytest.fail("Redis on 127.0.0.1:6379 is required (ASYNCWIFI_REQUIRE_REDIS=1)")
     pytest.skip("no Redis on 127.0.0.1:6379")
+
+
+def done(coro: Coroutine[Any, Any, T]) -> T:
+    """The result of a coroutine that never suspends (a ``MemoryStore``'s), run here."""
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        result: T = stop.value
+        return result
+    coro.close()
+    raise AssertionError("the coroutine suspended")
+
+
+def admit(store: MemoryStore, now: float, tag: str = "x") -> float | None:
+    """One admission attempt on a memory store: the time logged, or None if refused."""
+    ticket, _, _ = done(store.acquire(now, tag))
+    return cast(float | None, ticket)
+
+
+def memory(limits: Limits) -> MemoryStore:
+    """A memory store bound to ``limits``."""
+    store = MemoryStore()
+    store.bind(limits.windows())
+    return store

@@ -18,7 +18,8 @@ import pytest
 from asyncwifi._clock import ScaledClock
 from asyncwifi.ratelimit import Lane, Limit, Limits, RedisStore, Scheduler
 from asyncwifi.ratelimit._keepalive import KeepAlive, KeepAlives, place, shortfall
-from asyncwifi.ratelimit._window import WindowLog, Windows
+from asyncwifi.ratelimit._limits import WindowSpec
+from asyncwifi.ratelimit._log import Log
 from tests._virtualclock import VirtualClock
 from tests.ratelimit.rlhelpers import START, max_in_sliding
 
@@ -138,30 +139,28 @@ def test_a_scroll_that_ended_gives_its_place_back() -> None:
 
 def test_the_rule_counts_places_in_every_short_window_earliest_due_first() -> None:
     """``shortfall``: two scrolls due at 10 and 20 in a window of 3 per 30 s (span 30)."""
-    w = WindowLog("minute", 3, 30.0)
+    log = Log([WindowSpec("minute", 3, 30.0, 0.0)])
     for t in (0.0, 1.0):
-        w.record(t)
-    logs = [w]
+        log.record(t, "x")
+    w = log.specs
     # one place free now, the next frees at 30: the scroll due at 10 gets the free one
-    assert shortfall(logs, 5.0, [10.0, 20.0], 0) == 1
-    assert place(logs, 5.0, 1, 0) == (5.0, True)
-    assert place(logs, 5.0, 2, 0) == (30.0, True)
+    assert shortfall(log, w, 5.0, [10.0, 20.0], 0) == 1
+    assert place(log, w, 5.0, 1, 0) == (5.0, True)
+    assert place(log, w, 5.0, 2, 0) == (30.0, True)
     # an ordinary admission now takes the free place: the scroll due at 10 loses it
-    assert shortfall(logs, 5.0, [10.0], 1) == 1
+    assert shortfall(log, w, 5.0, [10.0], 1) == 1
     # behind an admission at now itself, a place frees only a span later: waiting is vain
-    assert place(logs, 5.0, 3, 1) == (35.0, False)
+    assert place(log, w, 5.0, 3, 1) == (35.0, False)
 
 
 def test_the_day_is_not_kept_for_scrolls() -> None:
     """Only the short windows are checked: the day's last places stay spendable."""
-    day = WindowLog("day", 2, 86_400.0)
-    minute = WindowLog("minute", 60, 61.0)
-    windows = Windows([minute, day])
+    log = Log([WindowSpec("minute", 60, 61.0, 0.0), WindowSpec("day", 2, 86_400.0, 0.0)])
     keeps = KeepAlives()
     ka = KeepAlive("s", HORIZON)
-    assert keeps.blocks(windows, 0.0, ka) is None
-    keeps.admitted(ka, windows.record(0.0))
-    assert keeps.blocks(windows, 1.0, None) is None  # the day's last place, for anyone
+    assert keeps.blocks(log, 0.0, ka) is None
+    keeps.admitted(ka, log.record(0.0, "x"))
+    assert keeps.blocks(log, 1.0, None) is None  # the day's last place, for anyone
 
 
 # -- across processes: one key in Redis, one process scrolling, another flooding ---------

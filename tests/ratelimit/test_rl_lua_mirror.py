@@ -14,9 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asyncwifi.ratelimit._keepalive import KeepAlive, KeepAlives, keepalive_logs
-from asyncwifi.ratelimit._redis_scripts import _ACQUIRE
-from asyncwifi.ratelimit._window import WindowLog, Windows
+from asyncwifi.ratelimit._keepalive import KeepAlive, KeepAlives, checked
+from asyncwifi.ratelimit._limits import WindowSpec
+from asyncwifi.ratelimit._log import Log
+from asyncwifi.ratelimit._redis_scripts import ACQUIRE
 from tests.ratelimit.rlhelpers import require_redis
 
 redis_asyncio = pytest.importorskip("redis.asyncio")
@@ -48,18 +49,15 @@ async def _agree(windows: list[tuple[int, int, bool]], steps: list[int]) -> None
     client = redis_asyncio.Redis.from_url(URL)
     tag = uuid.uuid4().hex
     keys = [f"t:{{{tag}}}:w{i}" for i in range(len(windows))]
-    script = client.register_script(_ACQUIRE)
-    logs = []
-    for i, (count, span, paced) in enumerate(windows):
-        w = WindowLog(f"w{i}", count, float(span))
-        w.paced = paced
-        logs.append(w)
-    python = Windows(logs)
+    script = client.register_script(ACQUIRE)
+    python = Log(
+        [WindowSpec(f"w{i}", c, float(s), 0.0, paced=p) for i, (c, s, p) in enumerate(windows)]
+    )
     try:
         now = 1_000
         for n, step in enumerate(steps):
             now += step
-            args: list[object] = [str(now), f"m{n}", len(windows)]
+            args: list[object] = [str(now), f"m{n}:x", len(windows)]
             for count, span, paced in windows:
                 args += [count, span, span // count if paced else 0, "0"]
             args += ["", 0]
@@ -68,7 +66,9 @@ async def _agree(windows: list[tuple[int, int, bool]], steps: list[int]) -> None
                 args=args,
             )
             py_free = python.free
-            admitted = python.try_admit(float(now)) is not None
+            admitted = float(now) >= py_free
+            if admitted:
+                python.record(float(now), "x")
             assert bool(int(ok)) == admitted, (n, now, py_free)
             if not int(ok):
                 assert int(wait) == py_free, (n, wait, py_free)
@@ -99,9 +99,9 @@ async def _agree_keepalive(
     tag = uuid.uuid4().hex
     keys = [f"t:{{{tag}}}:w{i}" for i in range(len(windows))]
     extra = [f"t:{{{tag}}}:pause", f"t:{{{tag}}}:hwm", f"t:{{{tag}}}:ka"]
-    script = client.register_script(_ACQUIRE)
-    python = Windows(WindowLog(f"w{i}", c, float(s)) for i, (c, s, _) in enumerate(windows))
-    checked = {w.name for w in keepalive_logs(python)}
+    script = client.register_script(ACQUIRE)
+    python = Log([WindowSpec(f"w{i}", c, float(s), 0.0) for i, (c, s, _) in enumerate(windows)])
+    kept = {w.name for w in checked(python.specs)}
     keeps = KeepAlives()
     scrolls = [KeepAlive(f"s{k}", float(h)) for k, h in enumerate(horizons)]
     try:
@@ -115,7 +115,7 @@ async def _agree_keepalive(
             ka = scrolls[op] if op >= 0 else None
             args: list[object] = [str(now), f"m{n}", len(windows)]
             for i, (count, span, _) in enumerate(windows):
-                args += [count, span, 0, "1" if f"w{i}" in checked else "0"]
+                args += [count, span, 0, "1" if f"w{i}" in kept else "0"]
             args += ["", 0] if ka is None else [ka.token, round(ka.horizon)]
             ok, _, wait, _why, *_ = await script(keys=[*keys, *extra], args=args)
             if float(now) < python.free:
@@ -124,10 +124,10 @@ async def _agree_keepalive(
                 blocked = keeps.blocks(python, float(now), ka)
                 admitted, retry = blocked is None, blocked
                 if admitted:
-                    keeps.admitted(ka, python.record(float(now)))
-            assert bool(int(ok)) == admitted, (n, now, keeps.due())
+                    keeps.admitted(ka, python.record(float(now), "x"))
+            assert bool(int(ok)) == admitted, (n, now, keeps.due)
             if not admitted:
-                assert int(wait) == retry, (n, now, wait, retry, keeps.due())
+                assert int(wait) == retry, (n, now, wait, retry, keeps.due)
     finally:
         await client.delete(*keys, *extra)
         await client.aclose()

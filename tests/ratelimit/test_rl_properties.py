@@ -109,7 +109,7 @@ def test_random_workload_keeps_every_promise(
         await asyncio.gather(*tasks, return_exceptions=True)
         # cancellation never leaks: nothing in flight, and the log holds exactly the sent ones
         assert sched.in_flight == 0
-        assert store.usage(clock.now())["day"].used == len(admitted)
+        assert sched.quota.windows["day"].used == len(admitted)
         await sched.aclose()
 
     clock.run(main())

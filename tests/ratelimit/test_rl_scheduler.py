@@ -225,7 +225,7 @@ class TestInFlightAndCancellation:
             await clock.sleep(1.0)
             tasks[0].cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            assert store.usage(clock.now())["day"].used == len(out) == 3
+            assert store.log.used(clock.now(), 86_460.0) == len(out) == 3
             await s.aclose()
 
         run(clock, main)
@@ -249,7 +249,7 @@ class TestInFlightAndCancellation:
             assert b.cancelled()
             assert s.in_flight == 0
             # b's admission was refunded: only the holder and c are in the log
-            assert store.usage(clock.now())["day"].used == 2
+            assert store.log.used(clock.now(), 86_460.0) == 2
             await s.aclose()
 
         run(clock, main)
@@ -632,21 +632,57 @@ def test_public_names_are_pinned() -> None:
     assert [n for n in rl.__all__ if not hasattr(rl, n)] == []
 
 
-def test_a_synchronous_store_that_suspends_is_a_configuration_error() -> None:
-    from asyncwifi.errors import ConfigurationError
+def test_a_store_that_suspends_admits_alike() -> None:
+    """The store is a plug-in, awaited on the one admission path: one that suspends in
+    ``acquire`` (as a network store does) admits at the same times, FIFO within a lane
+    (callers arriving while it decides queue, so the lanes order them)."""
 
     class Suspends(MemoryStore):
-        async def acquire(self, now: float, keepalive: Any = None) -> tuple[object | None, float]:
+        async def acquire(self, now: float, tag: str, keepalive: Any = None) -> Any:
             await asyncio.sleep(0)
-            return await super().acquire(now, keepalive)
+            return await super().acquire(now, tag, keepalive)
+
+    def one_run(store: MemoryStore) -> list[Any]:
+        clock = VirtualClock(START)
+        out: list[Any] = []
+
+        async def main() -> None:
+            s = Scheduler(limits(5, 10.0), clock=clock, store=store, max_in_flight=3)
+            lanes = itertools.cycle([Lane.BULK, Lane.DEFAULT, Lane.INTERACTIVE])
+            await asyncio.gather(*(take(s, out, i, hold=0.5, lane=next(lanes)) for i in range(30)))
+            await s.aclose()
+
+        run(clock, main)
+        return out
+
+    plain, suspending = one_run(MemoryStore()), one_run(Suspends())
+    assert [t for _, t in suspending] == [t for _, t in plain]
+    for lane in range(3):
+        assert [i for i, _ in suspending if i % 3 == lane] == list(range(lane, 30, 3))
+    assert max_in_sliding([t for _, t in suspending], 10.0 + 10.0 / 60.0) == 5
+
+
+def test_a_caller_refused_by_a_suspending_store_keeps_its_place_in_line() -> None:
+    """A caller that asked the store (which suspended) and was refused queues where it
+    arrived: before the callers that came while the store decided (FIFO within a lane)."""
+
+    class Suspends(MemoryStore):
+        async def acquire(self, now: float, tag: str, keepalive: Any = None) -> Any:
+            for _ in range(3):  # a network store's round trip: others run meanwhile
+                await asyncio.sleep(0)
+            return await super().acquire(now, tag, keepalive)
 
     clock = VirtualClock(START)
+    out: list[Any] = []
 
     async def main() -> None:
-        s = Scheduler(limits(1, 60.0), clock=clock, store=Suspends(), max_in_flight=None)
-        await s.acquire()  # the fast path: no loop involved
-        with pytest.raises(ConfigurationError, match="synchronous"):
-            await s.acquire()  # queued: the loop runs the store and finds it suspending
+        s = Scheduler(limits(1, 10.0), clock=clock, store=Suspends())
+        await take(s, out, "first")
+        a = asyncio.create_task(take(s, out, "a"))  # asks the store, which suspends...
+        await asyncio.sleep(0)
+        b = asyncio.create_task(take(s, out, "b"))  # ...while b arrives and queues
+        await asyncio.gather(a, b)
         await s.aclose()
 
     run(clock, main)
+    assert [tag for tag, _ in out] == ["first", "a", "b"]

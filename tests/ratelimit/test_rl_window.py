@@ -1,4 +1,4 @@
-"""The sans-I/O window log and the virtual clock it is tested with."""
+"""The sans-I/O window log (with its tags) and the virtual clock it is tested with."""
 
 from __future__ import annotations
 
@@ -8,35 +8,39 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asyncwifi.ratelimit import MemoryStore, WindowLog
-from asyncwifi.ratelimit._limits import Limit, Limits
+from asyncwifi.ratelimit import Limit, Limits
+from asyncwifi.ratelimit._limits import WindowSpec
+from asyncwifi.ratelimit._log import Log
 from tests._virtualclock import VirtualClock
-from tests.ratelimit.rlhelpers import START, max_in_fixed, max_in_sliding
+from tests.ratelimit.rlhelpers import START, admit, done, max_in_fixed, max_in_sliding, memory
+
+
+def window(name: str, count: int, span: float, *, paced: bool = False) -> WindowSpec:
+    """A window of ``count`` in any ``span`` (no margin)."""
+    return WindowSpec(name, count, span, 0.0, paced=paced)
 
 
 class TestWindowLog:
     def test_burst_then_exact_wait(self) -> None:
-        w = WindowLog("minute", 3, 61.0)
+        log = Log([window("minute", 3, 61.0)])
         for _ in range(3):
-            assert w.next_free(START) == START
-            w.record(START)
-        assert w.next_free(START) == START + 61.0
-        assert w.next_free(START + 61.0) == START + 61.0
-        assert w.used(START + 61.0) == 0
+            assert max(log.free, START) == START
+            log.record(START, "x")
+        assert log.free == START + 61.0
+        assert (log.free, log.why) == (START + 61.0, "minute")
+        assert log.used(START + 61.0, 61.0) == 0
 
     def test_paced_spacing(self) -> None:
-        w = WindowLog("minute", 60, 60.0)
-        w.paced = True
-        w.record(START)
-        assert w.next_free(START) == pytest.approx(START + 1.0)
+        log = Log([window("minute", 60, 60.0, paced=True)])
+        log.record(START, "x")
+        assert log.free == pytest.approx(START + 1.0)
 
     def test_clock_stepping_back_keeps_the_log_sorted(self) -> None:
-        store = MemoryStore()
-        store.bind(Limits(minute=Limit(5, 60.0), day=None).windows())
-        assert store.try_acquire(START + 10) == START + 10
-        assert store.try_acquire(START) == START + 10  # logged no earlier than the last one
-        store.refund(START + 10)
-        assert store.usage(START + 10)["minute"].used == 1
+        store = memory(Limits(minute=Limit(5, 60.0), day=None))
+        assert admit(store, START + 10) == START + 10
+        assert admit(store, START) == START + 10  # logged no earlier than the last one
+        store.refund(START + 10, "x")
+        assert store.log.used(START + 10, 61.0) == 1
 
     @settings(max_examples=150, deadline=None)
     @given(
@@ -50,16 +54,15 @@ class TestWindowLog:
         self, count: int, period: float, margin: float, gaps: list[float], paced: bool
     ) -> None:
         """Sans-I/O: admit whenever allowed at random attempt times; check every window."""
-        store = MemoryStore()
-        store.bind(Limits(minute=Limit(count, period), day=None, minute_margin=margin).windows())
+        store = memory(Limits(minute=Limit(count, period), day=None, minute_margin=margin))
         store.configure("minute", paced=paced)
         span = period + margin * min(1.0, period / 60.0)
         t, admitted = START, []
         for g in gaps:
             t += g
-            next_t, _ = store.next_free(t)
-            got = store.try_acquire(t)
-            assert (got is not None) == (next_t <= t)
+            free = store.log.free
+            got = admit(store, t)
+            assert (got is not None) == (free <= t)
             if got is not None:
                 admitted.append(got)
         assert max_in_sliding(admitted, span) <= count
@@ -69,17 +72,25 @@ class TestWindowLog:
     @settings(max_examples=60, deadline=None)
     @given(count=st.integers(1, 6), k=st.integers(1, 20), paced=st.booleans())
     def test_projection_matches_greedy_admission(self, count: int, k: int, paced: bool) -> None:
-        store = MemoryStore()
-        store.bind(Limits(minute=Limit(count, 10.0), day=Limit(count * 2, 100.0)).windows())
+        store = memory(Limits(minute=Limit(count, 10.0), day=Limit(count * 2, 100.0)))
         store.configure("minute", paced=paced)
-        store.try_acquire(START)
-        predicted = store.project(START, k)
+        admit(store, START)
+        predicted = store.log.project(START, k)
         got = []
         for _ in range(k):
-            t, _ = store.next_free(predicted[len(got)] if got else START)
-            assert store.try_acquire(t) is not None
+            t = max(predicted[len(got)] if got else START, store.log.free)
+            assert admit(store, t) is not None
             got.append(t)
         assert got == pytest.approx(predicted)
+
+    def test_tags_are_counted_per_window(self) -> None:
+        store = memory(Limits(minute=Limit(5, 60.0), day=Limit(100, 86_400.0)))
+        for t, tag in [(START, "events"), (START + 1, "login"), (START + 70, "events")]:
+            assert admit(store, t, tag) is not None
+        assert done(store.tally(START + 70, "minute")) == {"events": 1}
+        assert done(store.tally(START + 70, "day")) == {"events": 2, "login": 1}
+        store.refund(START + 1, "login")
+        assert done(store.tally(START + 70, "day")) == {"events": 2}
 
 
 class TestVirtualClock:

@@ -3,81 +3,84 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asyncwifi.ratelimit import Limit, Limits, MemoryStore, WindowLog
-from asyncwifi.ratelimit._window import Windows
-from tests.ratelimit.rlhelpers import START
+from asyncwifi.ratelimit import Limit, Limits, MemoryStore
+from asyncwifi.ratelimit._limits import WindowSpec
+from asyncwifi.ratelimit._log import Log
+from tests.ratelimit.rlhelpers import START, admit, memory
 
 
 def exact(values: list[float]) -> object:
     return pytest.approx(values, rel=0, abs=1e-6)
 
 
+def minute_log(count: int = 5, span: float = 60.0) -> Log:
+    return Log([WindowSpec("minute", count, span, 0.0)])
+
+
 def test_a_clock_stepping_back_logs_at_the_newest_time() -> None:
-    w = WindowLog("minute", 5, 60.0)
+    log = minute_log()
     for t in (START, START + 10, START + 20):
-        assert w.record(t) == t
-    assert w.record(START + 5) == START + 20  # never before the newest: the log stays sorted
-    assert list(w.times()) == [START, START + 10, START + 20, START + 20]
-    assert w.newest() == START + 20
+        assert log.record(t, "x") == t
+    assert log.record(START + 5, "x") == START + 20  # never before the newest: sorted
+    assert list(log.times) == [START, START + 10, START + 20, START + 20]
+    assert log.times[-1] == START + 20
 
 
 def test_remove_says_whether_the_admission_was_there() -> None:
-    w = WindowLog("minute", 5, 60.0)
-    assert w.newest() is None
-    w.record(START)
-    w.record(START + 1)
-    assert w.remove(START + 1) is True
-    assert w.remove(START + 1) is False  # already refunded
-    assert w.remove(START + 99) is False
-    assert list(w.times()) == [START]
-    assert w.newest() == START
+    log = minute_log()
+    log.record(START, "a")
+    log.record(START + 1, "b")
+    assert log.remove(START + 1, "a") is False  # another tag's admission: not this one
+    assert log.remove(START + 1, "b") is True
+    assert log.remove(START + 1, "b") is False  # already refunded
+    assert log.remove(START + 99, "a") is False
+    assert list(log.times) == [START]
+    assert list(log.tags) == ["a"]
 
 
-def test_extend_merges_admissions_made_elsewhere_sorted_and_bounded() -> None:
-    w = WindowLog("minute", 3, 60.0)
-    w.record(START + 10)
-    w.extend([START + 30, START, START + 20])
-    # only the newest ``count`` matter: the oldest kept is the one the window waits for
-    assert list(w.times()) == [START + 10, START + 20, START + 30]
-    assert w.next_free(START + 30) == START + 70
-    w.record(START + 70)
-    assert list(w.times()) == [START + 20, START + 30, START + 70]
-    w.extend([])
-    assert list(w.times()) == [START + 20, START + 30, START + 70]
+def test_the_log_keeps_what_the_longest_window_needs_and_no_more() -> None:
+    log = Log([WindowSpec("minute", 3, 60.0, 0.0), WindowSpec("hour", 100, 3600.0, 0.0)])
+    for t in (START, START + 10, START + 20, START + 30):
+        log.record(t, "x")
+    # the minute waits for its 3rd most recent admission, the one at START + 10
+    assert (log.free, log.why) == (START + 70, "minute")
+    log.record(START + 3600, "x")  # START itself left the hour: forgotten
+    assert list(log.times) == [START + 10, START + 20, START + 30, START + 3600]
+    assert log.used(START + 3600, 3600.0) == 4
+    assert log.used(START + 3600, 60.0) == 1
 
 
 def test_the_reprs_show_the_log_and_the_mode() -> None:
-    minute = WindowLog("minute", 3, 61.0)
-    assert minute.paced is False  # exact until told otherwise
-    minute.record(START)
-    day = WindowLog("day", 15_000, 86_460.0)
-    day.paced = True
-    assert repr(minute) == "<WindowLog minute 1/3 in 61s>"
-    assert repr(day) == "<WindowLog day 0/15000 in 86460s paced>"
-    assert repr(Windows([minute, day])) == f"Windows({minute!r}, {day!r})"
-    assert repr(Windows()) == "Windows()"
+    log = Log([WindowSpec("minute", 3, 60.0, 1.0), WindowSpec("day", 15_000, 86_400.0, 60.0)])
+    assert repr(log) == "<Log minute 0/3 in 61s, day 0/15000 in 86460s>"
+    log.specs[1].paced = True
+    log.record(START, "x")
+    assert repr(log) == "<Log minute 1/3 in 61s, day 1/15000 in 86460s paced>"
+    store = MemoryStore()
+    assert repr(store) == "MemoryStore(<Log >)"
 
 
 def test_an_unknown_window_is_named_in_the_error() -> None:
-    store = MemoryStore()
-    store.bind(Limits().windows())
+    store = memory(Limits())
     with pytest.raises(KeyError, match="hour"):
         store.configure("hour", paced=True)
 
 
-def test_next_free_names_no_window_when_one_may_go_now() -> None:
-    store = MemoryStore()
-    store.bind(Limits(minute=Limit(2, 60.0), day=None, minute_margin=0).windows())
-    assert store.next_free(START) == (START, "")
-    store.try_acquire(START)
-    assert store.next_free(START) == (START, "")
-    store.try_acquire(START)
-    assert store.next_free(START) == (START + 60.0, "minute")
-    assert store.next_free(START + 60.0) == (START + 60.0, "")
+def test_the_log_names_no_window_when_one_may_go_now() -> None:
+    store = memory(Limits(minute=Limit(2, 60.0), day=None, minute_margin=0))
+    log = store.log
+    assert (log.free, log.why) == (-math.inf, "")
+    admit(store, START)
+    assert log.why == ""
+    admit(store, START)
+    assert (log.free, log.why) == (START + 60.0, "minute")
+    assert admit(store, START + 60.0) is not None
 
 
 @settings(max_examples=200, deadline=None)
@@ -103,26 +106,25 @@ def test_the_projection_is_exactly_the_greedy_admissions(
 ) -> None:
     """``project`` predicts the times the next ``k`` admissions are allowed at, if each
     goes as early as allowed: after any history, a clock stepping back included."""
-    store = MemoryStore()
     limits = Limits(
         minute=Limit(minute_count, minute_period),
         day=Limit(day_count, day_period),
         minute_margin=0,
         day_margin=0,
     )
-    store.bind(limits.windows())
+    store = memory(limits)
     store.configure("minute", paced=paced[0])
     store.configure("day", paced=paced[1])
     t = START
     for step in steps:  # admissions made on the key so far (a negative step: clock back)
         t += step
-        store.force(t)
+        store.note(t, "x", None)
     now = t - back
-    predicted = store.project(now, k)
+    predicted = store.log.project(now, k)
     greedy: list[float] = []
     at = now
     for _ in range(k):
-        at, _ = store.next_free(at)
-        assert store.try_acquire(at) is not None
+        at = max(at, store.log.free)
+        assert admit(store, at) is not None
         greedy.append(at)
     assert greedy == exact(predicted)

@@ -23,7 +23,7 @@ from asyncwifi._instant import (
     utc_time,
     utc_times,
 )
-from asyncwifi.ratelimit._admission import fmt_time
+from asyncwifi.ratelimit._snapshot import fmt_time
 
 PROPERTY = settings(max_examples=300, deadline=None)
 #: every instant of the calendar datetime can hold, in UTC
