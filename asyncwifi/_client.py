@@ -25,7 +25,7 @@ from asyncwifi.errors import ClientStateError, ConfigurationError, DecodeError
 from asyncwifi.models import decode
 from asyncwifi.models._auth import LoginRequest, LoginResponse
 from asyncwifi.models._decode import encode
-from asyncwifi.ratelimit import Lane, Limits, QuotaSnapshot, Scheduler, Store
+from asyncwifi.ratelimit import Lane, Limits, QuotaSnapshot, RateStore, Scheduler
 
 __all__ = [
     "ALLOW_HTTP_ENV",
@@ -125,7 +125,7 @@ class Client:
     documented limits (60 a minute, 15,000 a day) are never exceeded (docs/guides/quota.md).
 
     Positional: the API key pair. Keyword options: ``base_url`` (or ASYNCWIFI_BASE_URL),
-    ``organization`` (the default ``{cid}`` of organization paths), ``limits``, ``store``
+    ``organization`` (the default ``{cid}`` of organization paths), ``limits``, ``rate_store``
     (``MemoryStore`` or ``RedisStore`` to share a key's budget across processes),
     ``allow_http`` (plain http is refused otherwise), ``clock``, ``on_quota_exhausted``
     ("wait" for the reset or "raise" ``QuotaExhaustedError``), ``max_quota_wait``,
@@ -143,7 +143,7 @@ class Client:
         base_url: str | None = None,
         organization: str | None = None,
         limits: Limits | None = None,
-        store: Store | None = None,
+        rate_store: RateStore | None = None,
         allow_http: bool = False,
         clock: Clock | None = None,
         on_quota_exhausted: Literal["wait", "raise"] = "wait",
@@ -197,7 +197,7 @@ class Client:
         )
         self.scheduler = Scheduler(
             limits or Limits(),
-            store=store,
+            store=rate_store,
             clock=self.clock,
             on_exhausted=on_quota_exhausted,
             max_quota_wait=max_quota_wait,

@@ -110,7 +110,7 @@ class App:
             allow_http=self.allow_http or settings.allow_http,
             on_quota_exhausted=on_quota_exhausted,
             max_quota_wait=max_quota_wait,
-            store=shared_store(rate_store, key),
+            rate_store=shared_store(rate_store, key),
         )
         async with api:
             yield api

@@ -150,6 +150,6 @@ async def simulated_client(
         async with sim.client(
             on_quota_exhausted=on_quota_exhausted,
             max_quota_wait=max_quota_wait,
-            store=shared_store(rate_store, sim.client_key),
+            rate_store=shared_store(rate_store, sim.client_key),
         ) as api:
             yield api

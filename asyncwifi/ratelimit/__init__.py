@@ -2,7 +2,7 @@
 
 One :class:`Scheduler` admits every request: sans-I/O window arithmetic (``_log``) and
 server truth (``_truth``) under one admission path, one queue and one timer; the admission
-log (with a tag per admission, counted by :meth:`Scheduler.used`) lives in a :class:`Store`
+log (with a tag per admission, counted by :meth:`Scheduler.used`) lives in a :class:`RateStore`
 plug-in: :class:`MemoryStore` by default, or :class:`RedisStore` to share one key's budget
 between processes and hosts.
 """
@@ -14,7 +14,7 @@ from asyncwifi.ratelimit._permit import Lane, Permit
 from asyncwifi.ratelimit._redis import RedisStore
 from asyncwifi.ratelimit._scheduler import Scheduler
 from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent, WindowSnapshot
-from asyncwifi.ratelimit._store import MemoryStore, Store
+from asyncwifi.ratelimit._store import MemoryStore, RateStore
 
 __all__ = [
     "KeepAlive",
@@ -26,9 +26,9 @@ __all__ = [
     "Permit",
     "QuotaSnapshot",
     "RateLimitHeaders",
+    "RateStore",
     "RedisStore",
     "Scheduler",
-    "Store",
     "ThrottleEvent",
     "WindowSnapshot",
 ]

@@ -26,7 +26,7 @@ from asyncwifi.ratelimit._keepalive import KeepAlive, checked
 from asyncwifi.ratelimit._limits import WindowSpec
 from asyncwifi.ratelimit._log import Log
 from asyncwifi.ratelimit._redis_scripts import ACQUIRE, PAUSE, TALLY
-from asyncwifi.ratelimit._store import Answer, MemoryStore, Store, configure
+from asyncwifi.ratelimit._store import Answer, MemoryStore, RateStore, configure
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -58,7 +58,7 @@ def _ttl(span: float) -> int:
     return math.ceil(span * 1000) + 1000
 
 
-class RedisStore(Store):
+class RedisStore(RateStore):
     """The admission log of API key ``key`` in Redis (``redis.asyncio``), shared by all users.
 
     ``url_or_client`` is a ``redis://`` URL (the store owns and closes that client) or a

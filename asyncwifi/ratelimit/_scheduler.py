@@ -38,7 +38,7 @@ from asyncwifi.ratelimit._permit import (
     ask,
 )
 from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent, report, take_snapshot
-from asyncwifi.ratelimit._store import MemoryStore, Store
+from asyncwifi.ratelimit._store import MemoryStore, RateStore
 from asyncwifi.ratelimit._truth import NOW, Reason, ServerTruth
 
 __all__ = ["Scheduler"]
@@ -62,7 +62,7 @@ class Scheduler:
         self,
         limits: Limits | None = None,
         *,
-        store: Store | None = None,
+        store: RateStore | None = None,
         clock: Clock | None = None,
         on_exhausted: Literal["wait", "raise"] = "wait",
         max_quota_wait: float | None = None,
@@ -116,7 +116,7 @@ class Scheduler:
         return self._clock
 
     @property
-    def store(self) -> Store:
+    def store(self) -> RateStore:
         return self._store
 
     @property

@@ -16,7 +16,7 @@ from asyncwifi.ratelimit._limits import Limits
 from asyncwifi.ratelimit._log import bound
 
 if TYPE_CHECKING:
-    from asyncwifi.ratelimit._store import Store
+    from asyncwifi.ratelimit._store import RateStore
     from asyncwifi.ratelimit._truth import ServerTruth
 
 __all__ = [
@@ -127,7 +127,7 @@ def report(
 
 
 def take_snapshot(
-    now: float, limits: Limits, truth: ServerTruth, store: Store, hint: float, **counts: int
+    now: float, limits: Limits, truth: ServerTruth, store: RateStore, hint: float, **counts: int
 ) -> QuotaSnapshot:
     """The quota as known at ``now``: per window the lower of the local figure (the store's
     log, the shared store's last counts, its last refusal ``hint``) and the server's report

@@ -1,4 +1,4 @@
-"""Where the admission log lives: the ``Store`` plug-in and the in-process ``MemoryStore``.
+"""Where the admission log lives: the ``RateStore`` plug-in and the in-process ``MemoryStore``.
 
 A store answers, awaited, "may one more go now, and if not, when?" and counts admissions
 per tag; estimates (projections, the snapshot) read its ``log``, this process's view.
@@ -15,9 +15,9 @@ from asyncwifi.ratelimit._keepalive import KeepAlive, KeepAlives
 from asyncwifi.ratelimit._limits import WindowSpec
 from asyncwifi.ratelimit._log import Log
 
-__all__ = ["Answer", "MemoryStore", "Store", "configure"]
+__all__ = ["Answer", "MemoryStore", "RateStore", "configure"]
 
-#: ``Store.acquire``'s answer: ``(ticket, at, "")`` when admitted at clock time ``at``, else
+#: ``RateStore.acquire``'s answer: ``(ticket, at, "")`` when admitted at clock time ``at``, else
 #: ``(None, retry_at, why)``: the window that holds it back, "pause" or "keepalive"
 Answer = tuple[object | None, float, str]
 
@@ -30,7 +30,7 @@ def configure(log: Log, name: str, count: int | None, paced: bool | None) -> Non
     log.refresh()
 
 
-class Store(abc.ABC):
+class RateStore(abc.ABC):
     """The admission log of one API key, shared by every scheduler that uses the store."""
 
     #: why the store runs a conservative local fallback, or None
@@ -97,7 +97,7 @@ class Store(abc.ABC):
         """Release connections (no-op for in-process stores)."""
 
 
-class MemoryStore(Store):
+class MemoryStore(RateStore):
     """The default: the admission log in this process, exact, without I/O. Several
     schedulers of one process may share one (one API key, several clients)."""
 

@@ -29,8 +29,8 @@ def _client(**options: Any) -> Client:
 
 
 def _two_limits(store: MemoryStore) -> None:
-    _client(store=store, limits=Limits(minute=Limit(60, 60)))
-    _client(store=store, limits=Limits(minute=Limit(30, 60)))
+    _client(rate_store=store, limits=Limits(minute=Limit(60, 60)))
+    _client(rate_store=store, limits=Limits(minute=Limit(30, 60)))
 
 
 BAD_CALLS: dict[str, Callable[[], object]] = {

@@ -625,7 +625,7 @@ def test_public_names_are_pinned() -> None:
         "RateLimitHeaders",
         "RedisStore",
         "Scheduler",
-        "Store",
+        "RateStore",
         "ThrottleEvent",
         "WindowSnapshot",
     } <= set(rl.__all__)
