@@ -41,7 +41,8 @@ from asyncwifi.errors import (
     RateLimitedError,
     TransportError,
 )
-from asyncwifi.ratelimit import Lane, RateLimitHeaders, Scheduler
+from asyncwifi.ratelimit import Lane, Scheduler
+from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._keepalive import KeepAlive
 
 __all__ = ["Hooks", "RequestInfo", "RequestPipeline", "ResponseInfo", "RetryInfo", "Verdict"]

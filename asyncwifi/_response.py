@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from asyncwifi.errors import ApiError, RateLimitedError, error_for_status
-from asyncwifi.ratelimit import RateLimitHeaders
+from asyncwifi.ratelimit._headers import RateLimitHeaders
 
 __all__ = ["error_from_response"]
 

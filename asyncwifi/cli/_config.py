@@ -148,7 +148,7 @@ def shared_store(url: str | None, client_key: str) -> RedisStore | None:
     if url is None:
         return None
     from asyncwifi.ratelimit import RedisStore
-    from asyncwifi.sync._ledger import key_name
+    from asyncwifi.ratelimit._redis import key_name
 
     try:
         return RedisStore(url, key=key_name(client_key))

@@ -111,8 +111,7 @@ def sync_command(
     Every batch is written with its checkpoint in one transaction: kill it at any moment
     and run it again, nothing is lost or doubled. Without --once it runs until SIGTERM.
     """
-    from asyncwifi.ratelimit import RedisStore
-    from asyncwifi.sync import Budget, RedisLedger, Syncer, SyncOptions, open_destination
+    from asyncwifi.sync import Budget, Syncer, SyncOptions, open_destination
     from asyncwifi.sync._options import FIRST_RUN
 
     if since is not None and until is not None and since >= until:
@@ -143,13 +142,8 @@ def sync_command(
                 modified_from=modified_from_param,
                 modified_to=modified_to_param,
             )
-            day = api.quota.limits.day
-            # the budget's day counts beside the limiter's, under the same name (the key's)
-            ledger = None
-            limiter_store = api.scheduler.store
-            if rate_store is not None and isinstance(limiter_store, RedisStore):
-                ledger = RedisLedger(rate_store, key=limiter_store.key)
-            shared = Budget(day.count if day else 15_000, budget, clock=api.clock, ledger=ledger)
+            # the limiter's own counts (every process's on the key with --rate-store)
+            shared = Budget(api.scheduler, budget)
             metrics = None
             syncer = Syncer(api, destination, options=options, budget=shared)
             if metrics_port is not None:
@@ -175,9 +169,6 @@ def sync_command(
             finally:
                 await syncer.drain()
                 await destination.close()
-                await shared.refresh()  # what this run spent, for the others
-                if ledger is not None:
-                    await ledger.aclose()
                 if metrics is not None:
                     await metrics.stop()
 

@@ -7,28 +7,21 @@ plug-in: :class:`MemoryStore` by default, or :class:`RedisStore` to share one ke
 between processes and hosts.
 """
 
-from asyncwifi.ratelimit._headers import ObjectCounts, RateLimitHeaders
-from asyncwifi.ratelimit._keepalive import KeepAlive
 from asyncwifi.ratelimit._limits import Limit, Limits
-from asyncwifi.ratelimit._permit import Lane, Permit
+from asyncwifi.ratelimit._permit import Lane
 from asyncwifi.ratelimit._redis import RedisStore
 from asyncwifi.ratelimit._scheduler import Scheduler
-from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent, WindowSnapshot
+from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent
 from asyncwifi.ratelimit._store import MemoryStore, RateStore
 
 __all__ = [
-    "KeepAlive",
     "Lane",
     "Limit",
     "Limits",
     "MemoryStore",
-    "ObjectCounts",
-    "Permit",
     "QuotaSnapshot",
-    "RateLimitHeaders",
     "RateStore",
     "RedisStore",
     "Scheduler",
     "ThrottleEvent",
-    "WindowSnapshot",
 ]

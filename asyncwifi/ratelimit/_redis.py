@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import hashlib
 import itertools
 import math
 import uuid
@@ -31,9 +32,14 @@ from asyncwifi.ratelimit._store import Answer, MemoryStore, RateStore, configure
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-__all__ = ["RedisStore", "check_shared_key", "redis_asyncio"]
+__all__ = ["RedisStore", "check_shared_key", "key_name", "redis_asyncio"]
 
 _US = 1_000_000
+
+
+def key_name(client_key: str) -> str:
+    """The name a key's shared log goes by in Redis: a hash of the API key, never the key."""
+    return "k-" + hashlib.sha256(client_key.encode()).hexdigest()[:16]
 
 
 def check_shared_key(key: object, owner: str) -> None:

@@ -6,33 +6,29 @@ The primitives work without the ``asyncwifi sync`` command:
   es of records (typed item + the server's exact bytes) with an opaque ``checkpoint`` to
   store in the same transaction as the records, so that "records written" and "position
   saved" never disagree; exact on every event record shape (see ``docs/guides/sync.md``).
-- :class:`Budget` divides a share of the day's quota between resources; with a
-  :class:`RedisLedger` the day's counts are shared by every process of the key.
+- :class:`Budget` divides a share of the day's quota between resources, counted by the
+  limiter (every process's on the key with a ``RedisStore``).
 - A :class:`Destination` (:func:`open_destination`: ``sqlite:///PATH`` or
   ``postgresql://...``) writes a batch, its dead letters, deletes and checkpoints in one
   transaction.
 - :class:`Syncer` runs them: one pass (:meth:`Syncer.run_once`) or a daemon.
 """
 
-from asyncwifi.sync._budget import DEFAULT_SHARES, Budget
+from asyncwifi.sync._budget import Budget
 from asyncwifi.sync._destination import Destination, DestinationUnavailableError, Write
 from asyncwifi.sync._feeds import Batch, EventFeed
-from asyncwifi.sync._ledger import BudgetLedger, RedisLedger
 from asyncwifi.sync._open import open_destination
 from asyncwifi.sync._options import SyncOptions, SyncStats
 from asyncwifi.sync._runner import Syncer
 from asyncwifi.sync._snapshots import ContactFeed, snapshot
 
 __all__ = [
-    "DEFAULT_SHARES",
     "Batch",
     "Budget",
-    "BudgetLedger",
     "ContactFeed",
     "Destination",
     "DestinationUnavailableError",
     "EventFeed",
-    "RedisLedger",
     "SyncOptions",
     "SyncStats",
     "Syncer",

@@ -4,12 +4,14 @@ The key's day (spec §8: 15,000 requests) is shared with whatever else uses it, 
 takes ``share`` of it, and divides that between resources: events get the largest part
 (they only grow, and a gap in them is what users notice), the contact reconcile a bounded
 part (a full scan of a big organization must not eat the day), hotspots and segments
-little (a request each). A resource past its part waits for the next UTC day; events may
-also use what the others left unspent, so they never starve.
+little (a request each). A resource past its part waits until its requests of the past
+day age out; events may also use what the others left unspent, so they never starve.
 
-With a ledger (:class:`~asyncwifi.sync.RedisLedger`) the day's counts are shared: every
-process of the key (and a daemon restarted mid-day) adds what it spent and reads the
-totals before each wait, so together they stay within the share.
+What was spent is the limiter's count, nothing else: its admissions per tag over its day
+window (:meth:`~asyncwifi.ratelimit.Scheduler.used`; the client tags each request by its
+resource). With a :class:`~asyncwifi.RedisStore` that count is every process's on the key,
+so syncs sharing a key stay together within the share, and a daemon restarted mid-day
+finds what it spent.
 """
 
 from __future__ import annotations
@@ -19,15 +21,13 @@ import math
 from collections.abc import Mapping
 from typing import Protocol
 
-from asyncwifi._clock import Clock
 from asyncwifi.errors import ValidationError
-from asyncwifi.sync._ledger import BudgetLedger
+from asyncwifi.ratelimit import Scheduler
 
-__all__ = ["DEFAULT_SHARES", "Allowance", "Budget"]
+__all__ = ["DEFAULT_SHARES", "RECHECK", "Allowance", "Budget"]
 
 log = logging.getLogger("asyncwifi.sync")
 
-DAY = 86_400.0
 #: how the sync's requests are divided (a fraction of its budget per resource)
 DEFAULT_SHARES: Mapping[str, float] = {
     "events": 0.6,
@@ -35,6 +35,8 @@ DEFAULT_SHARES: Mapping[str, float] = {
     "hotspots": 0.05,
     "segments": 0.05,
 }
+#: clock seconds between two looks at a spent part: requests age out of the day one by one
+RECHECK = 300.0
 
 
 class Allowance(Protocol):
@@ -43,106 +45,61 @@ class Allowance(Protocol):
 
     async def wait(self, resource: str, need: int = 1) -> bool: ...
 
-    def spend(self, resource: str, requests: int) -> None: ...
+    async def has(self, resource: str, need: int = 1) -> bool: ...
 
 
 class Budget:
-    """Requests a day per resource; counts what each spent; waits for the next day."""
+    """``share`` of the day's requests of ``scheduler`` (its ``Limits.day``), divided per
+    resource by ``shares``; counts read from the limiter."""
 
     def __init__(
         self,
-        day_limit: int,
+        scheduler: Scheduler,
         share: float = 1.0,
         *,
-        clock: Clock,
         shares: Mapping[str, float] | None = None,
-        ledger: BudgetLedger | None = None,
+        recheck: float = RECHECK,
     ) -> None:
         if not 0.0 < share <= 1.0:
             raise ValidationError(f"the budget share must be within (0, 1], got {share!r}")
         parts = dict(shares or DEFAULT_SHARES)
         if any(v < 0 for v in parts.values()) or not math.isclose(sum(parts.values()), 1.0):
             raise ValidationError(f"resource shares must be >= 0 and sum to 1, got {parts!r}")
-        self.total = max(1, int(day_limit * share))
+        day = scheduler.limits.day
+        if day is None:
+            raise ValidationError("a budget is a share of the day's quota: the limits have no day")
+        self.scheduler = scheduler
+        self.total = max(1, int(day.count * share))
         self.shares = parts
-        self.clock = clock
-        self._day = self._today()
-        self.spent: dict[str, int] = dict.fromkeys(parts, 0)
-        self.ledger = ledger
-        #: spent here and not yet added to the ledger
-        self._unsent: dict[str, int] = {}
-        self._ledger_down = False
+        self.recheck = recheck
 
-    def _today(self) -> int:
-        return int(self.clock.now() // DAY)
-
-    def _roll(self) -> None:
-        today = self._today()
-        if today != self._day:
-            self._day = today
-            self.spent = dict.fromkeys(self.shares, 0)
-            self._unsent = {}
-
-    def allowance(self, resource: str) -> int:
-        """Requests ``resource`` may spend today (events: also what the others left)."""
-        self._roll()
-        own = int(self.total * self.shares.get(resource, 0.0))
+    def allowance(self, resource: str, used: Mapping[str, int]) -> int:
+        """Requests ``resource`` may spend in a day (events: also what the others left)."""
         if resource != "events":
-            return own
-        others = sum(self.spent[r] for r in self.shares if r != "events")
-        return self.total - others
+            return int(self.total * self.shares.get(resource, 0.0))
+        return self.total - sum(used.get(r, 0) for r in self.shares if r != "events")
 
-    def remaining(self, resource: str) -> int:
-        """What ``resource`` may still spend today."""
-        return max(0, self.allowance(resource) - self.spent.get(resource, 0))
+    async def remaining(self, resource: str) -> int:
+        """What ``resource`` may still spend now (the limiter's count of the past day)."""
+        used = await self.scheduler.used()
+        return max(0, self.allowance(resource, used) - used.get(resource, 0))
 
-    def spend(self, resource: str, requests: int) -> None:
-        """Count ``requests`` sent for ``resource``."""
-        self._roll()
-        self.spent[resource] = self.spent.get(resource, 0) + requests
-        if self.ledger is not None:
-            self._unsent[resource] = self._unsent.get(resource, 0) + requests
-
-    async def refresh(self) -> None:
-        """With a ledger: add what was spent here, and take the day's totals (every
-        process's). Redis failing: keep counting here, warn once, try again next time."""
-        if self.ledger is None:
-            return
-        self._roll()
-        day, unsent = self._day, self._unsent
-        self._unsent = {}
-        try:
-            totals = await self.ledger.add(day, unsent)
-        except Exception as exc:
-            for resource, count in unsent.items():  # added next time
-                self._unsent[resource] = self._unsent.get(resource, 0) + count
-            if not self._ledger_down:
-                log.warning("sync: the shared budget is unreachable (%s); counting here", exc)
-            self._ledger_down = True
-            return
-        if self._ledger_down:
-            log.warning("sync: the shared budget is back")
-            self._ledger_down = False
-        if day == self._day:
-            for resource in set(self.spent) | set(totals):
-                self.spent[resource] = totals.get(resource, 0) + self._unsent.get(resource, 0)
-
-    def reset_at(self) -> float:
-        """When the next UTC day starts (clock seconds)."""
-        return (self._today() + 1) * DAY
+    async def has(self, resource: str, need: int = 1) -> bool:
+        """Whether ``resource`` may spend ``need`` more requests now (a feed asks between
+        two pages: a long scroll stops at its share, not at the end of its span)."""
+        return await self.remaining(resource) >= need
 
     async def wait(self, resource: str, need: int = 1) -> bool:
         """Wait until ``resource`` may spend ``need`` requests; True when it had to wait."""
-        await self.refresh()
-        if self.remaining(resource) >= need:
-            return False
-        reset = self.reset_at()
-        log.warning(
-            "sync: the %s part of the budget (%d requests today) is spent; sleeping %.0f s "
-            "until the UTC day resets",
-            resource,
-            self.allowance(resource),
-            reset - self.clock.now(),
-        )
-        await self.clock.sleep(max(0.0, reset - self.clock.now()))
-        return True
+        waited = False
+        while not await self.has(resource, need):
+            if not waited:
+                log.warning(
+                    "sync: the %s part of the budget is spent for the past day; looking again "
+                    "every %.0f s as its requests age out",
+                    resource,
+                    self.recheck,
+                )
+            waited = True
+            await self.scheduler.clock.sleep(self.recheck)
+        return waited

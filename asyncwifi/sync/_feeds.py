@@ -257,7 +257,7 @@ class EventFeed:
             keep_raw=True,
             **self.list_options,
         )
-        timed, any_record = True, False
+        timed, any_record, cut = True, False, False
         newest = self.newest
         async with stream:
             async for page in stream.pages():
@@ -286,6 +286,11 @@ class EventFeed:
                     "events", items, list(raws), bad, cursor.encode(), times=times,
                     ids=list(idents), requests=self._spent(stream),
                 )  # fmt: skip
+                if self.budget is not None and not await self.budget.has(self.resource):
+                    cut = True  # the budget is spent: the next span waits, from the cursor
+                    break
+        if cut:
+            return
         if not timed:
             self.timed_shape = False
         elif any_record and self.timed_shape is None:
@@ -296,11 +301,10 @@ class EventFeed:
         )
 
     def _spent(self, stream: ScrollStream[Any]) -> int:
-        """Requests of ``stream`` not yet counted, counted now (budget, ``requests``)."""
+        """Requests of ``stream`` not yet counted, counted now (``requests``; a budget
+        reads the limiter's own count)."""
         last, counted = self._counted
         new = stream.requests - (counted if last is stream else 0)
         self._counted = (stream, stream.requests)
         self.requests += new
-        if self.budget is not None:
-            self.budget.spend(self.resource, new)
         return new

@@ -166,8 +166,6 @@ class ContactFeed:
 
     def _count(self, requests: int) -> None:
         self.requests += requests
-        if self.budget is not None:
-            self.budget.spend(self.resource, requests)
 
 
 async def snapshot(
@@ -185,8 +183,6 @@ async def snapshot(
         page = await api.segments.page(keep_raw=True)
     else:
         raise ValidationError(f"no snapshot of {resource!r}: hotspots or segments")
-    if budget is not None:
-        budget.spend(resource, 1)
     items: list[Any] = []
     raws: list[Any] = []
     bad = [BadRecord.of(e) for e in page.errors]

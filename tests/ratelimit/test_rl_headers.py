@@ -6,7 +6,8 @@ import pytest
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from asyncwifi.errors import ValidationError
-from asyncwifi.ratelimit import Limit, Limits, ObjectCounts, RateLimitHeaders
+from asyncwifi.ratelimit import Limit, Limits
+from asyncwifi.ratelimit._headers import ObjectCounts, RateLimitHeaders
 
 
 class TestLimit:

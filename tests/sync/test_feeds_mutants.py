@@ -10,6 +10,7 @@ every query. No real time passes: ``StepClock.sleep`` moves the clock at once.
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import json
 import logging
@@ -22,7 +23,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from asyncwifi import Contact, Event
+from asyncwifi import Contact, Event, Limit, Limits
 from asyncwifi._cursor import TimeCursor
 from asyncwifi.errors import ScrollExpiredError, ValidationError
 from asyncwifi.models import Hotspot, ItemError, Segment
@@ -623,28 +624,66 @@ async def test_a_follower_without_until_follows_until_stopped(api: FakeApi) -> N
 # -- budget --------------------------------------------------------------------------------------
 
 
-async def test_the_event_feed_charges_its_budget_and_waits_below_two_requests(
+class FakeLimiter:
+    """The limiter as a budget reads it: a day's limit, and each request's tag and time (a
+    request counts for a day, then ages out); the fake server's event requests are its own."""
+
+    def __init__(self, api: FakeApi, day: int) -> None:
+        self.api = api
+        self.clock = api.clock
+        self.limits = Limits(minute=None, day=Limit(day, 86_400.0))
+        self.log: list[tuple[float, str]] = []
+        self.counted = self._events()
+
+    def _events(self) -> int:
+        return sum(s.requests for s in self.api.events.streams)
+
+    def spent(self, tag: str, requests: int) -> None:
+        self.log += [(self.clock.now(), tag)] * requests
+
+    async def used(self) -> dict[str, int]:
+        sent, self.counted = self._events() - self.counted, self._events()
+        self.spent("events", sent)
+        since = self.clock.now() - 86_400.0
+        return dict(collections.Counter(tag for at, tag in self.log if at > since))
+
+
+def budget_of(api: FakeApi, day: int, **options: Any) -> tuple[Budget, FakeLimiter]:
+    limiter = FakeLimiter(api, day)
+    return Budget(limiter, recheck=86_400.0, **options), limiter  # type: ignore[arg-type]
+
+
+async def test_the_event_feed_waits_below_two_requests_and_stops_a_span_at_its_share(
     api: FakeApi,
 ) -> None:
     spread(api, 30, T0, timedelta(hours=1))
-    budget = Budget(100, clock=api.clock, shares={"events": 1.0})
+    budget, limiter = budget_of(api, 100, shares={"events": 1.0})
     until = T0 + timedelta(days=2)
-    feed = feed_of(
-        api, since=T0, until=until, page_size=10, span=timedelta(hours=12), budget=budget
-    )
+    feed = feed_of(api, since=T0, until=until, page_size=10, span=timedelta(hours=12),
+                   budget=budget)  # fmt: skip
     await drain(feed)
-    assert budget.spent["events"] == feed.requests == api.requests
     assert api.clock.sleeps == []
-    # two requests left: a span goes ahead
-    budget.spent["events"] = 98
+    # two requests left (the limiter counted the feed's): a span goes ahead
+    limiter.spent("events", await budget.remaining("events") - 2)
     await drain(feed_of(api, since=T0, until=T0 + timedelta(hours=1), budget=budget))
     assert api.clock.sleeps == []
-    # one left: it waits for the next UTC day
-    budget.spent["events"] = 99
-    next_day = (api.clock.now() // 86_400 + 1) * 86_400
+    # one left: it waits for those requests to age out of the day
+    limiter.spent("events", await budget.remaining("events") - 1)
+    began = api.clock.now()
     await drain(feed_of(api, since=T0, until=T0 + timedelta(hours=1), budget=budget))
     assert len(api.clock.sleeps) == 1
-    assert api.clock.now() == next_day
+    assert api.clock.now() == began + 86_400.0
+    # a span that reaches its share between two pages stops there and goes on, after the
+    # wait, from its cursor: every event once
+    budget, limiter = budget_of(api, 100, shares={"events": 1.0})
+    limiter.spent("events", 97)  # three left: the span starts, its second page spends them
+    feed = feed_of(api, since=T0, until=until, page_size=5, budget=budget)
+    sent = len(api.events.queries)
+    batches = await drain(feed)
+    ids = [e.id for b in batches for e in b.items]
+    assert sorted(ids) == sorted(set(ids)) == [f"e{i:05d}" for i in range(30)]
+    assert len(api.clock.sleeps) == 2  # the cut span waited for the day
+    assert len(api.events.queries) - sent >= 2  # and went on from its cursor
 
 
 # -- contacts ------------------------------------------------------------------------------------
@@ -844,16 +883,16 @@ async def test_a_scan_that_lapses_ends_only_if_the_bad_records_explain_the_gap(
             [b async for b in contacts_feed(api, size=2).scan()]
 
 
-async def test_the_contact_feed_charges_its_budget(api: FakeApi) -> None:
+async def test_the_contact_feed_waits_below_two_requests(api: FakeApi) -> None:
     api.contacts.people = [person(f"c{i}", T0) for i in range(5)]
-    budget = Budget(1000, clock=api.clock)
+    budget, limiter = budget_of(api, 1000)
     feed = contacts_feed(api, size=2, budget=budget)
     await contacts(feed)
-    assert budget.spent["contacts"] == feed.requests == 3
-    budget.spent["contacts"] = budget.allowance("contacts") - 2  # two left: no wait
+    assert api.clock.sleeps == []
+    limiter.spent("contacts", budget.allowance("contacts", {}) - 2)  # two left: no wait
     [b async for b in feed.scan()]
     assert api.clock.sleeps == []
-    budget.spent["contacts"] = budget.allowance("contacts") - 1  # one left: wait a day
+    limiter.spent("contacts", 1)  # one left: it waits for the day
     [b async for b in feed.scan()]
     assert len(api.clock.sleeps) == 1
 
@@ -892,13 +931,13 @@ async def test_a_snapshot_is_every_live_row_and_the_ids_of_the_bad_ones(api: Fak
         await snapshot(api, "contacts")  # type: ignore[arg-type]
 
 
-async def test_a_snapshot_charges_one_request_and_waits_when_none_is_left(api: FakeApi) -> None:
+async def test_a_snapshot_waits_when_no_request_is_left(api: FakeApi) -> None:
     api.segments.rows = [{"id": "s1"}]
-    budget = Budget(1000, clock=api.clock)
-    budget.spent["segments"] = budget.allowance("segments") - 1
+    budget, limiter = budget_of(api, 1000)
+    limiter.spent("segments", budget.allowance("segments", {}) - 1)
     await snapshot(api, "segments", budget=budget)  # type: ignore[arg-type]
     assert api.clock.sleeps == []
-    assert budget.remaining("segments") == 0
+    limiter.spent("segments", 1)  # the request it sent (the limiter counts it)
+    assert await budget.remaining("segments") == 0
     await snapshot(api, "segments", budget=budget)  # type: ignore[arg-type]
     assert len(api.clock.sleeps) == 1
-    assert budget.spent["segments"] == 1

@@ -1,115 +1,69 @@
-"""A sync budget shared in Redis: what one process (or a daemon before its restart) spent
-today counts for the next, so together they stay within the share; Redis down, the sync
-goes on counting alone."""
+"""A sync budget is a share of the key's day counted by the limiter alone (its admissions
+per tag), shared through Redis: a sync at half the day leaves the other half to a second
+process on the same key, and goes on once its own requests age out of the day."""
 
 from __future__ import annotations
 
-import logging
+import asyncio
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pytest
-
-from asyncwifi import ScaledClock
-from asyncwifi.sync import Budget, RedisLedger, Syncer, SyncOptions, open_destination
-from asyncwifi.sync._ledger import key_name
+from asyncwifi import Limit, Limits, RedisStore, ScaledClock
+from asyncwifi.sync import Budget, Syncer, SyncOptions, open_destination
 from asyncwifi.testing import Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
 from tests.ratelimit.rlhelpers import require_redis
 
 REDIS = "redis://127.0.0.1:6379/0"
 MIDNIGHT = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+DAY = 86_400.0
+#: the key's day: 20 requests; the sync's budget is half of it, all for events
+LIMITS = Limits(minute=None, day=Limit(20, DAY))
 ONLY_EVENTS = {"events": 1.0}
 
 
-def _key() -> str:
-    return key_name(f"test-{uuid.uuid4().hex}")
-
-
-async def test_two_budgets_on_one_ledger_see_each_others_spending() -> None:
-    require_redis()
-    clock = ScaledClock(1.0, start=MIDNIGHT + 3_600)
-    key = _key()
-    first, second = RedisLedger(REDIS, key=key), RedisLedger(REDIS, key=key)
-    try:
-        a = Budget(100, clock=clock, ledger=first)
-        b = Budget(100, clock=clock, ledger=second)
-        a.spend("events", 30)
-        a.spend("contacts", 5)
-        await a.refresh()
-        await b.refresh()
-        assert b.spent["events"] == 30
-        assert b.remaining("contacts") == 30 - 5
-        b.spend("events", 10)
-        assert not await b.wait("events", 2)  # 100 - 5 - 40 left: no wait
-        await a.refresh()
-        assert a.spent["events"] == 40
-        assert a.remaining("events") == 100 - 5 - 40
-    finally:
-        await first.aclose()
-        await second.aclose()
-
-
-async def test_redis_down_the_budget_counts_alone_and_says_so(
-    caplog: pytest.LogCaptureFixture,
+async def test_a_sync_at_half_the_day_leaves_the_other_half_to_a_second_process(
+    tmp_path: Path,
 ) -> None:
-    clock = ScaledClock(1.0, start=MIDNIGHT + 3_600)
-    ledger = RedisLedger("redis://127.0.0.1:1/0", key=_key(), op_timeout=0.5)
-    try:
-        budget = Budget(100, clock=clock, ledger=ledger)
-        budget.spend("events", 7)
-        with caplog.at_level(logging.WARNING, logger="asyncwifi.sync"):
-            assert not await budget.wait("events", 2)
-            await budget.refresh()
-        assert budget.spent["events"] == 7
-        assert caplog.text.count("shared budget is unreachable") == 1  # said once
-    finally:
-        await ledger.aclose()
-
-
-async def test_a_second_process_waits_for_the_day_the_first_spent(tmp_path: Path) -> None:
     require_redis()
-    # a day passes in about four real seconds
-    clock = ScaledClock(20_000.0, start=MIDNIGHT + 43_200.0)  # noon: 2 s to midnight
-    day = int(clock.now() // 86_400)
-    key = _key()
+    clock = ScaledClock(20_000.0, start=MIDNIGHT + 3_600)  # a day in about 4.3 s
+    key, prefix = f"budget-{uuid.uuid4().hex}", f"test:{uuid.uuid4().hex}:"
     options = SyncOptions(
         since=datetime.fromtimestamp(DEFAULT_EVENTS_START, UTC),
         until=datetime.fromtimestamp(DEFAULT_EVENTS_END, UTC),
-        page_size=500,
+        page_size=250,  # 3,000 events: 12 pages and more, past the sync's 10 requests
     )
+
+    def store() -> RedisStore:  # each "process" its own connection to the key's one log
+        return RedisStore(REDIS, key=key, prefix=prefix, use_redis_time=False)
+
     async with Simulator(clock=clock, events=3_000, contacts=20, rate_limit_mode="off",
                          scroll_ttl=1e9) as sim:  # fmt: skip
-
-        async def one_process(name: str) -> tuple[Syncer, float]:
-            ledger = RedisLedger(REDIS, key=key)
-            budget = Budget(8, clock=clock, shares=ONLY_EVENTS, ledger=ledger)
-            store = open_destination(f"sqlite:///{tmp_path / name}.db")
-            await store.open()
-            try:
-                async with sim.client(scroll_window=1e9) as api:
-                    syncer = Syncer(api, store, options=options, budget=budget)
-                    await syncer.sync_events()
-                    assert await store.count("events") == 3_000
-                    return syncer, clock.now()
-            finally:
-                await budget.refresh()
-                await store.close()
-                await ledger.aclose()
-
-        first, first_done = await one_process("a")
-        spent = sum(first.stats.requests.values())
-        assert 8 - 2 < spent <= 8, "the first process takes most of the day's budget"
-        assert first_done < (day + 1) * 86_400, "and finishes the same day"
-        second, second_done = await one_process("b")
-        # without the shared counts it would have started at once, on the same day
-        assert second_done >= (day + 1) * 86_400
-        assert sum(second.stats.requests.values()) == spent
-
-    probe = RedisLedger(REDIS, key=key)
-    try:
-        assert (await probe.add(day, {}))["events"] == spent
-        assert (await probe.add(day + 1, {}))["events"] == spent
-    finally:
-        await probe.aclose()
+        destination = open_destination(f"sqlite:///{tmp_path / 'a.db'}")
+        await destination.open()
+        async with (
+            sim.client(limits=LIMITS, rate_store=store(), scroll_window=1e9) as a,
+            sim.client(limits=LIMITS, rate_store=store()) as b,
+        ):
+            budget = Budget(a.scheduler, 0.5, shares=ONLY_EVENTS, recheck=600.0)
+            assert budget.total == 10
+            syncer = Syncer(a, destination, options=options, budget=budget)
+            sync = asyncio.ensure_future(syncer.sync_events())
+            # the sync spends its half of the day on events, then waits for it to age out
+            while await a.scheduler.used("events") < 10 or await budget.remaining("events"):
+                await asyncio.sleep(0.005)
+            waiting_since = clock.now()
+            assert await b.scheduler.used("events") == 10  # one count, read by both
+            # the second process has the rest of the day, at once (logins count too)
+            left = LIMITS.day.count - sum((await b.scheduler.used()).values())  # type: ignore[union-attr]
+            sent = clock.now()
+            for _ in range(left - 1):  # its own login takes one
+                await b.segments.list()
+            assert clock.now() - sent < 600.0, "the second process did not wait"
+            assert not sync.done()
+            await sync  # a day later the sync's requests aged out: it finishes
+            assert clock.now() - waiting_since >= DAY - 600.0
+            assert await destination.count("events") == 3_000
+            assert await a.scheduler.used("events") <= 10 + 4  # within the share, again
+        await destination.close()

@@ -10,12 +10,13 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from asyncwifi import Event
+from asyncwifi import Event, Limit, Limits
 from asyncwifi._clock import ScaledClock
 from asyncwifi._cursor import TimeCursor
 from asyncwifi._scroll import Record
 from asyncwifi.errors import ValidationError
 from asyncwifi.models._identity import content_id
+from asyncwifi.ratelimit import Scheduler
 from asyncwifi.sync import Batch, Budget, Write, open_destination
 from asyncwifi.sync._destination import rows_of
 from asyncwifi.sync._schema import TABLES
@@ -112,20 +113,26 @@ def test_writers_must_be_a_positive_integer() -> None:
         open_destination("postgresql://u@h/db", writers=0)
 
 
-def test_budget_divides_the_share_and_events_take_what_is_left() -> None:
-    clock = ScaledClock(1.0, start=T0.timestamp())
-    budget = Budget(15_000, 0.5, clock=clock)
+async def test_budget_divides_the_share_and_events_take_what_is_left() -> None:
+    # the limiter's counts per tag are the budget's: nothing is counted twice
+    scheduler = Scheduler(Limits(minute=None, day=Limit(15_000, 86_400.0)),
+                          clock=ScaledClock(1.0, start=T0.timestamp()))  # fmt: skip
+    budget = Budget(scheduler, 0.5)
     assert budget.total == 7_500
-    assert budget.allowance("contacts") == 2_250
-    assert budget.allowance("hotspots") == 375
-    assert budget.allowance("events") == 7_500
-    budget.spend("contacts", 2_000)
-    assert budget.remaining("contacts") == 250
-    assert budget.allowance("events") == 5_500  # never starved by the others' reserve
+    assert budget.allowance("contacts", {}) == 2_250
+    assert budget.allowance("hotspots", {}) == 375
+    assert budget.allowance("events", {}) == 7_500
+    for _ in range(2_000):
+        (await scheduler.acquire(tag="contacts")).release()
+    assert await budget.remaining("contacts") == 250
+    assert await budget.remaining("events") == 5_500  # never starved by the others' reserve
     with pytest.raises(ValidationError):
-        Budget(15_000, 0.0, clock=clock)
+        Budget(scheduler, 0.0)
     with pytest.raises(ValidationError):
-        Budget(15_000, 0.5, clock=clock, shares={"events": 0.9})
+        Budget(scheduler, 0.5, shares={"events": 0.9})
+    with pytest.raises(ValidationError, match="no day"):
+        Budget(Scheduler(Limits(day=None)), 0.5)
+    await scheduler.aclose()
 
 
 def test_time_cursor_windows_untimed_records_exactly() -> None:
