@@ -12,11 +12,11 @@ repository as ``docs/reference/api.md`` (its section numbers unchanged); "gatewa
 import logging
 
 from asyncwifi import errors, models
-from asyncwifi._client import Client, ClientState, HookKind
+from asyncwifi._client import Client, ClientState
 from asyncwifi._clock import Clock, ScaledClock
 from asyncwifi._core import RequestInfo, ResponseInfo, RetryInfo
 from asyncwifi._retry import RetryPolicy
-from asyncwifi._scroll import Record, ScrollPage, ScrollStream
+from asyncwifi._scroll import ScrollPage, ScrollStream
 from asyncwifi._transport import (
     MockTransport,
     Request,
@@ -45,7 +45,6 @@ __all__ = [
     "Clock",
     "Contact",
     "Event",
-    "HookKind",
     "Hotspot",
     "HotspotCreate",
     "HotspotUpdate",
@@ -57,7 +56,6 @@ __all__ = [
     "MockTransport",
     "Policy",
     "QuotaSnapshot",
-    "Record",
     "RedisStore",
     "Request",
     "RequestInfo",

@@ -19,16 +19,9 @@ from asyncwifi._instant import parse_day
 from asyncwifi._protocol import build_query, organization_segment, path_segment, require_text
 from asyncwifi._rules import ADDRESS_FIELDS, COUNTRY_CODES, HOTSPOT_UPDATE_FORBIDDEN, ROUTER_TYPES
 from asyncwifi.errors import NotFoundError, ValidationError
-from asyncwifi.models import (
-    Hotspot,
-    HotspotCreate,
-    HotspotDeleteResult,
-    HotspotUpdate,
-    HotspotWriteResult,
-    decode,
-)
+from asyncwifi.models import Hotspot, HotspotCreate, HotspotUpdate, HotspotWriteResult, decode
 from asyncwifi.models._decode import DecodedPage, decode_page, encode
-from asyncwifi.models._hotspots import HotspotEnvelope, HotspotPage
+from asyncwifi.models._hotspots import HotspotDeleteResult, HotspotEnvelope, HotspotPage
 from asyncwifi.ratelimit import Lane
 
 __all__ = ["Hotspots", "validate_create", "validate_update"]

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 __all__ = ["sync_command"]
 
 
-
 def _instant(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
     if value is None:
         return None

@@ -14,7 +14,6 @@ from asyncwifi.models._events import Event, EventKey
 from asyncwifi.models._hotspots import (
     Hotspot,
     HotspotCreate,
-    HotspotDeleteResult,
     HotspotUpdate,
     HotspotWriteResult,
 )
@@ -27,7 +26,6 @@ __all__ = [
     "EventKey",
     "Hotspot",
     "HotspotCreate",
-    "HotspotDeleteResult",
     "HotspotUpdate",
     "HotspotWriteResult",
     "ItemError",

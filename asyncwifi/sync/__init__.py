@@ -18,7 +18,7 @@ from asyncwifi.sync._budget import Budget
 from asyncwifi.sync._destination import Destination, DestinationUnavailableError, Write
 from asyncwifi.sync._feeds import Batch, EventFeed
 from asyncwifi.sync._open import open_destination
-from asyncwifi.sync._options import SyncOptions, SyncStats
+from asyncwifi.sync._options import SyncOptions
 from asyncwifi.sync._runner import Syncer
 from asyncwifi.sync._snapshots import ContactFeed, snapshot
 
@@ -30,7 +30,6 @@ __all__ = [
     "DestinationUnavailableError",
     "EventFeed",
     "SyncOptions",
-    "SyncStats",
     "Syncer",
     "Write",
     "open_destination",

@@ -8,14 +8,12 @@ failures, :class:`SimulatorProcess` runs a simulator in a child process,
 ``asyncwifi.testing.pytest_plugin`` offers pytest fixtures.
 """
 
-from asyncwifi.testing._counters import Counters
 from asyncwifi.testing._faults import Faults
 from asyncwifi.testing._process import SimulatorProcess
 from asyncwifi.testing._server import Simulator
 from asyncwifi.testing._webhooks import make_webhook_payload
 
 __all__ = [
-    "Counters",
     "Faults",
     "Simulator",
     "SimulatorProcess",

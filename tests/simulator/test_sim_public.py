@@ -7,7 +7,6 @@ import asyncwifi.testing
 
 def test_exported_names() -> None:
     assert asyncwifi.testing.__all__ == [
-        "Counters",
         "Faults",
         "Simulator",
         "SimulatorProcess",

@@ -105,7 +105,7 @@ async def main(cfg: dict[str, Any]) -> None:
         allow_http=True,
         clock=clock,
         limits=limits,
-        store=store,
+        rate_store=store,
         # a minute's wait is pacing; the day's (hours away) ends the run
         max_quota_wait=600.0,
         retry=RetryPolicy(backoff_base=0.5, backoff_max=5.0),

@@ -218,7 +218,7 @@ async def test_a_redis_outage_falls_back_to_a_conservative_limit_never_none(
                 faults=Faults(seed=8, error_rate=0.05),
                 **DATA,
             ) as sim,
-            client_for(sim, store=store, on_throttle=events.append) as api,
+            client_for(sim, rate_store=store, on_throttle=events.append) as api,
         ):
             stream = api.events.list(size=100)
             ids = []

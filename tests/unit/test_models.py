@@ -19,7 +19,6 @@ from asyncwifi.models import (
     Event,
     Hotspot,
     HotspotCreate,
-    HotspotDeleteResult,
     HotspotUpdate,
     HotspotWriteResult,
     _auth,
@@ -36,7 +35,7 @@ from asyncwifi.models._base import Model
 from asyncwifi.models._contacts import ContactPage
 from asyncwifi.models._decode import decode_generic, decode_page, encode
 from asyncwifi.models._events import EventPage
-from asyncwifi.models._hotspots import HotspotEnvelope, HotspotPage
+from asyncwifi.models._hotspots import HotspotDeleteResult, HotspotEnvelope, HotspotPage
 from asyncwifi.models._segments import SegmentPage
 from tests.fixtures.models import (
     DOCUMENTED_EVENT_TYPES,
