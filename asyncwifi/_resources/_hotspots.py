@@ -32,6 +32,14 @@ __all__ = ["Hotspots", "validate_create", "validate_update"]
 OBJECTS = "hotspots"
 
 
+def _by_id(hotspot_id: str) -> str:
+    return f"/v3/hotspots/{path_segment(hotspot_id, 'hotspot_id')}"
+
+
+def _by_identifier(hotspot_identifier: str) -> str:
+    return f"/v3/hotspots/identifier/{path_segment(hotspot_identifier, 'hotspot_identifier')}"
+
+
 def _set(value: object) -> bool:
     return value is not msgspec.UNSET and value is not None
 
@@ -169,10 +177,10 @@ class Hotspots:
         deleted: bool | None = False,
         organization: str | None = None,
         extra_params: Mapping[str, object] | None = None,
-        objects: str | None = OBJECTS,
     ) -> list[Hotspot]:
         """Hotspots of the organization matching every filter given (spec §4.3)."""
-        page = await self.page(
+        page = await self._page(
+            OBJECTS,
             date_gt=date_gt,
             date_lt=date_lt,
             name=name,
@@ -182,7 +190,6 @@ class Hotspots:
             deleted=deleted,
             organization=organization,
             extra_params=extra_params,
-            objects=objects,
         )
         if page.errors:
             raise page.errors[0].to_exception()
@@ -200,12 +207,34 @@ class Hotspots:
         deleted: bool | None = False,
         organization: str | None = None,
         extra_params: Mapping[str, object] | None = None,
-        objects: str | None = OBJECTS,
         keep_raw: bool = False,
     ) -> DecodedPage[HotspotPage, Hotspot]:
         """Like :meth:`list`, as the decoded page: a hotspot that does not decode is on
         ``errors`` (with its bytes) instead of failing the rest; ``keep_raw`` also gives
         each hotspot's exact bytes (``raw_items``), for a sync that stores them."""
+        return await self._page(
+            OBJECTS, date_gt=date_gt, date_lt=date_lt, name=name, mac_address=mac_address,
+            hotspot_identifier=hotspot_identifier, venue_id=venue_id, deleted=deleted,
+            organization=organization, extra_params=extra_params, keep_raw=keep_raw,
+        )  # fmt: skip
+
+    async def _page(
+        self,
+        objects: str | None,
+        *,
+        date_gt: date | str | None = None,
+        date_lt: date | str | None = None,
+        name: str | None = None,
+        mac_address: str | None = None,
+        hotspot_identifier: str | None = None,
+        venue_id: str | None = None,
+        deleted: bool | None = False,
+        organization: str | None = None,
+        extra_params: Mapping[str, object] | None = None,
+        keep_raw: bool = False,
+    ) -> DecodedPage[HotspotPage, Hotspot]:
+        """The page request; ``objects`` names the per-object quota it spends (``None``: a
+        lookup that confirms a write, which must not wait a day for the quota it checks)."""
         params = build_query(
             {
                 "dateGt": None if date_gt is None else _day(date_gt, "date_gt"),
@@ -228,17 +257,13 @@ class Hotspots:
             decode=lambda b: decode_page(b, HotspotPage, keep_raw=keep_raw),
         )
 
-    async def get(self, hotspot_id: str, *, objects: str | None = OBJECTS) -> Hotspot:
+    async def get(self, hotspot_id: str) -> Hotspot:
         """One hotspot by id."""
-        path = f"/v3/hotspots/{path_segment(hotspot_id, 'hotspot_id')}"
-        return await self._one(path, objects)
+        return await self._one(_by_id(hotspot_id), OBJECTS)
 
-    async def get_by_identifier(
-        self, hotspot_identifier: str, *, objects: str | None = OBJECTS
-    ) -> Hotspot:
+    async def get_by_identifier(self, hotspot_identifier: str) -> Hotspot:
         """One hotspot by the identifier configured in the dashboard."""
-        path = f"/v3/hotspots/identifier/{path_segment(hotspot_identifier, 'hotspot_identifier')}"
-        return await self._one(path, objects)
+        return await self._one(_by_identifier(hotspot_identifier), OBJECTS)
 
     async def _one(self, path: str, objects: str | None) -> Hotspot:
         envelope = await self._api.read(
@@ -284,13 +309,15 @@ class Hotspots:
         """The hotspot a create body describes, if it exists (identifier first, then MAC)."""
         if _set(body.hotspot_identifier):
             try:
-                return await self.get_by_identifier(str(body.hotspot_identifier), objects=None)
+                return await self._one(_by_identifier(str(body.hotspot_identifier)), None)
             except NotFoundError:
                 return None
-        matches = await self.list(
-            mac_address=str(body.mac_address), organization=str(body.organization_id), objects=None
+        found = await self._page(
+            None, mac_address=str(body.mac_address), organization=str(body.organization_id)
         )
-        return matches[0] if matches else None
+        if found.errors:
+            raise found.errors[0].to_exception()
+        return found.items[0] if found.items else None
 
     async def update(
         self, hotspot_id: str, body: HotspotUpdate | Mapping[str, Any]
@@ -303,7 +330,7 @@ class Hotspots:
         }
 
         async def verify() -> Verdict[HotspotWriteResult]:
-            current = await self.get(hotspot_id, objects=None)
+            current = await self._one(_by_id(hotspot_id), None)
             same = all(
                 getattr(current, k, v) == v for k, v in wanted.items() if hasattr(current, k)
             )
@@ -331,7 +358,7 @@ class Hotspots:
 
         async def verify() -> Verdict[HotspotDeleteResult]:
             try:
-                current = await self.get(hotspot_id, objects=None)
+                current = await self._one(_by_id(hotspot_id), None)
             except NotFoundError:
                 return Verdict(True, HotspotDeleteResult(status="OK"))
             return Verdict(bool(current.deleted), HotspotDeleteResult(status="OK"))
