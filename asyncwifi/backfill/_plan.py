@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 
 from asyncwifi._instant import MS, floor_ms, format_instant, read_instant
 from asyncwifi.errors import ValidationError
+from asyncwifi.ratelimit import Limits
 
 __all__ = [
     "MS",
@@ -193,18 +194,22 @@ def estimate(
     *,
     events_per_day: float,
     page_size: int,
-    minute_count: int = 60,
-    minute_period: float = 60.0,
-    day_count: int = 15_000,
-    day_period: float = 86_400.0,
+    limits: Limits | None = None,
 ) -> PlanEstimate:
-    """Estimate a plan's cost assuming ``events_per_day`` events evenly spread over time.
+    """Estimate a plan's cost assuming ``events_per_day`` events evenly spread over time,
+    at ``limits`` (the documented ones by default: ``Limits()`` is where they are written).
 
     The API has no count endpoint for events (spec §4.5 shows none), so a dry run cannot
     learn the volume without spending quota: the assumption is the caller's, stated.
     """
     if page_size < 1:
         raise ValidationError("page_size must be at least 1")
+    limits = limits or Limits()
+    minute, day = limits.minute, limits.day
+    if minute is None or day is None:
+        raise ValidationError("an estimate needs the limits' minute and day")
+    minute_count, minute_period = minute.count, minute.period
+    day_count, day_period = day.count, day.period
     events = 0
     pages = 0
     for piece in slices:

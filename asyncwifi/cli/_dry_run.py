@@ -16,6 +16,7 @@ from asyncwifi.backfill._plan import Slice, estimate
 from asyncwifi.backfill._state import JobParams, JsonlDestination
 from asyncwifi.cli._app import App
 from asyncwifi.cli._progress import counted, human_duration
+from asyncwifi.ratelimit import Limit, Limits
 
 __all__ = ["DEFAULT_EVENTS_PER_DAY", "dry_run_plan"]
 
@@ -39,16 +40,16 @@ def dry_run_plan(
     if assumed is None:
         assumed = sim.events_per_day if sim.enabled else DEFAULT_EVENTS_PER_DAY
         source = "the simulator's volume" if sim.enabled else "default"
-    minute = (sim.minute_limit if sim.enabled else 60), 60.0
-    day = (sim.day_limit if sim.enabled else 15_000), 86_400.0
+    limits = Limits()  # the documented ones: written there once
+    if sim.enabled:  # the embedded simulator's own
+        limits = Limits(minute=Limit(sim.minute_limit, 60.0), day=Limit(sim.day_limit, 86_400.0))
+    minute_count = limits.minute.count if limits.minute else 0
+    day_count = limits.day.count if limits.day else 0
     plan = estimate(
         slices,
         events_per_day=assumed,
         page_size=page_size,
-        minute_count=minute[0],
-        minute_period=minute[1],
-        day_count=day[0],
-        day_period=day[1],
+        limits=limits,
     )
     done_note = None
     if JsonlDestination.exists(state_path):
@@ -99,8 +100,8 @@ def dry_run_plan(
         f"{plan.slices:,} last pages (one ends each slice, short or empty) + "
         f"{counted(plan.logins, 'login')} = "
         f"{plan.requests:,} requests",
-        f"time at the rate limit ({minute[0]}/min): {human_duration(plan.seconds_at_rate)}",
-        f"quota: {plan.days_of_quota:.2f} days of the {day[0]:,}-request daily quota "
+        f"time at the rate limit ({minute_count}/min): {human_duration(plan.seconds_at_rate)}",
+        f"quota: {plan.days_of_quota:.2f} days of the {day_count:,}-request daily quota "
         f"({counted(math.ceil(plan.days_of_quota) or 1, 'day')}); finishes in about "
         f"{human_duration(plan.seconds_total)} counting the daily resets",
     ]

@@ -22,6 +22,7 @@ from asyncwifi._instant import format_instant
 from asyncwifi.cli._config import shared_store
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._progress import Display
+from asyncwifi.ratelimit import Limits
 
 if TYPE_CHECKING:
     from asyncwifi._client import Client
@@ -53,8 +54,8 @@ class SimOptions:
     #: events generated per day of the requested range
     events_per_day: int = 10_000
     contacts: int = 2_000
-    minute_limit: int = 60
-    day_limit: int = 15_000
+    minute_limit: int = Limits().minute.count  # type: ignore[union-attr]  # the documented
+    day_limit: int = Limits().day.count  # type: ignore[union-attr]
     #: the clock's start (epoch seconds), for tests that need a day's end close by
     start: float | None = None
 

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from asyncwifi._instant import format_instant
-from asyncwifi.cli._app import App, output_options, pass_app
+from asyncwifi.cli._app import App, SimOptions, output_options, pass_app
 from asyncwifi.cli._exit import CliFailure
 from asyncwifi.testing._limits import MODES
 
@@ -108,8 +108,12 @@ def _default_range() -> str:
 @click.option("--contacts", type=click.IntRange(0), default=250, show_default=True)
 @click.option("--hotspots", type=click.IntRange(0), default=12, show_default=True)
 @click.option("--segments", type=click.IntRange(0), default=6, show_default=True)
-@click.option("--minute-limit", type=click.IntRange(1), default=60, show_default=True)
-@click.option("--day-limit", type=click.IntRange(1), default=15_000, show_default=True)
+@click.option(
+    "--minute-limit", type=click.IntRange(1), default=SimOptions.minute_limit, show_default=True
+)
+@click.option(
+    "--day-limit", type=click.IntRange(1), default=SimOptions.day_limit, show_default=True
+)
 @click.option(
     "--rate-limit-mode",
     "--mode",
