@@ -179,8 +179,7 @@ class Hotspots:
         extra_params: Mapping[str, object] | None = None,
     ) -> list[Hotspot]:
         """Hotspots of the organization matching every filter given (spec §4.3)."""
-        page = await self._page(
-            OBJECTS,
+        page = await self.page(
             date_gt=date_gt,
             date_lt=date_lt,
             name=name,
@@ -212,29 +211,6 @@ class Hotspots:
         """Like :meth:`list`, as the decoded page: a hotspot that does not decode is on
         ``errors`` (with its bytes) instead of failing the rest; ``keep_raw`` also gives
         each hotspot's exact bytes (``raw_items``), for a sync that stores them."""
-        return await self._page(
-            OBJECTS, date_gt=date_gt, date_lt=date_lt, name=name, mac_address=mac_address,
-            hotspot_identifier=hotspot_identifier, venue_id=venue_id, deleted=deleted,
-            organization=organization, extra_params=extra_params, keep_raw=keep_raw,
-        )  # fmt: skip
-
-    async def _page(
-        self,
-        objects: str | None,
-        *,
-        date_gt: date | str | None = None,
-        date_lt: date | str | None = None,
-        name: str | None = None,
-        mac_address: str | None = None,
-        hotspot_identifier: str | None = None,
-        venue_id: str | None = None,
-        deleted: bool | None = False,
-        organization: str | None = None,
-        extra_params: Mapping[str, object] | None = None,
-        keep_raw: bool = False,
-    ) -> DecodedPage[HotspotPage, Hotspot]:
-        """The page request; ``objects`` names the per-object quota it spends (``None``: a
-        lookup that confirms a write, which must not wait a day for the quota it checks)."""
         params = build_query(
             {
                 "dateGt": None if date_gt is None else _day(date_gt, "date_gt"),
@@ -247,15 +223,25 @@ class Hotspots:
             },
             extra_params,
         )
-        path = f"/v3/hotspots/organizations/{self._organization(organization)}"
+        return await self._read_page(organization, params, OBJECTS, keep_raw)
+
+    async def _read_page(
+        self,
+        organization: str | None,
+        params: dict[str, str],
+        objects: str | None,
+        keep_raw: bool = False,
+    ) -> DecodedPage[HotspotPage, Hotspot]:
+        """The page request; ``objects`` names the per-object quota it spends (``None``: a
+        lookup that confirms a write, which must not wait a day for the quota it checks)."""
         return await self._api.read(
             "GET",
-            path,
+            f"/v3/hotspots/organizations/{self._organization(organization)}",
             params=params,
             lane=Lane.INTERACTIVE,
             objects=objects,
             decode=lambda b: decode_page(b, HotspotPage, keep_raw=keep_raw),
-        )
+        )  # fmt: skip
 
     async def get(self, hotspot_id: str) -> Hotspot:
         """One hotspot by id."""
@@ -312,9 +298,8 @@ class Hotspots:
                 return await self._one(_by_identifier(str(body.hotspot_identifier)), None)
             except NotFoundError:
                 return None
-        found = await self._page(
-            None, mac_address=str(body.mac_address), organization=str(body.organization_id)
-        )
+        query = build_query({"macAddress": str(body.mac_address), "deleted": False})
+        found = await self._read_page(str(body.organization_id), query, None)
         if found.errors:
             raise found.errors[0].to_exception()
         return found.items[0] if found.items else None
