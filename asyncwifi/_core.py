@@ -29,6 +29,7 @@ import msgspec
 from asyncwifi._auth import Token, TokenManager
 from asyncwifi._backoff import client_retrying
 from asyncwifi._clock import Clock
+from asyncwifi._protocol import request_tag
 from asyncwifi._response import error_from_response
 from asyncwifi._retry import Remedy, RetryPolicy, classify, refused
 from asyncwifi._scopes import Scope, attempt_scope, call_scope
@@ -53,21 +54,6 @@ T = TypeVar("T")
 
 #: the limiter counts admissions per tag: what a request is, read from its path (the
 #: customer's events are events; the first word found names the request)
-_TAGS = (
-    ("/sts/login", "login"),
-    ("/sts/logout", "logout"),
-    ("/events", "events"),
-    ("/hotspots", "hotspots"),
-    ("/segments", "segments"),
-    ("/customers", "contacts"),
-)
-
-
-def _tag_for(path: str) -> str:
-    """The limiter's tag for a request to ``path`` ("events", "login"...; else "other")."""
-    return next((tag for word, tag in _TAGS if word in path), "other")
-
-
 def _is_json(body: bytes | memoryview) -> bool:
     try:
         msgspec.json.decode(body)
@@ -202,7 +188,7 @@ class RequestPipeline:
             deadline=call.deadline,
             objects=call.objects,
             keepalive=call.keepalive,
-            tag=_tag_for(call.path),
+            tag=request_tag(call.path),
         ) as permit:
             if self.hooks.on_request:
                 self.hooks.fire(

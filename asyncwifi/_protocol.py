@@ -22,6 +22,7 @@ __all__ = [
     "format_datetime",
     "organization_segment",
     "path_segment",
+    "request_tag",
     "require_positive",
     "require_text",
 ]
@@ -129,3 +130,19 @@ def build_query(
         if val is not None:
             query[key] = _query_value(val)
     return query
+
+
+#: the limiter's tag of a request, by a word of its path (what it asks for)
+_TAGS = (
+    ("/sts/login", "login"),
+    ("/sts/logout", "logout"),
+    ("/events", "events"),
+    ("/hotspots", "hotspots"),
+    ("/segments", "segments"),
+    ("/customers", "contacts"),
+)
+
+
+def request_tag(path: str) -> str:
+    """The limiter's tag for a request to ``path`` ("events", "login"...; else "other")."""
+    return next((tag for word, tag in _TAGS if word in path), "other")
