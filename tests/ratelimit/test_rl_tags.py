@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from asyncwifi._clock import ScaledClock
-from asyncwifi._core import _tag_for
+from asyncwifi._protocol import request_tag
 from asyncwifi.errors import ValidationError
 from asyncwifi.ratelimit import Limit, Limits, MemoryStore, RedisStore, Scheduler
 from asyncwifi.testing import Simulator
@@ -132,14 +132,14 @@ async def test_while_redis_is_unreachable_the_counts_are_this_processes() -> Non
 
 
 def test_the_client_tags_each_request_by_what_it_asks_for() -> None:
-    assert _tag_for("/v1/sts/login/services") == "login"
-    assert _tag_for("/v1/sts/logout") == "logout"
-    assert _tag_for("/v1/organizations/org/events") == "events"
-    assert _tag_for("/v1/organizations/org/customers/c1/events") == "events"
-    assert _tag_for("/v2/customers/organizations/org") == "contacts"
-    assert _tag_for("/v3/hotspots/h1") == "hotspots"
-    assert _tag_for("/v2/segments/organizations/org") == "segments"
-    assert _tag_for("/v9/other") == "other"
+    assert request_tag("/v1/sts/login/services") == "login"
+    assert request_tag("/v1/sts/logout") == "logout"
+    assert request_tag("/v1/organizations/org/events") == "events"
+    assert request_tag("/v1/organizations/org/customers/c1/events") == "events"
+    assert request_tag("/v2/customers/organizations/org") == "contacts"
+    assert request_tag("/v3/hotspots/h1") == "hotspots"
+    assert request_tag("/v2/segments/organizations/org") == "segments"
+    assert request_tag("/v9/other") == "other"
 
 
 async def test_a_client_counts_its_login_and_its_requests() -> None:
