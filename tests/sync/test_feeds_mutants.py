@@ -941,3 +941,18 @@ async def test_a_snapshot_waits_when_no_request_is_left(api: FakeApi) -> None:
     assert await budget.remaining("segments") == 0
     await snapshot(api, "segments", budget=budget)  # type: ignore[arg-type]
     assert len(api.clock.sleeps) == 1
+
+
+async def test_a_span_of_records_with_no_time_stopped_at_its_share_delivers_each_once(
+    api: FakeApi,
+) -> None:
+    # the flat shape: the cursor cannot move inside a span; cut between two pages, the span
+    # is read again from its start after the wait, and the ids delivered are skipped
+    spread(api, 30, T0, timedelta(hours=1), timed=False)
+    budget, limiter = budget_of(api, 100, shares={"events": 1.0})
+    limiter.spent("events", 97)  # three left: the span's second page spends them
+    feed = feed_of(api, since=T0, until=T0 + timedelta(days=2), page_size=5, budget=budget)
+    batches = await drain(feed)
+    ids = [e.id for b in batches for e in b.items]
+    assert sorted(ids) == sorted(set(ids)) == [f"e{i:05d}" for i in range(30)]
+    assert len(api.clock.sleeps) == 1  # the cut span waited for the day, once
