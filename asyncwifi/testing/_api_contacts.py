@@ -81,12 +81,14 @@ class ContactsApi(ApiBase):
     async def login(self, request: web.Request) -> web.Response:
         """POST /v1/sts/login/services: ``{clientKey, clientSecret}`` -> ``{token}`` or 401.
 
-        A body that is not JSON is a 409; missing or wrong credentials are a 401.
+        A body that is not JSON is a 409; missing or wrong credentials, or a revoked key,
+        are a 401.
         """
         body = await json_body(request)
         sim = self.sim
         ok = (
-            isinstance(body, dict)
+            not sim.key_revoked
+            and isinstance(body, dict)
             and body.get("clientKey") == sim.client_key
             and body.get("clientSecret") == sim.client_secret
         )

@@ -12,10 +12,11 @@ import hashlib
 import hmac
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 
-__all__ = ["ISSUER", "TokenAuthority", "TokenRejected"]
+__all__ = ["ISSUER", "TokenAuthority", "TokenRejected", "claimed_organization"]
 
 #: the ``iss`` claim of the simulator's tokens
 ISSUER = "https://sts.simulator.asyncwifi.invalid"
@@ -36,6 +37,38 @@ def _b64(data: bytes) -> str:
 
 def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _parse(authorization: str | None) -> tuple[str, dict[str, Any], dict[str, Any], bytes]:
+    """A bearer token's signed part, header, claims and signature (not verified), or raise."""
+    if not authorization:
+        raise TokenRejected("missing")
+    scheme, _, token = authorization.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise TokenRejected("malformed")
+    parts = token.split(".")
+    if len(parts) != 3:
+        raise TokenRejected("malformed")
+    try:
+        header = msgspec.json.decode(_unb64(parts[0]))
+        claims = msgspec.json.decode(_unb64(parts[1]))
+        sig = _unb64(parts[2])
+    except (ValueError, msgspec.DecodeError):
+        raise TokenRejected("malformed") from None
+    if not isinstance(header, dict) or not isinstance(claims, dict):
+        raise TokenRejected("malformed")
+    return parts[0] + "." + parts[1], header, claims, sig
+
+
+def claimed_organization(authorization: str | None) -> str | None:
+    """The ``organizationId`` a bearer token claims, unverified (the gateway's routing to
+    an account's quota; the account's authority then verifies it), or ``None``."""
+    try:
+        org = _parse(authorization)[2].get("organizationId")
+    except TokenRejected:
+        return None
+    return org if isinstance(org, str) else None
 
 
 @dataclass(slots=True)
@@ -95,28 +128,10 @@ class TokenAuthority:
 
         ``revoked_before``: tokens issued before this clock time are revoked (a fault).
         """
-        if not authorization:
-            raise TokenRejected("missing")
-        scheme, _, token = authorization.strip().partition(" ")
-        token = token.strip()
-        if scheme.lower() != "bearer" or not token:
-            raise TokenRejected("malformed")
-        parts = token.split(".")
-        if len(parts) != 3:
-            raise TokenRejected("malformed")
-        try:
-            header = msgspec.json.decode(_unb64(parts[0]))
-            claims = msgspec.json.decode(_unb64(parts[1]))
-            sig = _unb64(parts[2])
-        except (ValueError, msgspec.DecodeError):
-            raise TokenRejected("malformed") from None
-        if not isinstance(header, dict) or not isinstance(claims, dict):
-            raise TokenRejected("malformed")
+        signed, header, claims, sig = _parse(authorization)
         if header.get("alg") != "HS256":
             raise TokenRejected("signature")
-        expected = hmac.new(
-            self._key, (parts[0] + "." + parts[1]).encode("ascii"), hashlib.sha256
-        ).digest()
+        expected = hmac.new(self._key, signed.encode("ascii"), hashlib.sha256).digest()
         if not hmac.compare_digest(sig, expected):
             raise TokenRejected("signature")
         jti = claims.get("jti")

@@ -17,31 +17,34 @@ from asyncwifi.testing._api_hotspots import HotspotsApi
 
 __all__ = ["SimulatedApi"]
 
-Handler = Callable[[web.Request], Coroutine[Any, Any, web.StreamResponse]]
+#: a handler, unbound: called with the API of the request's organization
+Handler = Callable[["SimulatedApi", web.Request], Coroutine[Any, Any, web.StreamResponse]]
 
 
 class SimulatedApi(ContactsApi, HotspotsApi, EventsApi):
-    """The endpoints of spec §4, bound to one simulator's state."""
+    """The endpoints of spec §4, bound to one organization's state."""
 
-    def routes(self) -> list[tuple[str, str, Handler]]:
-        """(method, path, handler) for every endpoint, in matching order."""
+    @classmethod
+    def routes(cls) -> list[tuple[str, str, Handler]]:
+        """(method, path, unbound handler) for every endpoint, in matching order (the
+        gateway calls the handler on the API of the organization a request belongs to)."""
         return [
-            ("POST", "/v1/sts/login/services", self.login),
-            ("POST", "/v1/sts/logout", self.logout),
-            ("GET", "/v2/customers/organizations/{cid}", self.contacts_list),
-            ("GET", "/v2/customers/{cid}", self.contact_get),
-            ("GET", "/v2/customers/{cid}/events", self.contact_events),
-            ("GET", "/v2/customers/{cid}/devices", self.contact_devices),
-            ("GET", "/v2/customers/{cid}/accountings", self.contact_accountings),
-            ("PUT", "/v1/customers/{cid}/policies", self.contact_policies),
-            ("DELETE", "/v1/customers/{cid}", self.contact_delete),
-            ("GET", "/v3/hotspots/organizations/{cid}", self.hotspots_list),
-            ("GET", "/v3/hotspots/identifier/{hotspotIdentifier}", self.hotspot_by_identifier),
-            ("GET", "/v3/hotspots/{hotspotId}", self.hotspot_get),
-            ("POST", "/v3/hotspots", self.hotspot_create),
-            ("PUT", "/v3/hotspots/{hotspotId}", self.hotspot_update),
-            ("DELETE", "/v3/hotspots/{hotspotId}", self.hotspot_delete),
-            ("GET", "/v2/segments/organizations/{cid}", self.segments_list),
-            ("GET", "/v1/organizations/{cid}/events", self.events_list),
-            ("GET", "/v1/organizations/{cid}/customers/{id}/events", self.customer_events),
+            ("POST", "/v1/sts/login/services", cls.login),
+            ("POST", "/v1/sts/logout", cls.logout),
+            ("GET", "/v2/customers/organizations/{cid}", cls.contacts_list),
+            ("GET", "/v2/customers/{cid}", cls.contact_get),
+            ("GET", "/v2/customers/{cid}/events", cls.contact_events),
+            ("GET", "/v2/customers/{cid}/devices", cls.contact_devices),
+            ("GET", "/v2/customers/{cid}/accountings", cls.contact_accountings),
+            ("PUT", "/v1/customers/{cid}/policies", cls.contact_policies),
+            ("DELETE", "/v1/customers/{cid}", cls.contact_delete),
+            ("GET", "/v3/hotspots/organizations/{cid}", cls.hotspots_list),
+            ("GET", "/v3/hotspots/identifier/{hotspotIdentifier}", cls.hotspot_by_identifier),
+            ("GET", "/v3/hotspots/{hotspotId}", cls.hotspot_get),
+            ("POST", "/v3/hotspots", cls.hotspot_create),
+            ("PUT", "/v3/hotspots/{hotspotId}", cls.hotspot_update),
+            ("DELETE", "/v3/hotspots/{hotspotId}", cls.hotspot_delete),
+            ("GET", "/v2/segments/organizations/{cid}", cls.segments_list),
+            ("GET", "/v1/organizations/{cid}/events", cls.events_list),
+            ("GET", "/v1/organizations/{cid}/customers/{id}/events", cls.customer_events),
         ]

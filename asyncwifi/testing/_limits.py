@@ -163,6 +163,27 @@ class RateLimiter:
         """The configured limit of each period."""
         return {p.name: p.limit for p in self._periods}
 
+    def set_limits(self, *, minute: int | None = None, day: int | None = None) -> None:
+        """Change the limits (a per-organization override); what was counted stays."""
+        for period, limit in zip(self._periods, (minute, day), strict=True):
+            if limit is not None:
+                if limit < 1:
+                    raise ConfigurationError("limits must be at least 1")
+                period.limit = limit
+
+    def spend(self, now: float, count: int, period: str = "day") -> None:
+        """Count ``count`` requests at ``now`` in ``period`` only (``"minute"`` or ``"day"``),
+        as another client of the same key would have: ``spend(now, 15_000)`` spends a day."""
+        chosen = [p for p in self._periods if p.name == period]
+        if not chosen or count < 0:
+            raise ConfigurationError(f"spend: period is minute or day, count >= 0: {period!r}")
+        p = chosen[0]
+        p.used(now, self.mode, self.skew)  # move a fixed window to now first
+        if self.mode == "sliding":
+            p.hits.extend([now] * count)
+        else:
+            p.count += count
+
     def remaining(self, now: float) -> dict[str, int]:
         """What each period has left at ``now`` (no request is recorded)."""
         return {

@@ -1,44 +1,33 @@
 """The :class:`Simulator`: the platform API behind a Kong-like gateway, on aiohttp.web.
 
-Each request goes through the gateway middleware, in this order (gateway.md, spec §5, §7):
-
-1. faults decided for the request (drop before anything, inbound delay);
-2. the request limits (minute, day): a 429 here never reaches the API;
-3. injected 5xx errors (counted by the gateway, nothing executed);
-4. removed endpoints (410), unknown routes (404) and methods (405);
-5. the bearer token (403 ``Access Denied``), except on the login;
-6. the API handler, then the per-object limits (a bodyless 429 *after* execution);
-7. headers on every response, truncation, added latency, drop after execution.
+It serves one or many organizations (``organizations=N``), each with its own key, data,
+limits and tokens (``_tenant``), behind one gateway (``_gateway``: the order in which a
+request meets limits, faults and authentication).
 """
 
 from __future__ import annotations
 
-import fnmatch
-import math
-import random
-import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime
-from email.utils import formatdate
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from aiohttp import web
 
 from asyncwifi._clock import Clock, SystemClock
-from asyncwifi.errors import ClientStateError
-from asyncwifi.testing._api import OBJECTS, TOKEN, ApiFault, drop_connection, json_response
-from asyncwifi.testing._auth import TokenAuthority, TokenRejected
+from asyncwifi.errors import ClientStateError, ConfigurationError
+from asyncwifi.testing._admin import admin_routes
+from asyncwifi.testing._auth import TokenAuthority
 from asyncwifi.testing._counters import Counters
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START, SimulatorData
 from asyncwifi.testing._event_records import EventShape
-from asyncwifi.testing._faults import Fate, FaultPlan, Faults
-from asyncwifi.testing._handlers import SimulatedApi
-from asyncwifi.testing._kong import UPSTREAM_MESSAGES, negotiate, render_error
+from asyncwifi.testing._faults import Faults
+from asyncwifi.testing._feed import EventFeed
+from asyncwifi.testing._gateway import Gateway
+from asyncwifi.testing._handlers import Handler, SimulatedApi
 from asyncwifi.testing._limits import Mode, ObjectLimiter, RateLimiter
 from asyncwifi.testing._scroll import ScrollRegistry
-from asyncwifi.testing._sim_client import simulator_client
-from asyncwifi.testing._util import BadParameter, hex_id
+from asyncwifi.testing._tenant import TENANT, Credentials, Tenant, Tenants
 
 if TYPE_CHECKING:
     from asyncwifi._client import Client
@@ -48,9 +37,15 @@ __all__ = ["DEFAULT_GONE_PATHS", "Simulator"]
 #: endpoints answered with 410 by default (spec §9: removed endpoints): the v1 contact list
 #: and the legacy v2 hotspot API, both superseded
 DEFAULT_GONE_PATHS: tuple[str, ...] = ("/v1/customers/organizations/*", "/v2/hotspots*")
-_LOGIN = "/v1/sts/login/services"
-_ADMIN = "/_simulator/"
-_VIA = "1.1 kong/3.9.1"
+
+
+def _bind(handler: Handler) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """A route handler calling ``handler`` on the API of the request's organization."""
+
+    async def route(request: web.Request) -> web.StreamResponse:
+        return await handler(request[TENANT].api, request)
+
+    return route
 
 
 class Simulator:
@@ -74,6 +69,17 @@ class Simulator:
             all, the harshest for a client) or ``"dated"`` (legacy: flat plus ``date``).
         organization: the tenant id (default derived from the seed, ``org-...``).
         client_key, client_secret: the credentials (default: a seeded key, a random secret).
+
+    Organizations:
+        organizations: how many organizations to serve (1). Organization ``i`` has its own
+            id, key, secret and data (seed ``seed + i``, the sizes above; built on its
+            first request), gateway limits (the options below, counted per key as Kong
+            counts per consumer), tokens, scrolls and counters. ``organization``,
+            ``client_key`` and ``client_secret`` name the first; so do ``sim.organization``,
+            ``sim.data``, ``sim.counters``, ``sim.client()``... ``sim.organizations`` lists
+            every one's credentials; ``sim.tenant(org)`` (id or index) is one's state.
+        live_events_per_second: events each organization gains per clock second while
+            the simulator runs (0: none; see :meth:`start_feed`).
 
     Gateway:
         minute_limit, day_limit: requests per minute (60) and per day (15,000) (spec §8).
@@ -137,100 +143,212 @@ class Simulator:
         event_shape: EventShape = "nested",
         token_ttl: float = 86_400.0,
         contacts_max_size: int = 10_000,
+        organizations: int = 1,
+        live_events_per_second: float = 0.0,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
+        if isinstance(organizations, bool) or not isinstance(organizations, int):
+            raise ConfigurationError(f"organizations must be an int, not {organizations!r}")
+        if organizations < 1:
+            raise ConfigurationError(f"organizations must be at least 1, not {organizations}")
+        if not live_events_per_second >= 0:
+            raise ConfigurationError("live_events_per_second must not be negative")
         self.seed = seed
         #: the clock every time is read from
         self.clock: Clock = clock or SystemClock()
-        self.organization = organization or f"org-{hex_id(seed, 0x0A6)[:16]}"
-        self.client_key = client_key or f"ck_{hex_id(seed, 0xC1)}"
-        self.client_secret = client_secret or secrets.token_urlsafe(32)
-        #: the simulated organization's state (contacts, hotspots, segments, events)
-        self.data = SimulatorData(
-            seed=seed,
-            organization=self.organization,
-            contacts=contacts,
-            hotspots=hotspots,
-            segments=segments,
-            events=events,
-            events_start=events_start,
-            events_end=events_end,
-            event_shape=event_shape,
-            clock=self.clock,
+        data_options = {
+            "contacts": contacts,
+            "hotspots": hotspots,
+            "segments": segments,
+            "events": events,
+            "events_start": events_start,
+            "events_end": events_end,
+            "event_shape": event_shape,
+        }
+        self._tenants = Tenants(
+            [
+                Tenant(
+                    self,
+                    seed=seed + i,
+                    organization=None if i else organization,
+                    client_key=None if i else client_key,
+                    client_secret=None if i else client_secret,
+                    data_options=data_options,
+                    limiter=RateLimiter(
+                        minute=minute_limit,
+                        day=day_limit,
+                        mode=rate_limit_mode,
+                        count_refused=count_refused,
+                        fractional_reset=fractional_reset,
+                        skew=gateway_skew,
+                    ),
+                    object_limits=object_limits,
+                    token_ttl=token_ttl,
+                    scroll_ttl=scroll_ttl,
+                    scroll_single_use=scroll_single_use,
+                    eager=not i,  # the first's data now: its options are checked here
+                )
+                for i in range(organizations)
+            ]
         )
-        #: the gateway's request limits (sans-I/O; see ``_limits``)
-        self.limiter = RateLimiter(
-            minute=minute_limit,
-            day=day_limit,
-            mode=rate_limit_mode,
-            count_refused=count_refused,
-            fractional_reset=fractional_reset,
-            skew=gateway_skew,
-        )
-        #: the per-object daily limits
-        self.object_limiter = ObjectLimiter(object_limits)
-        self.auth = TokenAuthority(
-            key=secrets.token_bytes(32),
-            ttl=token_ttl,
-            organization=self.organization,
-            user_id=f"svc-{hex_id(seed, 0x05E)[:20]}",
-        )
-        self.scrolls = ScrollRegistry(ttl=scroll_ttl, seed=seed, single_use=scroll_single_use)
+        self.live_events_per_second = live_events_per_second
+        self._feed: EventFeed | None = None
         self.contacts_max_size = contacts_max_size
-        self.gone_paths = tuple(gone_paths)
-        #: what the simulator saw (see :class:`Counters`)
-        self.counters = Counters()
         self.host = host
         self.port = port
-        self._plan = FaultPlan(faults)
-        self._competitor_next = math.inf
-        # request ids identify one request, in logs too: unique across runs, not seeded data
-        self._request_ids = random.Random(secrets.randbits(64))
         self._runner: web.AppRunner | None = None
-        self._api = SimulatedApi(self)
-        if faults is not None:
-            self.faults = faults
+        #: the gateway: faults, and each organization's limits and tokens, per request
+        self.gateway = Gateway(self._tenants, self.clock, tuple(gone_paths), faults)
 
     def __repr__(self) -> str:
         where = self.base_url if self._runner else "not started"
-        return f"<Simulator {where} organization={self.organization} seed={self.seed}>"
+        more = f" (+{len(self._tenants) - 1} more)" if len(self._tenants) > 1 else ""
+        return f"<Simulator {where} organization={self.organization}{more} seed={self.seed}>"
 
     # -- configuration at runtime ---------------------------------------------------------
 
     @property
     def faults(self) -> Faults:
         """The faults in force; assigning a new value restarts its seeded sequence."""
-        return self._plan.faults
+        return self.gateway.faults
 
     @faults.setter
     def faults(self, value: Faults | None) -> None:
-        self._plan = FaultPlan(value)
-        rate = self._plan.faults.hidden_competitor
-        self._competitor_next = self.clock.now() + 60.0 / rate if rate > 0 else math.inf
+        self.gateway.faults = value
+
+    @property
+    def gone_paths(self) -> tuple[str, ...]:
+        """Shell-style path patterns answered with 410 (spec §9)."""
+        return self.gateway.gone_paths
+
+    # -- the first organization (the single-organization attributes) -----------------------
+
+    @property
+    def organization(self) -> str:
+        """The first organization's id."""
+        return self._tenants.first.organization
+
+    @property
+    def client_key(self) -> str:
+        return self._tenants.first.client_key
+
+    @property
+    def client_secret(self) -> str:
+        return self._tenants.first.client_secret
+
+    @property
+    def data(self) -> SimulatorData:
+        """The first organization's state (contacts, hotspots, segments, events)."""
+        return self._tenants.first.data
+
+    @property
+    def limiter(self) -> RateLimiter:
+        """The first organization's request limits (sans-I/O; see ``_limits``)."""
+        return self._tenants.first.limiter
+
+    @property
+    def object_limiter(self) -> ObjectLimiter:
+        return self._tenants.first.object_limiter
+
+    @property
+    def auth(self) -> TokenAuthority:
+        return self._tenants.first.auth
+
+    @property
+    def scrolls(self) -> ScrollRegistry:
+        return self._tenants.first.scrolls
+
+    @property
+    def counters(self) -> Counters:
+        """What the simulator saw of the first organization (see :class:`Counters`)."""
+        return self._tenants.first.counters
 
     @property
     def admissions(self) -> list[float]:
-        """Clock times of the client's admitted requests, in order."""
-        return self.counters.admissions
+        """Clock times of the first organization's admitted requests, in order."""
+        return self._tenants.first.admissions
 
     @property
     def user_id(self) -> str:
         """The service user's id (the ``id``/``sub`` claim of the tokens)."""
-        return self.auth.user_id
+        return self._tenants.first.user_id
 
     def revoke_tokens(self) -> int:
-        """Revoke every token issued so far (as a dashboard key rotation would)."""
-        return self.auth.revoke_all()
+        """Revoke every token of the first organization issued so far (a key rotation)."""
+        return self._tenants.first.revoke_tokens()
+
+    def client(self, **options: Any) -> Client:
+        """A :class:`~asyncwifi.Client` configured for this running simulator and its
+        first organization (URL, credentials, organization, clock, limits; plain http);
+        ``options`` win. ``sim.tenant(org).client()`` is one for another organization."""
+        return self._tenants.first.client(**options)
+
+    # -- many organizations -----------------------------------------------------------------
+
+    @property
+    def organizations(self) -> list[Credentials]:
+        """Each organization's ``(organization, client_key, client_secret)``, in order."""
+        return [t.credentials for t in self._tenants]
+
+    @property
+    def tenants(self) -> list[Tenant]:
+        """Each organization's state, in order."""
+        return list(self._tenants)
+
+    def tenant(self, organization: str | int) -> Tenant:
+        """One organization's state, by id or index (``KeyError`` if there is none)."""
+        return self._tenants.get(organization)
+
+    def revoke_key(self, organization: str | int, *, tokens: bool = True) -> None:
+        """Revoke one organization's key: its logins answer 401 (and, with ``tokens``, its
+        live tokens are refused with 403, so its clients notice at once)."""
+        self._tenants.get(organization).revoke_key(tokens=tokens)
+
+    def add_events(
+        self,
+        count: int,
+        *,
+        organization: str | int | None = None,
+        at: datetime | str | float | None = None,
+        until: datetime | str | float | None = None,
+    ) -> dict[str, list[str]]:
+        """Add ``count`` new events to one organization, or to each when ``organization``
+        is ``None`` (see :meth:`SimulatorData.add_events` for ``at``/``until``); the new
+        ids by organization."""
+        chosen = self._tenants if organization is None else [self._tenants.get(organization)]
+        return {t.organization: t.data.add_events(count, at=at, until=until) for t in chosen}
+
+    def start_feed(
+        self,
+        rate: float,
+        *,
+        organizations: Iterable[str | int] | None = None,
+        tick: float | None = None,
+    ) -> EventFeed:
+        """Start adding ``rate`` events per clock second to each organization (or to the
+        given ones) in the background, until :meth:`stop_feed` or :meth:`stop`. Needs a
+        running event loop; one feed at a time."""
+        if self._feed is not None and self._feed.running:
+            raise ClientStateError("a feed is already running: stop_feed() first")
+        chosen = (
+            list(self._tenants)
+            if organizations is None
+            else [self._tenants.get(o) for o in organizations]
+        )
+        self._feed = EventFeed(chosen, self.clock, rate, tick)
+        self._feed.start()
+        return self._feed
+
+    async def stop_feed(self) -> None:
+        """Stop the background feed (an error it met is raised here)."""
+        feed, self._feed = self._feed, None
+        if feed is not None:
+            await feed.stop()
 
     def url(self, path: str) -> str:
         """``base_url`` joined with ``path``."""
         return self.base_url + path
-
-    def client(self, **options: Any) -> Client:
-        """A :class:`~asyncwifi.Client` configured for this running simulator (its URL,
-        credentials, organization, clock, limits; plain http); ``options`` win."""
-        return simulator_client(self, **options)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -243,11 +361,11 @@ class Simulator:
 
     def make_app(self) -> web.Application:
         """The aiohttp application (routes and the gateway middleware)."""
-        app = web.Application(middlewares=[self._gateway])
-        for method, path, handler in self._api.routes():
-            app.router.add_route(method, path, handler)
-        app.router.add_get(_ADMIN + "counters", self._admin_counters)
-        app.router.add_put(_ADMIN + "faults", self._admin_faults)
+        app = web.Application(middlewares=[self.gateway.middleware])
+        for method, path, handler in SimulatedApi.routes():
+            app.router.add_route(method, path, _bind(handler))
+        for method, path, admin in admin_routes(self.gateway):
+            app.router.add_route(method, path, admin)
         return app
 
     async def start(self) -> None:
@@ -264,12 +382,17 @@ class Simulator:
             raise
         self._runner = runner
         self.port = int(runner.addresses[0][1])
+        if self.live_events_per_second > 0:
+            self.start_feed(self.live_events_per_second)
 
     async def stop(self) -> None:
-        """Stop serving and close every connection."""
+        """Stop serving (and the feed) and close every connection."""
         runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
+        try:
+            await self.stop_feed()
+        finally:
+            if runner is not None:
+                await runner.cleanup()
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -305,7 +428,7 @@ class Simulator:
         from asyncwifi.testing._webhooks import post_webhook
 
         return await post_webhook(
-            self,
+            self._tenants.first,
             url,
             moment,
             headers=headers,
@@ -313,132 +436,3 @@ class Simulator:
             request_timeout=request_timeout,
             overrides=overrides,
         )
-
-    # -- the gateway ----------------------------------------------------------------------
-
-    def _competitor(self, now: float) -> None:
-        """Spend the hidden competitor's requests due by ``now`` (a fault)."""
-        rate = self._plan.faults.hidden_competitor
-        while self._competitor_next <= now:
-            if self.limiter.decide(self._competitor_next).allowed:
-                self.counters.competitor_hits += 1
-            self._competitor_next += 60.0 / rate
-
-    def _request_id(self) -> str:
-        return f"{self._request_ids.getrandbits(128):032x}"
-
-    @web.middleware
-    async def _gateway(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        if request.path.startswith(_ADMIN):
-            return await handler(request)  # type: ignore[no-any-return]
-        c = self.counters
-        c.requests += 1
-        resource = request.match_info.route.resource
-        c.by_endpoint[f"{request.method} {resource.canonical if resource else request.path}"] += 1
-        fate = self._plan.fate(request.method, request.path)
-        if fate.drop_before:
-            c.faults["drop_before"] += 1
-            return drop_connection(request)
-        if fate.inbound_delay:
-            await self.clock.sleep(fate.inbound_delay)
-        now = self.clock.now()
-        self._competitor(now)
-        decision = self.limiter.decide(now, noise=fate.remaining_noise)
-        request_id = self._request_id()
-        if decision.allowed:
-            c.admit(now)
-            resp = await self._upstream(request, handler, fate, now)
-        else:
-            c.rate_limited += 1
-            kind = "html" if fate.html_429 else negotiate(request.headers.get("Accept"))
-            if fate.html_429:
-                c.faults["html_429"] += 1
-            body, ctype = render_error(kind, "API rate limit exceeded", request_id)
-            resp = web.Response(status=429, body=body, content_type=ctype, charset="utf-8")
-        headers = resp.headers
-        if fate.date_429 and not decision.allowed:
-            c.faults["date_429"] += 1
-            headers["Retry-After"] = formatdate(now + decision.reset, usegmt=True)
-        else:
-            for name, value in decision.headers:
-                headers[name] = value
-        headers["X-Kong-Request-Id"] = request_id
-        headers["Via"] = _VIA
-        headers["X-Kong-Proxy-Latency"] = "0"
-        if decision.allowed:
-            headers["X-Kong-Upstream-Latency"] = "1"
-        if fate.delay:
-            if fate.spike:
-                c.faults["spike"] += 1
-            await self.clock.sleep(fate.delay)
-        if fate.drop_after:
-            c.faults["drop_after"] += 1
-            return drop_connection(request)
-        c.responses_by_status[resp.status] += 1
-        return resp
-
-    async def _upstream(
-        self, request: web.Request, handler: Any, fate: Fate, now: float
-    ) -> web.Response:
-        """Everything behind the request limits: errors, routing, auth, API, object limits."""
-        if fate.error_status:
-            self.counters.faults["error"] += 1
-            status = fate.error_status
-            if fate.error_empty:
-                return web.Response(status=status)
-            return json_response({"message": UPSTREAM_MESSAGES.get(status, "error")}, status)
-        path = request.path
-        if any(fnmatch.fnmatchcase(path, p) for p in self.gone_paths):
-            return json_response({"message": "This endpoint has been removed"}, 410)
-        problem = request.match_info.http_exception
-        if problem is not None:
-            if problem.status == 405:
-                not_allowed = json_response({"message": "Method not allowed"}, 405)
-                allow = problem.headers.get("Allow")
-                if allow:
-                    not_allowed.headers["Allow"] = allow
-                return not_allowed
-            return json_response({"message": "no Route matched with those values"}, 404)
-        if path != _LOGIN:
-            revoke_every = self._plan.faults.revoke_tokens_every
-            before = (now // revoke_every) * revoke_every if revoke_every else -math.inf
-            try:
-                request[TOKEN] = self.auth.verify(request.headers.get("Authorization"), now, before)
-            except TokenRejected as exc:
-                self.counters.auth_failures[exc.reason] += 1
-                if exc.reason == "revoked_early":
-                    self.counters.faults["revocation"] += 1
-                return json_response({"message": "Access Denied"}, 403)
-        limits = self.object_limiter
-        snapshot = limits.snapshot(now) if limits.limits else None
-        try:
-            resp: web.Response = await handler(request)
-        except ApiFault as exc:
-            resp = json_response({"message": exc.message}, exc.status)
-        except BadParameter as exc:
-            resp = json_response({"message": str(exc)}, 409)
-        if snapshot is not None:
-            touched = request.get(OBJECTS, {}) if resp.status < 400 else {}
-            object_headers, stop = limits.settle(now, snapshot, touched)
-            if stop:
-                # gateway.md: executed, then replaced by a 429 with no body
-                self.counters.object_limited += 1
-                resp = web.Response(status=429)
-            for name, value in object_headers:
-                resp.headers[name] = value
-        if fate.truncate_at and 200 <= resp.status < 300 and resp.body:
-            body = bytes(resp.body)  # type: ignore[arg-type]
-            self.counters.faults["truncated"] += 1
-            resp.body = body[: max(1, int(len(body) * fate.truncate_at))]
-        return resp
-
-    # -- admin (not behind the gateway) ---------------------------------------------------
-
-    async def _admin_counters(self, request: web.Request) -> web.Response:
-        """GET /_simulator/counters: ``sim.counters`` as JSON (for a separate process)."""
-        return json_response(self.counters.summary())
-
-    async def _admin_faults(self, request: web.Request) -> web.Response:
-        """PUT /_simulator/faults: replace the faults with the JSON body's fields."""
-        self.faults = Faults.from_dict(await request.json())
-        return json_response({"status": "OK"})

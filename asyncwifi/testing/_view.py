@@ -1,6 +1,7 @@
-"""What the simulator's parts read of the :class:`~asyncwifi.testing.Simulator` that owns
-them, as a structural type: the handlers, the webhook emitter and ``sim.client()`` depend
-on this view, not on the server module, which imports them (no import cycle)."""
+"""What the simulator's parts read of the organization they serve (a
+:class:`~asyncwifi.testing._tenant.Tenant` of the :class:`~asyncwifi.testing.Simulator`), as
+a structural type: the handlers, the webhook emitter and ``client()`` depend on this view,
+not on the tenant or server modules, which import them (no import cycle)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ class SimulatorView(Protocol):
     def client_key(self) -> str: ...
     @property
     def client_secret(self) -> str: ...
+    @property
+    def key_revoked(self) -> bool: ...
     @property
     def data(self) -> SimulatorData: ...
     @property

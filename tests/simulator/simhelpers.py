@@ -60,12 +60,14 @@ class Answer:
 
 
 class Caller:
-    """Sends requests to a simulator the way the spec describes, remembering one token."""
+    """Sends requests to a simulator the way the spec describes, remembering one token;
+    as its first organization, or as organization ``tenant`` (an index) of many."""
 
-    def __init__(self, sim: Simulator, session: aiohttp.ClientSession) -> None:
+    def __init__(self, sim: Simulator, session: aiohttp.ClientSession, tenant: int = 0) -> None:
         self.sim = sim
         self.session = session
         self.token: str | None = None
+        self.organization, self.client_key, self.client_secret = sim.organizations[tenant]
 
     async def call(
         self,
@@ -90,7 +92,7 @@ class Caller:
         answer = await self.call(
             "POST",
             LOGIN,
-            json_body={"clientKey": self.sim.client_key, "clientSecret": self.sim.client_secret},
+            json_body={"clientKey": self.client_key, "clientSecret": self.client_secret},
             auth=False,
         )
         if answer.status == 200:
@@ -102,7 +104,7 @@ class Caller:
 
     def org(self, prefix: str, suffix: str = "") -> str:
         """An organization path: ``prefix`` + the organization id + ``suffix``."""
-        return f"{prefix}{self.sim.organization}{suffix}"
+        return f"{prefix}{self.organization}{suffix}"
 
 
 def jwt_parts(token: str) -> tuple[dict[str, Any], dict[str, Any]]:
