@@ -156,6 +156,28 @@ def _default_range() -> str:
 )
 @click.option("--token-ttl", type=click.FloatRange(min=0.001), default=86_400.0, show_default=True)
 @click.option(
+    "--orgs",
+    "organizations",
+    type=click.IntRange(1, 100_000),
+    default=1,
+    show_default=True,
+    help="Organizations to serve, each with its own key, data (seed + i) and limits.",
+)
+@click.option(
+    "--fleet-toml",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write the organizations' fleet.toml here (base_url and each one's key and "
+    "secret) instead of printing their exports.",
+)
+@click.option(
+    "--live-events-per-second",
+    type=click.FloatRange(min=0.0),
+    default=0.0,
+    show_default=True,
+    help="New events each organization gains per clock second while serving.",
+)
+@click.option(
     "--faults", callback=_faults, default=None, help="JSON, e.g. '{\"error_rate\": 0.1}'."
 )
 @click.option("--warm", is_flag=True, help="Encode every event before serving.")
@@ -171,8 +193,9 @@ def simulate_command(app: App, /, **opts: Any) -> None:
     """Serve the simulator of the whole API until Ctrl-C.
 
     It prints the base URL, the (simulated) credentials as ``export`` lines and the range
-    of the events it serves. It speaks plain http: the SDK and this command accept that
-    with ASYNCWIFI_ALLOW_HTTP=1 (the export line sets it).
+    of the events it serves; with --orgs N, each organization's (or a fleet.toml with
+    --fleet-toml). It speaks plain http: the SDK and this command accept that with
+    ASYNCWIFI_ALLOW_HTTP=1 (the export line sets it).
     """
     from asyncwifi.testing._process import AnchoredClock, run_simulator
 

@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
 
@@ -32,7 +33,9 @@ import aiohttp
 from asyncwifi._clock import Clock, ScaledClock, SystemClock
 from asyncwifi.errors import ClientStateError, ConfigurationError
 from asyncwifi.testing._faults import Faults
+from asyncwifi.testing._fleet_toml import write_fleet_toml
 from asyncwifi.testing._server import Simulator
+from asyncwifi.testing._tenant import Credentials
 from asyncwifi.testing._util import iso_z
 
 __all__ = ["AnchoredClock", "SimulatorProcess", "run_simulator", "serve_forever"]
@@ -82,6 +85,7 @@ class AnchoredClock:
 
 def _describe(sim: Simulator, speed: float) -> dict[str, Any]:
     limiter = sim.limiter
+    organizations = [o._asdict() for o in sim.organizations]
     return {
         "base_url": sim.base_url,
         "client_key": sim.client_key,
@@ -95,7 +99,45 @@ def _describe(sim: Simulator, speed: float) -> dict[str, Any]:
         "events_start": iso_z(sim.data.events.start),
         "events_end": iso_z(sim.data.events.end),
         "contacts": len(sim.data.contacts),
+        "organizations": organizations,
     }
+
+
+def _banner(info: dict[str, Any], speed: float, minute: float, fleet: Path | None) -> str:
+    """The human summary ``asyncwifi simulate`` prints on start."""
+    orgs = info["organizations"]
+    many = len(orgs) > 1
+    each = " each" if many else ""
+    lines = [
+        f"asyncwifi simulator listening on {info['base_url']}",
+        f"  organization:  {info['organization']}"
+        + (f" (the first of {len(orgs)})" if many else ""),
+        f"  client key:    {info['client_key']}",
+        f"  client secret: {info['client_secret']}",
+        f"  limits:        {info['limits']['minute']}/minute, {info['limits']['day']}/day "
+        f"({info['mode']}){each}",
+        f"  clock speed:   {speed:g} (a minute lasts {minute:g} s)",
+        f"  data:          {info['contacts']} contacts, {info['events']} events "
+        f"from {info['events_start']} to {info['events_end']}{each}",
+        "Point the SDK or the asyncwifi command at it:",
+        f"  export ASYNCWIFI_BASE_URL={info['base_url']} ASYNCWIFI_ALLOW_HTTP=1 "
+        f"ASYNCWIFI_ORGANIZATION={info['organization']}",
+        f"  export ASYNCWIFI_CLIENT_KEY={info['client_key']} "
+        f"ASYNCWIFI_CLIENT_SECRET={info['client_secret']}",
+        f"  asyncwifi events backfill --since {info['events_start'][:10]} "
+        f"--until {info['events_end'][:10]} --out events.jsonl",
+    ]
+    if fleet is not None:
+        lines.append(f"The {len(orgs)} organizations' fleet.toml: {fleet}")
+    elif many:
+        lines.append(f"The other {len(orgs) - 1} organizations, each its own key and limits:")
+        lines += [
+            f"  export ASYNCWIFI_ORGANIZATION={o['organization']} "
+            f"ASYNCWIFI_CLIENT_KEY={o['client_key']} ASYNCWIFI_CLIENT_SECRET={o['client_secret']}"
+            for o in orgs[1:]
+        ]
+    lines.append("Press Ctrl+C to stop.")
+    return "\n".join(lines) + "\n"
 
 
 async def serve_forever(
@@ -106,6 +148,7 @@ async def serve_forever(
     clock: Clock | None = None,
     json_output: bool = False,
     warm: bool = False,
+    fleet_toml: str | os.PathLike[str] | None = None,
     out: IO[str] | None = None,
     **options: Any,
 ) -> None:
@@ -114,39 +157,31 @@ async def serve_forever(
     ``speed`` > 1 runs a :class:`~asyncwifi.ScaledClock` (``speed=100``: a minute lasts
     0.6 s) unless ``clock`` is given; ``warm`` encodes every event before serving;
     ``json_output`` prints one JSON line (for programs) instead of the human summary;
-    ``options`` are :class:`Simulator` keywords.
+    ``fleet_toml`` writes the organizations' fleet.toml there; ``options`` are
+    :class:`Simulator` keywords (``organizations=N`` serves N).
     """
     if clock is None:
         clock = ScaledClock(speed) if speed != 1.0 else SystemClock()
     stream = out or sys.stdout
     sim = Simulator(clock=clock, host=host, port=port, **options)
     if warm:
-        sim.data.events.warm()
+        for tenant in sim.tenants:
+            tenant.data.events.warm()
     async with sim:
         info = _describe(sim, speed)
+        fleet = None
+        if fleet_toml is not None:
+            try:
+                fleet = write_fleet_toml(fleet_toml, sim.base_url, sim.organizations)
+            except OSError as exc:
+                raise ConfigurationError(
+                    f"cannot write the fleet.toml {fleet_toml}: {exc.strerror or exc}"
+                ) from None
+            info["fleet_toml"] = str(fleet)
         if json_output:
             stream.write(json.dumps(info) + "\n")
         else:
-            minute = clock.real(60.0)
-            stream.write(
-                f"asyncwifi simulator listening on {info['base_url']}\n"
-                f"  organization:  {info['organization']}\n"
-                f"  client key:    {info['client_key']}\n"
-                f"  client secret: {info['client_secret']}\n"
-                f"  limits:        {info['limits']['minute']}/minute, "
-                f"{info['limits']['day']}/day ({info['mode']})\n"
-                f"  clock speed:   {speed:g} (a minute lasts {minute:g} s)\n"
-                f"  data:          {info['contacts']} contacts, {info['events']} events "
-                f"from {info['events_start']} to {info['events_end']}\n"
-                "Point the SDK or the asyncwifi command at it:\n"
-                f"  export ASYNCWIFI_BASE_URL={info['base_url']} ASYNCWIFI_ALLOW_HTTP=1 "
-                f"ASYNCWIFI_ORGANIZATION={info['organization']}\n"
-                f"  export ASYNCWIFI_CLIENT_KEY={info['client_key']} "
-                f"ASYNCWIFI_CLIENT_SECRET={info['client_secret']}\n"
-                f"  asyncwifi events backfill --since {info['events_start'][:10]} "
-                f"--until {info['events_end'][:10]} --out events.jsonl\n"
-                "Press Ctrl+C to stop.\n"
-            )
+            stream.write(_banner(info, speed, clock.real(60.0), fleet))
         stream.flush()
         await asyncio.Event().wait()
 
@@ -188,6 +223,9 @@ _FLAGS = {
     "contacts_max_size": "--contacts-max-size",
     "event_shape": "--event-shape",
     "token_ttl": "--token-ttl",
+    "organizations": "--orgs",
+    "live_events_per_second": "--live-events-per-second",
+    "fleet_toml": "--fleet-toml",
     "host": "--host",
     "port": "--port",
 }
@@ -206,7 +244,9 @@ class SimulatorProcess:
     Use ``with SimulatorProcess(...) as proc:`` or ``async with``; then ``proc.base_url``,
     ``proc.client_key``, ``proc.client_secret``, ``proc.organization`` and ``proc.clock``
     (the parent's clock, whose time line the child shares). Keywords are those of
-    :class:`Simulator` (data sizes, limits, mode, faults, ...) plus ``warm``.
+    :class:`Simulator` (data sizes, limits, mode, faults, ``organizations``, ...) plus
+    ``warm`` and ``fleet_toml`` (a path: the child writes the organizations' fleet.toml);
+    ``proc.organizations`` lists each organization's credentials.
     """
 
     def __init__(
@@ -229,6 +269,8 @@ class SimulatorProcess:
         self.client_key = ""
         self.client_secret = ""
         self.organization = ""
+        #: each organization's (organization, client_key, client_secret), the first first
+        self.organizations: list[Credentials] = []
         #: everything the child printed on start (base URL, credentials, limits, sizes)
         self.info: dict[str, Any] = {}
         self._proc: subprocess.Popen[str] | None = None
@@ -308,6 +350,7 @@ class SimulatorProcess:
         self.client_key = self.info["client_key"]
         self.client_secret = self.info["client_secret"]
         self.organization = self.info["organization"]
+        self.organizations = [Credentials(**o) for o in self.info["organizations"]]
 
     def stop(self) -> None:
         """Stop the child (SIGTERM, then SIGKILL after 5 s) and reap it."""
@@ -324,25 +367,50 @@ class SimulatorProcess:
         if proc.stdout is not None:
             proc.stdout.close()
 
-    async def counters(self) -> dict[str, Any]:
-        """The child's ``sim.counters`` as a dict (fetched over HTTP, outside the gateway)."""
+    async def _admin(
+        self,
+        method: str,
+        what: str,
+        organization: str | int | None = None,
+        *,
+        body: Any = None,
+        **params: Any,
+    ) -> Any:
+        """Call the child's ``/_simulator/`` endpoint ``what``; its JSON answer."""
+        query = {k: str(v) for k, v in params.items()}
+        if organization is not None:
+            query["organization"] = str(organization)
+        url = f"{self.base_url}/_simulator/{what}"
         async with (
             aiohttp.ClientSession() as session,
-            session.get(self.base_url + "/_simulator/counters") as resp,
+            session.request(method, url, params=query, json=body) as resp,
         ):
             resp.raise_for_status()
-            summary: dict[str, Any] = await resp.json()
-            return summary
+            return await resp.json()
+
+    async def counters(self, organization: str | int | None = None) -> dict[str, Any]:
+        """The child's counters of one organization (id or index; default the first) as a
+        dict (fetched over HTTP, outside the gateway)."""
+        summary: dict[str, Any] = await self._admin("GET", "counters", organization)
+        return summary
+
+    async def revoke_key(self, organization: str | int) -> None:
+        """Revoke one organization's key in the child (like ``sim.revoke_key``)."""
+        await self._admin("POST", "revoke-key", organization)
+
+    async def add_events(
+        self, count: int, organization: str | int | None = None
+    ) -> dict[str, list[str]]:
+        """Add ``count`` events now to one organization, or to each when ``None`` (like
+        ``sim.add_events``); the new ids by organization."""
+        added: dict[str, list[str]] = await self._admin(
+            "POST", "events", "*" if organization is None else organization, count=count
+        )
+        return added
 
     async def set_faults(self, faults: Faults) -> None:
         """Replace the child's faults (like ``sim.faults = faults``)."""
-        async with (
-            aiohttp.ClientSession() as session,
-            session.put(
-                self.base_url + "/_simulator/faults", json=dataclasses.asdict(faults)
-            ) as resp,
-        ):
-            resp.raise_for_status()
+        await self._admin("PUT", "faults", body=dataclasses.asdict(faults))
 
     def __enter__(self) -> Self:
         self.start()

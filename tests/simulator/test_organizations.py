@@ -4,16 +4,19 @@ data, tokens and gateway limits, over real HTTP with real clients."""
 from __future__ import annotations
 
 import asyncio
+import stat
 import time
+import tomllib
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 import aiohttp
 import pytest
 
-from asyncwifi import ScaledClock
+from asyncwifi import Client, ScaledClock
 from asyncwifi.errors import ConfigurationError, UnauthorizedError
-from asyncwifi.testing import Simulator
+from asyncwifi.testing import Simulator, SimulatorProcess
 from tests.simulator.simhelpers import BOUNDARY, Caller, ManualClock, jwt_parts
 
 SMALL = {"events": 300, "contacts": 20, "hotspots": 4, "segments": 2}
@@ -235,3 +238,53 @@ def test_organizations_is_validated() -> None:
             Simulator(organizations=bad, events=0)  # type: ignore[arg-type]
     with pytest.raises(KeyError):
         Simulator(organizations=2, events=0).tenant(2)
+
+
+async def test_a_simulator_process_serves_organizations_and_writes_a_fleet_toml(
+    tmp_path: Path,
+) -> None:
+    clock = ScaledClock(100.0)
+    fleet = tmp_path / "fleet.toml"
+    async with SimulatorProcess(
+        clock=clock, organizations=3, events=100, contacts=10, fleet_toml=fleet
+    ) as proc:
+        orgs = proc.organizations
+        assert len(orgs) == 3
+        assert orgs[0] == (proc.organization, proc.client_key, proc.client_secret)
+        written = tomllib.loads(fleet.read_text())
+        assert written["fleet"] == {"base_url": proc.base_url, "allow_http": True}
+        assert [tuple(o.values()) for o in written["organizations"]] == [tuple(o) for o in orgs]
+        assert stat.S_IMODE(fleet.stat().st_mode) == 0o600  # it holds the secrets
+
+        def client(i: int) -> Client:
+            return Client(
+                orgs[i].client_key,
+                orgs[i].client_secret,
+                organization=orgs[i].organization,
+                base_url=proc.base_url,
+                allow_http=True,
+                clock=clock,
+            )
+
+        added = await proc.add_events(3, organization=2)
+        async with client(2) as api:
+            ids = {e.id async for e in api.events.list(date_start="2024-01-01T00:00:00Z")}
+        assert len(ids) == 103
+        assert set(added[orgs[2].organization]) <= ids
+        await proc.revoke_key(1)
+        async with client(1) as api:
+            with pytest.raises(UnauthorizedError):
+                await api.segments.list()
+        assert (await proc.counters(organization=orgs[2].organization))["logins"] == 1
+        assert (await proc.counters(organization=1))["login_failures"] == 1
+        assert (await proc.counters())["requests"] == 0
+
+
+def test_the_command_line_options_for_organizations() -> None:
+    from asyncwifi.cli._simulator_command import simulate_command
+
+    proc = SimulatorProcess(organizations=5, fleet_toml="f.toml", live_events_per_second=2.5)
+    params = simulate_command.make_context("simulate", proc.command()[3:]).params
+    assert params["organizations"] == 5
+    assert params["fleet_toml"] == "f.toml"
+    assert params["live_events_per_second"] == 2.5
