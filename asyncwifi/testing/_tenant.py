@@ -43,6 +43,9 @@ class Credentials(NamedTuple):
     client_key: str
     client_secret: str
 
+    def __repr__(self) -> str:  # the secret stays out of logs
+        return f"Credentials(organization={self.organization!r}, client_key={self.client_key!r})"
+
 
 class _Host(Protocol):
     """What a tenant reads of the simulator serving it."""

@@ -17,7 +17,10 @@ def test_exported_names() -> None:
 
 
 def test_secrets_stay_out_of_reprs() -> None:
-    sim = asyncwifi.testing.Simulator(events=10, contacts=3)
+    sim = asyncwifi.testing.Simulator(events=10, contacts=3, organizations=2)
     assert sim.client_secret not in repr(sim)
+    for credentials in sim.organizations:
+        assert credentials.client_secret not in repr(sim.organizations)
+        assert credentials.client_secret not in repr(sim.tenant(credentials.organization))
     proc = asyncwifi.testing.SimulatorProcess(client_secret="s3cr3t-value")
     assert "s3cr3t-value" not in repr(proc)
