@@ -1,6 +1,6 @@
 """Events appearing continuously: a background task adding new events to organizations.
 
-A fleet syncing live data needs a platform where events keep arriving. :class:`EventFeed`
+A fleet syncing live data needs a platform where events keep arriving. :class:`LiveEvents`
 adds, on the simulator's clock, ``rate`` events per clock second to each organization it
 feeds (whole events: the fraction carries over to the next tick), at the clock's now, as
 :meth:`SimulatorData.add_events` does.
@@ -17,10 +17,10 @@ from asyncwifi._clock import Clock
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.testing._tenant import Tenant
 
-__all__ = ["EventFeed"]
+__all__ = ["LiveEvents"]
 
 
-class EventFeed:
+class LiveEvents:
     """Adds ``rate`` events per clock second to each of ``tenants`` until stopped.
 
     It wakes every ``tick`` clock seconds (default: often enough for about one event per

@@ -22,7 +22,7 @@ from asyncwifi.testing._counters import Counters
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START, SimulatorData
 from asyncwifi.testing._event_records import EventShape
 from asyncwifi.testing._faults import Faults
-from asyncwifi.testing._feed import EventFeed
+from asyncwifi.testing._feed import LiveEvents
 from asyncwifi.testing._gateway import Gateway
 from asyncwifi.testing._handlers import Handler, SimulatedApi
 from asyncwifi.testing._limits import Mode, ObjectLimiter, RateLimiter
@@ -193,7 +193,7 @@ class Simulator:
             ]
         )
         self.live_events_per_second = live_events_per_second
-        self._feed: EventFeed | None = None
+        self._feed: LiveEvents | None = None
         self.contacts_max_size = contacts_max_size
         self.host = host
         self.port = port
@@ -317,7 +317,7 @@ class Simulator:
         is ``None`` (see :meth:`SimulatorData.add_events` for ``at``/``until``); the new
         ids by organization."""
         chosen = self._tenants if organization is None else [self._tenants.get(organization)]
-        return {t.organization: t.data.add_events(count, at=at, until=until) for t in chosen}
+        return {t.organization: t.add_events(count, at=at, until=until) for t in chosen}
 
     def start_feed(
         self,
@@ -325,7 +325,7 @@ class Simulator:
         *,
         organizations: Iterable[str | int] | None = None,
         tick: float | None = None,
-    ) -> EventFeed:
+    ) -> LiveEvents:
         """Start adding ``rate`` events per clock second to each organization (or to the
         given ones) in the background, until :meth:`stop_feed` or :meth:`stop`. Needs a
         running event loop; one feed at a time."""
@@ -336,8 +336,13 @@ class Simulator:
             if organizations is None
             else [self._tenants.get(o) for o in organizations]
         )
-        self._feed = EventFeed(chosen, self.clock, rate, tick)
+        self._feed = LiveEvents(chosen, self.clock, rate, tick)
         self._feed.start()
+        return self._feed
+
+    @property
+    def feed(self) -> LiveEvents | None:
+        """The feed started by :meth:`start_feed` (or ``live_events_per_second``), if any."""
         return self._feed
 
     async def stop_feed(self) -> None:

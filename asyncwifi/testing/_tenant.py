@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator, Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import msgspec
@@ -180,9 +181,15 @@ class Tenant:
         """Accept the key again (tokens revoked meanwhile stay revoked)."""
         self.key_revoked = False
 
-    def add_events(self, count: int, **when: Any) -> list[str]:
+    def add_events(
+        self,
+        count: int,
+        *,
+        at: datetime | str | float | None = None,
+        until: datetime | str | float | None = None,
+    ) -> list[str]:
         """:meth:`SimulatorData.add_events` on this organization's data: the new ids."""
-        return self.data.add_events(count, **when)
+        return self.data.add_events(count, at=at, until=until)
 
     def set_limits(self, *, minute: int | None = None, day: int | None = None) -> None:
         """Change this key's request limits (what it already spent stays counted)."""

@@ -181,7 +181,7 @@ async def test_a_feed_adds_events_continuously(
     async with simulator_factory(
         organizations=2, clock=clock, live_events_per_second=0.5, **SMALL
     ) as sim:
-        feed = sim._feed
+        feed = sim.feed
         assert feed is not None
         assert feed.running
         deadline = time.monotonic() + 30.0
@@ -194,6 +194,7 @@ async def test_a_feed_adds_events_continuously(
             assert len(served) >= 300 + added  # the feed may have added more meanwhile
         await sim.stop_feed()
         assert not feed.running
+        assert sim.feed is None
         with pytest.raises(ConfigurationError):
             sim.start_feed(0.0)
 
