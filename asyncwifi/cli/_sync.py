@@ -141,8 +141,10 @@ def sync_command(
                 modified_from=modified_from_param,
                 modified_to=modified_to_param,
             )
-            # the limiter's own counts (every process's on the key with --rate-store)
-            shared = Budget(api.scheduler, budget)
+            # the limiter's own counts (every process's on the key with --rate-store); a
+            # client without a day's quota (lifted, as the benchmark does) has none to share
+            day = api.scheduler.limits.day
+            shared = Budget(api.scheduler, budget) if day is not None else None
             metrics = None
             syncer = Syncer(api, destination, options=options, budget=shared)
             if metrics_port is not None:
