@@ -120,7 +120,7 @@ def sync_command(
     if rate_store is not None and not rate_store.startswith(("redis://", "rediss://", "unix://")):
         raise click.BadParameter("a redis://, rediss:// or unix:// URL", param_hint="--rate-store")
     app.check_credentials()
-    destination = open_destination(url)
+    open_destination(url)  # a wrong URL is refused before anything starts
 
     async def go() -> None:
         sim_since = since
@@ -131,6 +131,9 @@ def sync_command(
         async with app.client(
             since=sim_since, until=until, on_quota_exhausted="raise", rate_store=rate_store
         ) as api:
+            # the client's organization's rows (a database of before organizations: its
+            # rows become this organization's)
+            destination = open_destination(url, organization=api.organization)
             options = SyncOptions(
                 since=since,
                 until=None if until is None else until - MS,
@@ -141,8 +144,10 @@ def sync_command(
                 modified_from=modified_from_param,
                 modified_to=modified_to_param,
             )
-            # the limiter's own counts (every process's on the key with --rate-store)
-            shared = Budget(api.scheduler, budget)
+            # the limiter's own counts (every process's on the key with --rate-store); a
+            # client without a day's quota (lifted, as the benchmark does) has none to share
+            day = api.scheduler.limits.day
+            shared = Budget(api.scheduler, budget) if day is not None else None
             metrics = None
             syncer = Syncer(api, destination, options=options, budget=shared)
             if metrics_port is not None:

@@ -10,12 +10,19 @@ The primitives work without the ``asyncwifi sync`` command:
   limiter (every process's on the key with a ``RedisStore``).
 - A :class:`Destination` (:func:`open_destination`: ``sqlite:///PATH`` or
   ``postgresql://...``) writes a batch, its dead letters, deletes and checkpoints in one
-  transaction.
+  transaction, one organization's rows (``for_organization``: another's, on the same
+  connections); ``take_lease`` fences a writer off once another took the organization
+  (:class:`LeaseLostError`).
 - :class:`Syncer` runs them: one pass (:meth:`Syncer.run_once`) or a daemon.
 """
 
 from asyncwifi.sync._budget import Budget
-from asyncwifi.sync._destination import Destination, DestinationUnavailableError, Write
+from asyncwifi.sync._destination import (
+    Destination,
+    DestinationUnavailableError,
+    LeaseLostError,
+    Write,
+)
 from asyncwifi.sync._feeds import Batch, EventFeed
 from asyncwifi.sync._open import open_destination
 from asyncwifi.sync._options import SyncOptions
@@ -29,6 +36,7 @@ __all__ = [
     "Destination",
     "DestinationUnavailableError",
     "EventFeed",
+    "LeaseLostError",
     "SyncOptions",
     "Syncer",
     "Write",

@@ -6,6 +6,11 @@ rows and the position can never disagree. An upsert changes a row only when its 
 differs (or it was marked deleted), so replaying a batch writes nothing.
 ``DestinationUnavailableError`` means "the database cannot be reached now": the sync waits and
 retries without asking the API for more data.
+
+Every read and write is one organization's (``organization``); ``for_organization`` gives
+another's on the same connections. ``take_lease`` fences: once taken, each write first
+checks, in its transaction, that no one took the organization's lease since
+(``LeaseLostError`` otherwise, and nothing of it is written).
 """
 
 from __future__ import annotations
@@ -22,11 +27,33 @@ from asyncwifi.models._identity import record_id
 from asyncwifi.sync._feeds import BadRecord, Batch
 from asyncwifi.sync._schema import TABLES
 
-__all__ = ["Destination", "DestinationUnavailableError", "Write", "digest", "rows_of"]
+__all__ = [
+    "Destination",
+    "DestinationUnavailableError",
+    "LeaseLostError",
+    "Write",
+    "digest",
+    "rows_of",
+]
 
 
 class DestinationUnavailableError(AsyncWifiError):
     """The database cannot be reached (down, restarting, refusing connections)."""
+
+
+class LeaseLostError(AsyncWifiError):
+    """Another holder took this organization's lease: this destination may not write any more
+    (its batch was rolled back). Never retried: the newer holder syncs the organization."""
+
+    def __init__(self, organization: str, token: int, current: int | None) -> None:
+        self.organization = organization
+        self.token = token
+        self.current = current
+        super().__init__(
+            f"the sync lease of organization {organization!r} was taken over: this "
+            f"destination holds token {token}, the database token {current}; nothing of "
+            "the batch was written"
+        )
 
 
 @dataclass(slots=True)
@@ -94,6 +121,22 @@ class Destination(abc.ABC):
 
     dialect: str
     concurrency: int = 1
+    #: whose rows it reads and writes (a destination that keeps no organizations: "")
+    organization: str = ""
+    #: the fencing token of :meth:`take_lease`, or None (writes unchecked)
+    lease: int | None = None
+
+    def for_organization(self, organization: str) -> Destination:
+        """A destination for ``organization`` on the same database and connections (closing
+        it leaves them open). This default is for a destination that keeps no
+        organizations (a JSON Lines export): itself."""
+        return self
+
+    async def take_lease(self, holder: str) -> int:
+        """Take this organization's lease: its fencing token, one more than the last one
+        taken, remembered in :attr:`lease`; a write of a destination holding an older one is
+        refused from now on (``LeaseLostError``)."""
+        raise NotImplementedError(f"{type(self).__name__} has no leases")
 
     @abc.abstractmethod
     async def open(self) -> None:

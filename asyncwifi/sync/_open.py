@@ -10,8 +10,9 @@ from asyncwifi.sync._destination import Destination
 __all__ = ["open_destination"]
 
 
-def open_destination(url: str, *, writers: int = 2) -> Destination:
-    """The destination for ``sqlite:///PATH`` or ``postgresql://...`` (not connected yet);
+def open_destination(url: str, *, organization: str | None = None, writers: int = 2) -> Destination:
+    """The destination for ``sqlite:///PATH`` or ``postgresql://...`` (not connected yet),
+    reading and writing ``organization``'s rows (none: a ``Syncer`` writes its client's);
     ``writers``: PostgreSQL connections loading event batches side by side."""
     if url.startswith("sqlite:///"):
         from asyncwifi.sync._sqlite import SqliteDestination
@@ -19,11 +20,11 @@ def open_destination(url: str, *, writers: int = 2) -> Destination:
         path = url[len("sqlite:///") :]
         if not path:
             raise ValidationError("sqlite:///PATH needs a path")
-        return SqliteDestination(path)
+        return SqliteDestination(path, organization=organization)
     if url.startswith(("postgresql://", "postgres://")):
         from asyncwifi.sync._postgres import PostgresDestination
 
-        return PostgresDestination(url, writers=writers)
+        return PostgresDestination(url, organization=organization, writers=writers)
     raise ValidationError(
         "the database URL must be sqlite:///PATH or postgresql://USER@HOST/DB, got "
         f"{redact_url(url)!r}"

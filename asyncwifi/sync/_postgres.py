@@ -13,25 +13,48 @@ Event batches load side by side on ``writers`` connections (2 by default): the s
 parses and indexes one batch while it receives the next. Each transaction writes its
 checkpoint, and commits, only after the previous batch committed, so the order the
 checkpoints reach the database is the feed's.
+
+Views for other organizations (``for_organization``) share the pool of connections. With a
+lease taken, each write locks the organization's ``sync_leases`` row (an ``UPDATE .. WHERE
+token = $2``) once the write before it committed, just before its own deletes, dead letters
+and checkpoint: no row means the lease was taken over, and the transaction is undone; a
+``take_lease`` meanwhile waits for the commit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from asyncwifi._auth import check_url, hide_password, redact_url
+from asyncwifi._protocol import require_text
 from asyncwifi._sqlite import pending
 from asyncwifi.errors import ValidationError
-from asyncwifi.sync._destination import Destination, DestinationUnavailableError, Write, digest
-from asyncwifi.sync._schema import MIGRATIONS_TABLE, STEPS, TABLES
+from asyncwifi.sync._destination import (
+    Destination,
+    DestinationUnavailableError,
+    LeaseLostError,
+    Write,
+    digest,
+)
+from asyncwifi.sync._schema import (
+    HAS_ROWS,
+    MIGRATIONS_TABLE,
+    STEPS,
+    TABLES,
+    check_organization,
+    lease_sql,
+    organization_of,
+)
 
 __all__ = ["PostgresDestination", "unavailable"]
 
 T = TypeVar("T")
+_TAKE_LEASE, _LEASE = lease_sql(("$1", "$2", "$3"))
 
 # PostgreSQL error classes that mean "not now" (08: connection exception, 57P: operator
 # intervention such as a shutdown or a restart)
@@ -66,17 +89,33 @@ class PostgresDestination(Destination):
 
     dialect = "postgresql"
 
-    def __init__(self, url: str, *, connect_timeout: float = 10.0, writers: int = 2) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        organization: str | None = None,
+        connect_timeout: float = 10.0,
+        writers: int = 2,
+    ) -> None:
         if not isinstance(writers, int) or writers < 1:
             raise ValidationError(f"writers must be a positive integer, got {writers!r}")
         check_url(url, "PostgreSQL")
         self.url = url
+        self.organization = check_organization(organization)
         self.connect_timeout = connect_timeout
         self.concurrency = writers
-        self._idle: list[_Session] = []
+        self._idle: list[_Session] = []  # shared with the views
+        self._owner = True  # a view (``for_organization``) does not close the pool
 
     def __repr__(self) -> str:
-        return f"PostgresDestination({redact_url(self.url)!r})"
+        return f"PostgresDestination({redact_url(self.url)!r}, organization={self.organization!r})"
+
+    def for_organization(self, organization: str) -> PostgresDestination:
+        view = copy.copy(self)  # the same pool
+        view.organization = require_text(organization, "organization")
+        view.lease = None
+        view._owner = False
+        return view
 
     def _unavailable(self, exc: BaseException) -> DestinationUnavailableError:
         return DestinationUnavailableError(
@@ -118,7 +157,8 @@ class PostgresDestination(Destination):
         return result
 
     def _drop_idle(self) -> None:
-        idle, self._idle = self._idle, []
+        idle = self._idle[:]
+        self._idle.clear()  # the list the views share
         for session in idle:
             session.conn.terminate()
 
@@ -139,14 +179,21 @@ class PostgresDestination(Destination):
             found = await conn.fetchval(f"SELECT coalesce(max(version), 0) FROM {MIGRATIONS_TABLE}")
             what = f"the sync database {redact_url(self.url)}"
             for version, step in enumerate(pending(STEPS, found, what=what), found + 1):
-                for statement in step("postgresql"):
+                organization = self.organization
+                if version == 2:  # the rows of version 1 become an organization's
+                    has_rows = bool(await conn.fetchval(HAS_ROWS))
+                    organization = organization_of(organization, has_rows, what)
+                for statement in step("postgresql", organization):
                     await conn.execute(statement)
                 await conn.execute(
                     f"INSERT INTO {MIGRATIONS_TABLE} VALUES ($1, $2)", version, datetime.now(UTC)
                 )
 
     async def close(self) -> None:
-        idle, self._idle = self._idle, []
+        if not self._owner:
+            return
+        idle = self._idle[:]
+        self._idle.clear()
         for session in idle:
             if not session.conn.is_closed():
                 try:
@@ -156,11 +203,35 @@ class PostgresDestination(Destination):
 
     async def checkpoint(self, name: str) -> str | None:
         async def get(session: _Session) -> str | None:
-            sql = "SELECT value FROM sync_checkpoints WHERE name = $1"
-            value = await session.conn.fetchval(sql, name)
+            sql = "SELECT value FROM sync_checkpoints WHERE organization_id = $1 AND name = $2"
+            value = await session.conn.fetchval(sql, self.organization, name)
             return None if value is None else str(value)
 
         return await self._call(get)
+
+    async def take_lease(self, holder: str) -> int:
+        require_text(holder, "holder")
+
+        async def take(session: _Session) -> int:
+            args = (self.organization, holder, datetime.now(UTC))
+            return int(await session.conn.fetchval(_TAKE_LEASE, *args))
+
+        self.lease = await self._call(take)
+        return self.lease
+
+    async def _fence(self, conn: Any, lease: int | None) -> None:
+        """Inside a write's transaction: lock the organization's lease row if it still holds
+        ``lease`` (a ``take_lease`` now waits for the commit), else refuse the write."""
+        if lease is None:
+            return
+        status = await conn.execute(
+            "UPDATE sync_leases SET token = token WHERE organization_id = $1 AND token = $2",
+            self.organization,
+            lease,
+        )
+        if status == "UPDATE 0":
+            current = await conn.fetchval(_LEASE, self.organization)
+            raise LeaseLostError(self.organization, lease, current)
 
     @staticmethod
     async def _stage(session: _Session, table: str) -> str:
@@ -175,17 +246,19 @@ class PostgresDestination(Destination):
 
     async def write(self, write: Write, after: Awaitable[object] | None = None) -> int:
         table = TABLES[write.table]
-        names = table.names
+        names = [*table.names, "organization_id"]
         cols = ", ".join(names)
         now = datetime.now(UTC)
+        org, lease = self.organization, self.lease
+        records = [(*row, org) for row in write.rows]
 
         async def upsert(session: _Session) -> int:
             stage = await self._stage(session, table.name)
             conn = session.conn
-            await conn.copy_records_to_table(stage, records=write.rows, columns=names)
+            await conn.copy_records_to_table(stage, records=records, columns=names)
             status = await conn.execute(
-                f"INSERT INTO {table.name} ({cols}) "
-                f"SELECT DISTINCT ON (id) {cols} FROM {stage} {table.on_conflict('postgresql')}"
+                f"INSERT INTO {table.name} ({cols}) SELECT DISTINCT ON (id) {cols} "
+                f"FROM {stage} {table.on_conflict('postgresql')}"
             )
             return int(status.rsplit(" ", 1)[-1])
 
@@ -195,81 +268,89 @@ class PostgresDestination(Destination):
             conn = session.conn
             try:
                 async with conn.transaction():  # a savepoint
-                    await conn.copy_records_to_table(table.name, records=write.rows, columns=names)
+                    await conn.copy_records_to_table(table.name, records=records, columns=names)
             except asyncpg.UniqueViolationError:
                 return await upsert(session)  # a replay: some rows are there already
-            return len(write.rows)
+            return len(records)
 
         async def apply(session: _Session) -> int:
             conn = session.conn
             written = 0
-            if write.rows and table.deletes:
+            if records and table.deletes:
                 await self._stage(session, table.name)  # not inside the transaction below
             async with conn.transaction():
-                if write.rows:
+                if records:
                     written += await (upsert(session) if table.deletes else insert_new(session))
                 if after is not None:
                     await after  # the batch before commits first (see the module docstring)
-                written += await self._finish(conn, write, now)
+                await self._fence(conn, lease)
+                written += await self._finish(conn, write, org, now)
             return written
 
         return await self._call(apply)
 
     @staticmethod
-    async def _finish(conn: Any, write: Write, now: datetime) -> int:
+    async def _finish(conn: Any, write: Write, org: str, now: datetime) -> int:
         """A write's deletes, dead letters and checkpoints (after its rows)."""
         written = 0
         table = TABLES[write.table]
         if write.seen is not None and table.deletes:
             status = await conn.execute(
-                f"UPDATE {table.name} SET deleted_at = $1 WHERE deleted_at IS NULL "
-                "AND NOT (id = ANY($2::text[]))",
+                f"UPDATE {table.name} SET deleted_at = $1 WHERE organization_id = $2 "
+                "AND deleted_at IS NULL AND NOT (id = ANY($3::text[]))",
                 now,
+                org,
                 list(write.seen),
             )
             written += int(status.rsplit(" ", 1)[-1])
         for bad in write.bad:
             status = await conn.execute(
                 "INSERT INTO sync_dead_letters "
-                "(resource, record_id, digest, error, raw, first_seen) "
-                "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (resource, digest) DO NOTHING",
+                "(resource, record_id, digest, error, raw, first_seen, organization_id) "
+                "VALUES ($1, $2, $3, $4, $5, $6, $7) "
+                "ON CONFLICT (organization_id, resource, digest) DO NOTHING",
                 write.table,
                 bad.id,
                 digest(bad.raw),
                 bad.error,
                 bad.raw,
                 now,
+                org,
             )
             written += int(status.rsplit(" ", 1)[-1])
         if write.checkpoints:
             await conn.executemany(
-                "INSERT INTO sync_checkpoints VALUES ($1, $2, $3) ON CONFLICT (name) "
+                "INSERT INTO sync_checkpoints (name, value, updated_at, organization_id) "
+                "VALUES ($1, $2, $3, $4) ON CONFLICT (organization_id, name) "
                 "DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at "
                 "WHERE sync_checkpoints.value IS DISTINCT FROM EXCLUDED.value",
-                [(name, value, now) for name, value in write.checkpoints.items()],
+                [(name, value, now, org) for name, value in write.checkpoints.items()],
             )
         return written
 
     async def ids(self, table: str, *, deleted: bool = False) -> set[str]:
-        sql = TABLES[table].select_ids(deleted=deleted)
+        sql = TABLES[table].select_ids("$1", deleted=deleted)
 
         async def get(session: _Session) -> set[str]:
-            return {r[0] for r in await session.conn.fetch(sql)}
+            return {r[0] for r in await session.conn.fetch(sql, self.organization)}
 
         return await self._call(get)
 
     async def existing(self, table: str, ids: Sequence[str]) -> set[str]:
-        sql = f"SELECT id FROM {TABLES[table].name} WHERE id = ANY($1::text[])"
+        sql = (
+            f"SELECT id FROM {TABLES[table].name} "
+            "WHERE organization_id = $1 AND id = ANY($2::text[])"
+        )
 
         async def get(session: _Session) -> set[str]:
-            return {r[0] for r in await session.conn.fetch(sql, list(ids))}
+            return {r[0] for r in await session.conn.fetch(sql, self.organization, list(ids))}
 
         return await self._call(get)
 
     async def count(self, table: str) -> int:
         async def get(session: _Session) -> int:
-            sql = f"SELECT count(*) FROM {TABLES[table].name}"
-            return int(await session.conn.fetchval(sql))
+            sql = f"SELECT count(*) FROM {TABLES[table].name} WHERE organization_id = $1"
+            return int(await session.conn.fetchval(sql, self.organization))
 
         return await self._call(get)
 

@@ -12,6 +12,10 @@
   reset, and goes on from its checkpoints.
 - The daemon follows new events and refreshes contacts, hotspots and segments on a
   schedule; ``stop()`` ends it between transactions.
+- It writes the client's organization's rows (``api.organization``): a destination opened
+  without one becomes the client's organization's, one for another is refused. A
+  ``LeaseLostError`` (another holder took the organization) is never retried: it ends the
+  pass or the daemon.
 - ``stop()`` also cuts short every wait (:meth:`Syncer._unless_stopped`, the one rule): a
   request in backoff or the budget's wait for the next day (the fetch of the next batch
   is cancelled), the database's retry backoff (the batch in hand is dropped: its
@@ -33,11 +37,12 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from asyncwifi._backoff import retry_while
 from asyncwifi._client import Client
 from asyncwifi._instant import format_instant
-from asyncwifi.errors import QuotaExhaustedError
+from asyncwifi.errors import ConfigurationError, QuotaExhaustedError
 from asyncwifi.sync._budget import Budget
 from asyncwifi.sync._destination import Destination, DestinationUnavailableError, Write
 from asyncwifi.sync._feeds import Batch, EventFeed
 from asyncwifi.sync._options import FIRST_RUN, SyncOptions, SyncStats
+from asyncwifi.sync._schema import NO_ORGANIZATION
 from asyncwifi.sync._snapshots import ContactFeed, snapshot
 
 __all__ = ["SyncOptions", "SyncStats", "Syncer"]
@@ -73,6 +78,19 @@ def _stoppable(
     return run
 
 
+def _organizations(destination: Destination, organization: str | None) -> Destination:
+    """``destination``, the client's ``organization``'s (module docstring)."""
+    if organization is None or destination.organization == organization:
+        return destination
+    if destination.organization != NO_ORGANIZATION or destination.lease is not None:
+        raise ConfigurationError(
+            f"the destination is organization {destination.organization!r}'s (lease "
+            f"{destination.lease}), the client's organization is {organization!r}"
+        )
+    destination.organization = organization
+    return destination
+
+
 class Syncer:
     """Keeps ``destination`` in step with the organization behind ``api`` (module docstring)."""
 
@@ -86,7 +104,7 @@ class Syncer:
         on_write: Callable[[str, int], None] | None = None,
     ) -> None:
         self.api = api
-        self.destination = destination
+        self.destination = _organizations(destination, api.organization)
         self.options = options or SyncOptions()
         self.budget = budget
         self.stats = SyncStats()

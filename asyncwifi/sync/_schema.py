@@ -9,6 +9,12 @@ records that could not be stored as such, with their raw bytes. :data:`STEPS` is
 list of schema steps: SQLite keeps its version in ``PRAGMA user_version``
 (``_sqlite.migrate``), PostgreSQL in ``schema_migrations``; the steps a database lacks run
 in one transaction, and a database of a newer release is refused (``_sqlite.pending``).
+
+Version 2 puts many organizations in one database: every table (checkpoints and dead
+letters too) gets ``organization_id``, first in its primary or unique key, and
+``sync_leases`` holds each organization's fencing token. A database of version 1 is
+carried over in place, its rows and checkpoints given the organization it is opened for
+(:func:`organization_of`: none given while it holds rows is a ``ConfigurationError``).
 """
 
 from __future__ import annotations
@@ -19,9 +25,23 @@ from datetime import datetime
 from typing import Any, Literal
 
 from asyncwifi._instant import utc_time
+from asyncwifi._protocol import require_text
+from asyncwifi.errors import ConfigurationError
 from asyncwifi.models import Event
 
-__all__ = ["MIGRATIONS_TABLE", "STEPS", "TABLES", "Column", "Dialect", "Table"]
+__all__ = [
+    "HAS_ROWS",
+    "MIGRATIONS_TABLE",
+    "NO_ORGANIZATION",
+    "STEPS",
+    "TABLES",
+    "Column",
+    "Dialect",
+    "Table",
+    "check_organization",
+    "lease_sql",
+    "organization_of",
+]
 
 Dialect = Literal["postgresql", "sqlite"]
 _TYPES: dict[str, dict[Dialect, str]] = {
@@ -70,13 +90,15 @@ class Table:
         if self.deletes:
             sets += ", deleted_at = NULL"
             changed += f" OR {self.name}.deleted_at IS NOT NULL"
-        return f"ON CONFLICT (id) DO UPDATE SET {sets} WHERE {changed}"
+        return f"ON CONFLICT (organization_id, id) DO UPDATE SET {sets} WHERE {changed}"
 
-    def select_ids(self, *, deleted: bool = False) -> str:
-        """The query of the live ids (or those marked deleted)."""
+    def select_ids(self, param: str, *, deleted: bool = False) -> str:
+        """The query of one organization's (``param``: its placeholder) live ids (or those
+        marked deleted)."""
+        sql = f"SELECT id FROM {self.name} WHERE organization_id = {param}"
         if not self.deletes:
-            return f"SELECT id FROM {self.name}"
-        return f"SELECT id FROM {self.name} WHERE deleted_at IS {'NOT ' if deleted else ''}NULL"
+            return sql
+        return f"{sql} AND deleted_at IS {'NOT ' if deleted else ''}NULL"
 
 
 def _where(attr: str) -> Callable[[Event], object]:
@@ -131,8 +153,45 @@ TABLES: dict[str, Table] = {
 }
 
 
-def _create(table: Table, dialect: Dialect) -> str:
-    cols = [f"id {_TYPES['text'][dialect]} PRIMARY KEY"]
+#: the organization of a destination opened without one (no client's organization can be
+#: empty): its rows are apart from every named organization's
+NO_ORGANIZATION = ""
+
+#: the tables whose rows belong to an organization (version 2 keys them by it)
+_OWNED = (*TABLES, "sync_checkpoints", "sync_dead_letters")
+#: whether a database holds anything an organization owns (same SQL in both dialects)
+HAS_ROWS = "SELECT " + " OR ".join(f"EXISTS (SELECT 1 FROM {t})" for t in _OWNED)
+
+
+def check_organization(organization: str | None) -> str:
+    """The organization a destination is opened for (:data:`NO_ORGANIZATION` for none),
+    checked before anything is spent on it."""
+    if organization is None:
+        return NO_ORGANIZATION
+    return require_text(organization, "organization")
+
+
+def organization_of(organization: str, has_rows: bool, what: str) -> str:
+    """The organization a database of version 1's rows and checkpoints are carried over to:
+    the one it is opened for; none given while it holds rows is refused (a guess would mix
+    two organizations' data for good)."""
+    if has_rows and organization == NO_ORGANIZATION:
+        raise ConfigurationError(
+            f"{what} holds rows of one organization from before organizations: open it "
+            "with organization= (the client's organization) to carry them over"
+        )
+    return organization
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal (both dialects: standard quoting)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _create(table: Table, dialect: Dialect, *, name: str | None = None, org: bool = False) -> str:
+    """A resource table (``org``: keyed by organization, ``organization_id`` last)."""
+    text = _TYPES["text"][dialect]
+    cols = [f"id {text} NOT NULL" if org else f"id {text} PRIMARY KEY"]
     cols += [f"{c.name} {_TYPES[c.kind][dialect]}" for c in table.columns]
     cols += [
         f"raw {_TYPES['json'][dialect]} NOT NULL",
@@ -140,28 +199,106 @@ def _create(table: Table, dialect: Dialect) -> str:
     ]
     if table.deletes:
         cols.append(f"deleted_at {_TYPES['time'][dialect]}")
-    return f"CREATE TABLE {table.name} ({', '.join(cols)})"
+    if org:
+        cols += [f"organization_id {text} NOT NULL", "PRIMARY KEY (organization_id, id)"]
+    return f"CREATE TABLE {name or table.name} ({', '.join(cols)})"
 
 
-def _v1(dialect: Dialect) -> list[str]:
+_INDEXES = (
+    "CREATE INDEX events_time ON events (time)",
+    "CREATE INDEX contacts_modified ON contacts (modified)",
+)
+
+
+def _checkpoints(dialect: Dialect, name: str, key: str) -> str:
+    t = _TYPES
+    return (
+        f"CREATE TABLE {name} (name {t['text'][dialect]} {key}, "
+        f"value {t['text'][dialect]} NOT NULL, updated_at {t['time'][dialect]} NOT NULL"
+    )
+
+
+def _dead_letters(dialect: Dialect, name: str) -> str:
     t = _TYPES
     serial = "bigserial PRIMARY KEY" if dialect == "postgresql" else "INTEGER PRIMARY KEY"
-    return [
-        *(_create(table, dialect) for table in TABLES.values()),
-        "CREATE INDEX events_time ON events (time)",
-        "CREATE INDEX contacts_modified ON contacts (modified)",
-        f"CREATE TABLE sync_checkpoints (name {t['text'][dialect]} PRIMARY KEY, "
-        f"value {t['text'][dialect]} NOT NULL, updated_at {t['time'][dialect]} NOT NULL)",
-        f"CREATE TABLE sync_dead_letters (id {serial}, "
+    return (
+        f"CREATE TABLE {name} (id {serial}, "
         f"resource {t['text'][dialect]} NOT NULL, record_id {t['text'][dialect]}, "
         f"digest {t['text'][dialect]} NOT NULL, error {t['text'][dialect]} NOT NULL, "
-        f"raw {t['bytes'][dialect]} NOT NULL, first_seen {t['time'][dialect]} NOT NULL, "
-        "UNIQUE (resource, digest))",
+        f"raw {t['bytes'][dialect]} NOT NULL, first_seen {t['time'][dialect]} NOT NULL"
+    )
+
+
+def _v1(dialect: Dialect, organization: str) -> list[str]:
+    return [
+        *(_create(table, dialect) for table in TABLES.values()),
+        *_INDEXES,
+        _checkpoints(dialect, "sync_checkpoints", "PRIMARY KEY") + ")",
+        _dead_letters(dialect, "sync_dead_letters") + ", UNIQUE (resource, digest))",
     ]
 
 
-#: the schema steps: ``STEPS[i](dialect)`` takes a database from version ``i`` to ``i + 1``
-STEPS: tuple[Callable[[Dialect], list[str]], ...] = (_v1,)
+def _v2(dialect: Dialect, organization: str) -> list[str]:
+    """Organizations (module docstring): every row so far is ``organization``'s.
+    PostgreSQL alters its tables in place; SQLite, which cannot change a key, copies each
+    table into a new one of the new key."""
+    org = _literal(organization)
+    text, time = _TYPES["text"][dialect], _TYPES["time"][dialect]
+    leases = (
+        f"CREATE TABLE sync_leases (organization_id {text} PRIMARY KEY, "
+        f"token {_TYPES['int'][dialect]} NOT NULL, holder {text} NOT NULL, "
+        f"taken_at {time} NOT NULL)"
+    )
+    keys = {**dict.fromkeys(TABLES, "id"), "sync_checkpoints": "name"}
+    if dialect == "postgresql":
+        out = []
+        for table in _OWNED:
+            out += [
+                f"ALTER TABLE {table} ADD COLUMN organization_id text NOT NULL DEFAULT {org}",
+                f"ALTER TABLE {table} ALTER COLUMN organization_id DROP DEFAULT",
+            ]
+            if table in keys:
+                out.append(
+                    f"ALTER TABLE {table} DROP CONSTRAINT {table}_pkey, "
+                    f"ADD PRIMARY KEY (organization_id, {keys[table]})"
+                )
+        out.append(
+            "ALTER TABLE sync_dead_letters DROP CONSTRAINT sync_dead_letters_resource_digest_key, "
+            "ADD UNIQUE (organization_id, resource, digest)"
+        )
+        return [*out, leases]
+    new = {
+        **{t: _create(TABLES[t], dialect, name=f"{t}_v2", org=True) for t in TABLES},
+        "sync_checkpoints": _checkpoints(dialect, "sync_checkpoints_v2", "NOT NULL")
+        + f", organization_id {text} NOT NULL, PRIMARY KEY (organization_id, name))",
+        "sync_dead_letters": _dead_letters(dialect, "sync_dead_letters_v2")
+        + f", organization_id {text} NOT NULL, UNIQUE (organization_id, resource, digest))",
+    }
+    out = []
+    for table, create in new.items():
+        out += [
+            create,
+            f"INSERT INTO {table}_v2 SELECT *, {org} FROM {table}",
+            f"DROP TABLE {table}",
+            f"ALTER TABLE {table}_v2 RENAME TO {table}",
+        ]
+    return [*out, *_INDEXES, leases]
+
+
+def lease_sql(p: tuple[str, ...]) -> tuple[str, str]:
+    """Taking a lease (one more than the last token, or 1) and reading its token, in a
+    dialect's placeholders ``p``: the organization, the holder, the time."""
+    take = (
+        f"INSERT INTO sync_leases VALUES ({p[0]}, 1, {p[1]}, {p[2]}) "
+        "ON CONFLICT (organization_id) DO UPDATE SET token = sync_leases.token + 1, "
+        "holder = excluded.holder, taken_at = excluded.taken_at RETURNING token"
+    )
+    return take, f"SELECT token FROM sync_leases WHERE organization_id = {p[0]}"
+
+
+#: the schema steps: ``STEPS[i](dialect, organization)`` takes a database from version ``i``
+#: to ``i + 1`` (``organization``: whose rows a database of version 1 held, see ``_v2``)
+STEPS: tuple[Callable[[Dialect, str], list[str]], ...] = (_v1, _v2)
 
 #: PostgreSQL's versions applied (one row each); in SQLite, the scheme before user_version
 MIGRATIONS_TABLE = "schema_migrations"

@@ -155,6 +155,25 @@ class Wrapped(Destination):
         self.dialect = inner.dialect
         self.concurrency = inner.concurrency
 
+    @property
+    def organization(self) -> str:
+        return self.inner.organization
+
+    @organization.setter
+    def organization(self, value: str) -> None:
+        self.inner.organization = value  # a Syncer's client's (``Syncer``)
+
+    @property
+    def lease(self) -> int | None:
+        return self.inner.lease
+
+    @lease.setter
+    def lease(self, value: int | None) -> None:
+        self.inner.lease = value
+
+    async def take_lease(self, holder: str) -> int:
+        return await self.inner.take_lease(holder)
+
     async def open(self) -> None:
         await self.inner.open()
 

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from asyncwifi.sync import Syncer, SyncOptions, open_destination
+from asyncwifi.sync._schema import STEPS
 from asyncwifi.testing._api_contacts import add_contact, modify_contact
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
 from tests.sync.conftest import sim_client
@@ -56,7 +57,7 @@ async def test_one_pass_equals_the_source_and_a_second_writes_nothing(db_url: st
             second = await syncer.run_once()
             assert second == 0
             assert await rows(db_url, "SELECT id, synced_at FROM contacts ORDER BY id") == stamps
-            assert await store.schema_version() == 1
+            assert await store.schema_version() == len(STEPS)
         finally:
             await store.close()
 

@@ -77,7 +77,7 @@ async def test_a_sqlite_file_of_the_migrations_table_scheme_is_carried_over(
     path = tmp_path / "old.db"
     _sqlite(path, *OLD_DDL, *OLD_ROWS)
     before = _dump(path)
-    store = open_destination(f"sqlite:///{path}")
+    store = open_destination(f"sqlite:///{path}", organization="org-1")
     await store.open()
     try:
         assert await store.schema_version() == len(STEPS)
@@ -87,7 +87,8 @@ async def test_a_sqlite_file_of_the_migrations_table_scheme_is_carried_over(
         assert await store.write(replay) == 0
     finally:
         await store.close()
-    assert _dump(path) == before  # every row kept
+    # every row kept, now the organization's (version 2)
+    assert _dump(path) == {t: [(*r, "org-1") for r in rows] for t, rows in before.items()}
     assert _user_version(path) == len(STEPS)
     with sqlite3.connect(path) as conn:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
@@ -167,4 +168,5 @@ async def test_both_destinations_run_the_same_steps(db_url: str) -> None:
                 "WHERE table_name = $1 ORDER BY ordinal_position"
             )
             columns = [r[0] for r in await _pg(db_url, sql, name)]
-        assert columns == [*table.names, *(["deleted_at"] if table.deletes else [])]
+        deleted = ["deleted_at"] if table.deletes else []
+        assert columns == [*table.names, *deleted, "organization_id"]

@@ -71,7 +71,7 @@ async def _whole_batches(
     half-written, none beyond the checkpoint): every simulated event before its time, and
     of those at its time the ids it names. Returns how many."""
     sim = build_simulator(options, since=since, until=until, clock=ScaledClock(1.0))
-    store = open_destination(url)
+    store = open_destination(url, organization=sim.organization)  # the command's
     await store.open()
     try:
         text = await store.checkpoint("events")
