@@ -85,6 +85,8 @@ class OrganizationInput:
     #: carried over a continue-as-new
     status: OrganizationStatus | None = None
     paused: bool = False
+    #: passes before the workflow continues as new
+    passes_per_run: int = PASSES_PER_RUN
 
 
 @dataclass
@@ -121,7 +123,7 @@ class OrganizationWorkflow:
     async def run(self, start: OrganizationInput) -> None:
         status = self._status = start.status or OrganizationStatus(start.organization)
         self._paused = self._paused or start.paused
-        for _ in range(PASSES_PER_RUN):
+        for _ in range(start.passes_per_run):
             if self._paused:
                 status.state = PAUSED
                 await workflow.wait_condition(lambda: not self._paused)
