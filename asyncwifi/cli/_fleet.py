@@ -257,7 +257,7 @@ async def _simulated(n: int) -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
     from asyncwifi.testing._data import DEFAULT_EVENTS_START
 
     since = format_instant(DEFAULT_EVENTS_START, "seconds")
-    async with Simulator(organizations=n, events=2_000) as sim:  # type: ignore[call-arg]
+    async with Simulator(organizations=n, events=2_000) as sim:  # type: ignore[call-arg,unused-ignore]
         entries = [
             {
                 "organization": org,

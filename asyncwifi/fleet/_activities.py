@@ -112,7 +112,7 @@ class PassActivities:
     async def _run(self, org: Organization, api: Client) -> PassResult:
         info = activity.info()
         await self._open()
-        view = self.destination.for_organization(org.organization)  # type: ignore[attr-defined]
+        view = self.destination.for_organization(org.organization)  # type: ignore[attr-defined,unused-ignore]
         await view.take_lease(f"{self.identity} {info.workflow_id} attempt {info.attempt}")
         written: dict[str, int] = {}
 
