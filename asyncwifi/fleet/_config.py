@@ -1,0 +1,252 @@
+"""``fleet.toml``: the organizations of a fleet, their keys, and their settings.
+
+::
+
+    [fleet]                       # defaults of every organization
+    base_url = "https://api.example.net"
+    poll = "1m"                   # between passes (a duration, or seconds)
+    budget = 1.0                  # share of each key's day this fleet may use
+    # allow_http, settle, lookback, refresh_every, reconcile_every, since
+
+    [[organizations]]
+    organization = "org-a"
+    client_key = "..."
+    client_secret_env = "ORG_A_SECRET"   # or client_secret = "..." (a file others can't read)
+    poll = "30s"                  # any default, overridden for this organization
+
+A bad file is one :class:`~asyncwifi.errors.ConfigurationError` line naming the
+organization and the field, never a value. Secrets are held in
+:class:`~asyncwifi._auth.Secret`: they never show in a repr, and never leave the worker
+(workflows carry organization ids and :meth:`Organization.public` settings only).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from asyncwifi._auth import Secret
+from asyncwifi._client import plain_http_refusal
+from asyncwifi.errors import ConfigurationError
+
+__all__ = ["FleetConfig", "Organization", "load_fleet_config", "parse_fleet_config"]
+
+#: the settings a ``[fleet]`` table gives and an organization may override, with defaults
+#: (durations in seconds)
+_DEFAULTS: dict[str, Any] = {
+    "base_url": None,
+    "allow_http": False,
+    "poll": 60.0,
+    "budget": 1.0,
+    "settle": 60.0,
+    "lookback": 600.0,
+    "refresh_every": 900.0,
+    "reconcile_every": 86_400.0,
+    "since": None,
+}
+_DURATIONS = ("poll", "settle", "lookback", "refresh_every", "reconcile_every")
+_OWN = ("organization", "client_key", "client_secret", "client_secret_env")
+
+
+@dataclass(frozen=True)
+class Organization:
+    """One organization of the fleet: who it is, its key, and how it is synced."""
+
+    organization: str
+    client_key: str
+    base_url: str
+    #: the secret itself, or None when it is read from ``client_secret_env`` (by the worker)
+    client_secret: Secret | None = field(default=None, repr=False)
+    client_secret_env: str | None = None
+    allow_http: bool = False
+    poll: float = 60.0
+    budget: float = 1.0
+    settle: float = 60.0
+    lookback: float = 600.0
+    refresh_every: float = 900.0
+    reconcile_every: float = 86_400.0
+    #: where a first run's events start (default: the sync's, 7 days back)
+    since: datetime | None = None
+
+    def secret(self, environ: Mapping[str, str] | None = None) -> Secret:
+        """The client secret: from the file, or from the worker's environment variable."""
+        if self.client_secret is not None:
+            return self.client_secret
+        env = os.environ if environ is None else environ
+        value = env.get(self.client_secret_env or "")
+        if not value:
+            raise ConfigurationError(
+                f"organization {self.organization!r}: client_secret_env: the environment "
+                f"variable {self.client_secret_env} is not set on this worker"
+            )
+        return Secret(value)
+
+
+@dataclass(frozen=True)
+class FleetConfig:
+    """Every organization of a ``fleet.toml``, by id, in the file's order."""
+
+    organizations: dict[str, Organization]
+    path: Path | None = None
+
+    def __getitem__(self, organization: str) -> Organization:
+        try:
+            return self.organizations[organization]
+        except KeyError:
+            raise ConfigurationError(
+                f"organization {organization!r} is not in this worker's fleet configuration"
+            ) from None
+
+    def __len__(self) -> int:
+        return len(self.organizations)
+
+    def check_secrets(self, environ: Mapping[str, str] | None = None) -> None:
+        """Raise for the first organization whose secret this process cannot read."""
+        for org in self.organizations.values():
+            org.secret(environ)
+
+
+def load_fleet_config(path: Path) -> FleetConfig:
+    """Read and check ``path`` (one ``ConfigurationError`` line for a bad file)."""
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:  # its message gives a position, not content
+        raise ConfigurationError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigurationError(f"{path}: cannot read it: {exc.strerror}") from None
+    return parse_fleet_config(data, path)
+
+
+def parse_fleet_config(data: Mapping[str, Any], path: Path | None = None) -> FleetConfig:
+    """Check a decoded ``fleet.toml`` and build its :class:`FleetConfig`."""
+    where = f"{path}: " if path is not None else ""
+    unknown = sorted(set(data) - {"fleet", "organizations"})
+    if unknown:
+        raise ConfigurationError(f"{where}unknown table {unknown[0]} (known: fleet, organizations)")
+    table = data.get("fleet", {})
+    if not isinstance(table, Mapping):
+        raise ConfigurationError(f"{where}[fleet] must be a table")
+    defaults = dict(_DEFAULTS)
+    defaults.update(_settings(table, f"{where}[fleet]", allowed=set(_DEFAULTS)))
+    entries = data.get("organizations")
+    if not isinstance(entries, list) or not entries:
+        raise ConfigurationError(f"{where}no [[organizations]]: list at least one")
+    organizations: dict[str, Organization] = {}
+    for index, entry in enumerate(entries, 1):
+        org = _organization(entry, index, defaults, where)
+        if org.organization in organizations:
+            raise ConfigurationError(
+                f"{where}organization {org.organization!r}: organization: listed twice"
+            )
+        organizations[org.organization] = org
+    return FleetConfig(organizations, path)
+
+
+def _organization(
+    entry: object, index: int, defaults: Mapping[str, Any], where: str
+) -> Organization:
+    if not isinstance(entry, Mapping):
+        raise ConfigurationError(f"{where}organization #{index}: must be a table")
+    name = entry.get("organization")
+    if not isinstance(name, str) or not name.strip() or name != name.strip():
+        raise ConfigurationError(
+            f"{where}organization #{index}: organization: a non-empty id without spaces"
+        )
+    label = f"{where}organization {name!r}"
+    for key in ("client_key", "client_secret", "client_secret_env"):
+        value = entry.get(key)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ConfigurationError(f"{label}: {key}: must be a non-empty string")
+    if not entry.get("client_key"):
+        raise ConfigurationError(f"{label}: client_key: missing")
+    has_secret, has_env = "client_secret" in entry, "client_secret_env" in entry
+    if has_secret == has_env:
+        raise ConfigurationError(
+            f"{label}: client_secret: give either client_secret or client_secret_env"
+        )
+    settings = dict(defaults)
+    settings.update(
+        _settings({k: v for k, v in entry.items() if k not in _OWN}, label, allowed=set(_DEFAULTS))
+    )
+    base_url = settings.pop("base_url")
+    if not base_url:
+        raise ConfigurationError(f"{label}: base_url: missing (here or in [fleet])")
+    refusal = plain_http_refusal(base_url, settings["allow_http"], "set allow_http = true")
+    if refusal is not None:
+        raise ConfigurationError(f"{label}: base_url: {refusal}")
+    secret = entry.get("client_secret")
+    return Organization(
+        organization=name,
+        client_key=entry["client_key"],
+        base_url=base_url,
+        client_secret=None if secret is None else Secret(secret),
+        client_secret_env=entry.get("client_secret_env"),
+        **settings,
+    )
+
+
+def _settings(table: Mapping[str, Any], label: str, *, allowed: set[str]) -> dict[str, Any]:
+    """The checked settings of a table: durations in seconds, the budget a share."""
+    from asyncwifi.backfill._plan import parse_duration, parse_instant
+    from asyncwifi.sync._lookback import lookback_of
+
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in allowed:
+            known = ", ".join(sorted(allowed | set(_OWN)))
+            raise ConfigurationError(f"{label}: {key}: unknown field (known: {known})")
+        if key in _DURATIONS:
+            seconds = _seconds(value, parse_duration)
+            if seconds is None or (seconds <= 0 and key in ("poll", "refresh_every")):
+                raise ConfigurationError(
+                    f'{label}: {key}: a duration such as "90s", "1m", "1h" (or seconds)'
+                )
+            if key == "lookback":
+                try:
+                    seconds = lookback_of(seconds)
+                except ValueError as exc:
+                    raise ConfigurationError(f"{label}: lookback: {exc}") from None
+            out[key] = seconds
+        elif key == "budget":
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+                raise ConfigurationError(f"{label}: budget: a share of the day in (0, 1]")
+            out[key] = float(value)
+        elif key == "allow_http":
+            if not isinstance(value, bool):
+                raise ConfigurationError(f"{label}: allow_http: true or false")
+            out[key] = value
+        elif key == "since":
+            try:
+                out[key] = parse_instant(value) if isinstance(value, str) else None
+            except ValueError:
+                out[key] = None
+            if out[key] is None:
+                raise ConfigurationError(f"{label}: since: an ISO 8601 date or date-time")
+        elif not isinstance(value, str) or not value:  # base_url
+            raise ConfigurationError(f"{label}: {key}: must be a non-empty string")
+        else:
+            out[key] = value
+    return out
+
+
+def _seconds(value: object, parse: Any) -> float | None:
+    """A duration given as seconds (a number) or as text (``"1m"``); None if neither."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value) if math.isfinite(value) and value >= 0 else None
+    if isinstance(value, str):
+        if value.strip() == "0":
+            return 0.0
+        try:
+            return float(parse(value).total_seconds())
+        except ValueError:
+            return None
+    return None

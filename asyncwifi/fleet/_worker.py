@@ -1,0 +1,124 @@
+"""A fleet worker: the organizations' workflows and their passes, on one task queue.
+
+Start as many as needed, on as many machines: Temporal hands each organization's workflow
+and pass to one of them at a time, and another takes over a worker that dies (its pass's
+heartbeats stop). A worker opens its database once and serves every organization through
+views of it, with one client per organization over one connection pool per base URL.
+``stop`` (SIGINT, SIGTERM in the command) ends it gracefully: no new work is taken, the
+passes in progress end between transactions and are handed to another worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from temporalio.client import Client as TemporalClient
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from asyncwifi._clock import Clock
+from asyncwifi.fleet._activities import PassActivities
+from asyncwifi.fleet._clients import ClientPool
+from asyncwifi.fleet._config import FleetConfig
+from asyncwifi.fleet._workflow import OrganizationWorkflow
+
+__all__ = ["TASK_QUEUE", "WorkerOptions", "connect", "run_worker", "workflow_runner"]
+
+#: the task queue of the fleet's workflows and passes (``--task-queue`` changes it)
+TASK_QUEUE = "asyncwifi-fleet"
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    """How a worker runs (none of it is stored in Temporal)."""
+
+    task_queue: str = TASK_QUEUE
+    #: ``redis://...``: every key's limits shared with its other users
+    rate_store: str | None = None
+    #: the clients' clock (a test's :class:`~asyncwifi.ScaledClock`)
+    clock: Clock | None = None
+    #: the name this worker goes by in Temporal and in the leases it takes
+    identity: str | None = None
+    #: real seconds the passes in progress get to end when the worker stops
+    graceful_stop: float = 10.0
+    #: real seconds a pass waits for an unreachable database before its workflow waits
+    store_patience: float = 60.0
+
+
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """The sandbox the workflow runs in: asyncwifi is passed through (the workflow module
+    imports only ``temporalio`` and the standard library; its parent package would
+    otherwise be imported again, with aiohttp, for every workflow run)."""
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules("asyncwifi")
+    )
+
+
+async def connect(
+    target: str, *, namespace: str = "default", metrics_port: int | None = None
+) -> TemporalClient:
+    """A Temporal client of ``target`` (``HOST:PORT``); with ``metrics_port``, the SDK's
+    Prometheus endpoint (``/metrics``) serves the worker's metrics there."""
+    runtime = None
+    if metrics_port is not None:
+        from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+
+        runtime = Runtime(
+            telemetry=TelemetryConfig(
+                metrics=PrometheusConfig(bind_address=f"0.0.0.0:{metrics_port}")
+            )
+        )
+    return await TemporalClient.connect(target, namespace=namespace, runtime=runtime)
+
+
+async def run_worker(
+    client: TemporalClient,
+    config: FleetConfig,
+    database_url: str,
+    *,
+    options: WorkerOptions | None = None,
+    stop: asyncio.Event | None = None,
+    on_ready: Callable[[PassActivities], None] | None = None,
+) -> None:
+    """Serve ``config``'s organizations until ``stop`` is set (module docstring)."""
+    from asyncwifi.sync import open_destination
+
+    opts = options or WorkerOptions()
+    identity = opts.identity or f"{socket.gethostname()}:{os.getpid()}"
+    destination = open_destination(database_url)
+    clients = ClientPool(rate_store=opts.rate_store, clock=opts.clock)
+    activities = PassActivities(
+        config,
+        destination,
+        clients,
+        database_url=database_url,
+        identity=identity,
+        store_patience=opts.store_patience,
+    )
+    worker = Worker(
+        client,
+        task_queue=opts.task_queue,
+        workflows=[OrganizationWorkflow],
+        activities=[activities.sync_pass],
+        workflow_runner=workflow_runner(),
+        identity=identity,
+        # a pass mostly waits on its key's limits: every organization may have one running
+        max_concurrent_activities=max(10, len(config)),
+        graceful_shutdown_timeout=timedelta(seconds=opts.graceful_stop),
+    )
+    stopped = stop or asyncio.Event()
+    try:
+        async with worker:
+            if on_ready is not None:
+                on_ready(activities)
+            await stopped.wait()
+    finally:
+        try:
+            await clients.aclose()
+        finally:
+            await destination.close()

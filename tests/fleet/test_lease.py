@@ -1,0 +1,67 @@
+"""A stale pass cannot write: once another attempt took the organization's lease (Temporal
+gave the pass to another worker), the stale attempt's next commit is refused, nothing of
+its batch is stored, and the attempt ends as a non-retryable ``LeaseLostError``."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("temporalio")
+
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from asyncwifi import ScaledClock
+from asyncwifi.fleet._activities import PassActivities
+from asyncwifi.fleet._clients import ClientPool
+from asyncwifi.fleet._workflow import PassRequest
+from asyncwifi.sync import open_destination
+from asyncwifi.testing import Simulator
+from tests.fleet.test_fleet_sync import SIZES, config_of
+
+
+async def test_a_stale_pass_commits_nothing(tmp_path: Path) -> None:
+    clock = ScaledClock(20.0)
+    url = f"sqlite:///{tmp_path / 'fleet.db'}"
+    async with Simulator(organizations=1, seed=random.randrange(1 << 30), clock=clock,  # type: ignore[call-arg]
+                         fractional_reset=True, **SIZES) as sim:  # fmt: skip
+        config = config_of(sim)
+        org = next(iter(config.organizations))
+        destination = open_destination(url)
+        clients = ClientPool(clock=clock)
+        activities = PassActivities(config, destination, clients)
+        views: list[Any] = []
+        make_view = destination.for_organization  # type: ignore[attr-defined]
+
+        def for_organization(organization: str) -> Any:
+            view = make_view(organization)
+            write = view.write
+
+            async def usurped(*args: Any, **kwargs: Any) -> int:
+                # another worker took the organization over before this commit
+                await make_view(organization).take_lease("the other worker")
+                return int(await write(*args, **kwargs))
+
+            view.write = usurped
+            views.append(view)
+            return view
+
+        destination.for_organization = for_organization  # type: ignore[attr-defined]
+        try:
+            with pytest.raises(ApplicationError) as caught:
+                await ActivityEnvironment().run(activities.sync_pass, PassRequest(org))
+            assert caught.value.type == "LeaseLostError"
+            assert caught.value.non_retryable
+            assert sim.organizations[0].client_secret not in str(caught.value)  # type: ignore[attr-defined]
+            assert len(views) == 1
+            checker = make_view(org)
+            for table in ("events", "contacts", "hotspots", "segments"):
+                assert await checker.count(table) == 0, table
+            assert await checker.checkpoint("events") is None
+        finally:
+            await clients.aclose()
+            await destination.close()

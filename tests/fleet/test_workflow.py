@@ -1,0 +1,195 @@
+"""The organization workflow on a real Temporal dev server, with a scripted pass: a pass,
+then a wait for the poll interval, a backoff or the quota's reset; the signals ``sync_now``,
+``pause`` and ``resume``; the ``status`` query; continue-as-new carrying the status; and the
+default sandbox accepting the workflow module as it is."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+pytest.importorskip("temporalio")
+
+from temporalio import activity
+from temporalio.client import WorkflowHandle
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+from asyncwifi.fleet._worker import workflow_runner
+from asyncwifi.fleet._workflow import (
+    PASS_ACTIVITY,
+    OrganizationInput,
+    OrganizationStatus,
+    OrganizationWorkflow,
+    PassRequest,
+    PassResult,
+    workflow_id,
+)
+
+
+class Script:
+    """A pass activity whose results a test decides; it records when each pass ran."""
+
+    def __init__(self, results: Callable[[int], PassResult] | None = None) -> None:
+        self.calls: list[float] = []
+        self.results = results or (lambda n: PassResult(rows=1, requests_today=n))
+
+    @activity.defn(name=PASS_ACTIVITY)
+    async def sync_pass(self, request: PassRequest) -> PassResult:
+        self.calls.append(time.monotonic())
+        return self.results(len(self.calls))
+
+
+@asynccontextmanager
+async def running(
+    temporal: Any, task_queue: str, script: Script, runner: Any = None, **options: Any
+) -> AsyncIterator[WorkflowHandle[Any, Any]]:
+    org = f"org-{uuid.uuid4().hex[:8]}"
+    async with Worker(
+        temporal,
+        task_queue=task_queue,
+        workflows=[OrganizationWorkflow],
+        activities=[script.sync_pass],
+        workflow_runner=runner or workflow_runner(),
+    ):
+        handle = await temporal.start_workflow(
+            OrganizationWorkflow.run,
+            OrganizationInput(org, **options),
+            id=workflow_id(org),
+            task_queue=task_queue,
+        )
+        try:
+            yield handle
+        finally:
+            await handle.terminate()
+
+
+async def status_of(handle: WorkflowHandle[Any, Any]) -> OrganizationStatus:
+    return await handle.query(OrganizationWorkflow.status)
+
+
+async def until(check: Callable[[], Any], seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not await check():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.05)
+
+
+async def test_passes_wait_the_poll_interval_and_status_says_what_they_did(
+    temporal: Any, task_queue: str
+) -> None:
+    script = Script()
+    async with running(temporal, task_queue, script, poll=1.0) as handle:
+
+        async def three() -> bool:
+            return (await status_of(handle)).passes >= 3
+
+        await until(three)
+        status = await status_of(handle)
+        assert status.state in ("ok", "syncing")
+        assert status.rows >= 3
+        assert status.requests_today is not None
+        assert status.last_success is not None
+        assert status.last_error is None
+        gaps = [b - a for a, b in zip(script.calls, script.calls[1:], strict=False)]
+        assert all(gap >= 0.9 for gap in gaps), gaps  # the poll interval, not a hot loop
+
+
+async def test_sync_now_pause_and_resume(temporal: Any, task_queue: str) -> None:
+    script = Script()
+    async with running(temporal, task_queue, script, poll=3600.0) as handle:
+        await until(lambda: _const(len(script.calls) == 1))
+        await handle.signal(OrganizationWorkflow.sync_now)
+        await until(lambda: _const(len(script.calls) == 2))
+        await handle.signal(OrganizationWorkflow.pause)
+
+        async def paused() -> bool:
+            return (await status_of(handle)).state == "paused"
+
+        await handle.signal(OrganizationWorkflow.sync_now)  # woken: it pauses instead
+        await until(paused)
+        await asyncio.sleep(0.5)
+        assert len(script.calls) == 2  # no pass while paused
+        await handle.signal(OrganizationWorkflow.resume)
+        await until(lambda: _const(len(script.calls) == 3))
+        assert (await status_of(handle)).passes == 3
+
+
+async def _const(value: bool) -> bool:
+    return value
+
+
+async def test_a_refused_key_backs_off_and_the_status_says_so(
+    temporal: Any, task_queue: str
+) -> None:
+    script = Script(lambda n: PassResult(failure="unauthorized", error="401: invalid key"))
+    async with running(temporal, task_queue, script, poll=1.0) as handle:
+        await until(lambda: _const(len(script.calls) >= 3))
+        status = await status_of(handle)
+        assert status.failure == "unauthorized"
+        assert status.last_error == "401: invalid key"
+        assert status.last_success is None
+        gaps = [b - a for a, b in zip(script.calls, script.calls[1:], strict=False)]
+        assert gaps[0] >= 0.9, gaps
+        assert gaps[1] >= 1.8, gaps  # doubling: 1 s, 2 s (no hot loop)
+
+
+async def test_a_spent_day_waits_for_its_reset(temporal: Any, task_queue: str) -> None:
+    script = Script(
+        lambda n: (
+            PassResult(failure="quota", error="spent", retry_after=2.0)
+            if n == 1
+            else PassResult(rows=5)
+        )
+    )
+    async with running(temporal, task_queue, script, poll=0.2) as handle:
+        await until(lambda: _const(len(script.calls) >= 2))
+        assert script.calls[1] - script.calls[0] >= 1.9  # the reset, not the poll
+        status = await status_of(handle)
+        assert status.state in ("ok", "syncing")
+        assert status.failure is None
+
+
+async def test_a_pass_that_raises_is_retried_then_reported(temporal: Any, task_queue: str) -> None:
+    def boom(n: int) -> PassResult:
+        raise RuntimeError(f"broken pass {n}")
+
+    script = Script(boom)
+    async with running(temporal, task_queue, script, poll=30.0) as handle:
+
+        async def failing() -> bool:
+            return (await status_of(handle)).failure == "error"
+
+        await until(failing)
+        status = await status_of(handle)
+        assert len(script.calls) == 3  # Temporal's attempts, then the workflow's backoff
+        assert "broken pass 3" in (status.last_error or "")
+
+
+async def test_continue_as_new_carries_the_status(temporal: Any, task_queue: str) -> None:
+    script = Script()
+    async with running(temporal, task_queue, script, poll=0.1, passes_per_run=3) as handle:
+
+        async def seven() -> bool:
+            return (await status_of(handle)).passes >= 7
+
+        await until(seven)
+        current = temporal.get_workflow_handle(handle.id)
+        assert (await current.describe()).run_id != handle.first_execution_run_id
+        history = await current.fetch_history()
+        assert len(history.events) < 60  # a run holds at most 3 passes
+        assert (await status_of(handle)).rows >= 7  # carried over from the earlier runs
+
+
+async def test_the_default_sandbox_accepts_the_workflow_module(
+    temporal: Any, task_queue: str
+) -> None:
+    script = Script()
+    async with running(temporal, task_queue, script, runner=SandboxedWorkflowRunner(), poll=60.0):
+        await until(lambda: _const(len(script.calls) == 1))
