@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_PAGE",
     "JSON",
+    "LOGIN_PATH",
     "OBJECTS",
     "PAGE_MAX",
     "TOKEN",
@@ -37,6 +38,8 @@ OBJECTS = web.RequestKey("asyncwifi.objects", dict[str, int])
 #: request key of the validated token's jti (set by the gateway)
 TOKEN = web.RequestKey("asyncwifi.token", str)
 
+#: the login endpoint (spec §4.1): the one path without a bearer token
+LOGIN_PATH = "/v1/sts/login/services"
 PAGE_MAX = 10_000  # spec §4.5 / §8: events size 1 to 10000 (contacts: the same bound)
 DEFAULT_PAGE = 100  # spec §4.2: "100 seen"; the default of every list here
 _ENCODE = msgspec.json.Encoder().encode

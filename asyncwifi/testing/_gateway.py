@@ -27,7 +27,14 @@ from typing import Any
 from aiohttp import web
 
 from asyncwifi._clock import Clock
-from asyncwifi.testing._api import OBJECTS, TOKEN, ApiFault, drop_connection, json_response
+from asyncwifi.testing._api import (
+    LOGIN_PATH,
+    OBJECTS,
+    TOKEN,
+    ApiFault,
+    drop_connection,
+    json_response,
+)
 from asyncwifi.testing._auth import TokenRejected
 from asyncwifi.testing._faults import Fate, FaultPlan, Faults
 from asyncwifi.testing._kong import UPSTREAM_MESSAGES, negotiate, render_error
@@ -38,8 +45,6 @@ __all__ = ["ADMIN", "Gateway"]
 
 #: path prefix of the simulator's own endpoints (not behind the gateway)
 ADMIN = "/_simulator/"
-_ADMIN = ADMIN
-_LOGIN = "/v1/sts/login/services"
 _VIA = "1.1 kong/3.9.1"
 
 
@@ -88,7 +93,7 @@ class Gateway:
     @web.middleware
     async def middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
         """The aiohttp middleware: every request but the admin's goes through here."""
-        if request.path.startswith(_ADMIN):
+        if request.path.startswith(ADMIN):
             return await handler(request)  # type: ignore[no-any-return]
         tenant = request[TENANT] = await self.tenants.of_request(request)
         c = tenant.counters
@@ -161,7 +166,7 @@ class Gateway:
                     not_allowed.headers["Allow"] = allow
                 return not_allowed
             return json_response({"message": "no Route matched with those values"}, 404)
-        if path != _LOGIN:
+        if path != LOGIN_PATH:
             revoke_every = self._plan.faults.revoke_tokens_every
             before = (now // revoke_every) * revoke_every if revoke_every else -math.inf
             try:

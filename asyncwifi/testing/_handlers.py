@@ -11,6 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
+from asyncwifi.testing._api import LOGIN_PATH
 from asyncwifi.testing._api_contacts import ContactsApi
 from asyncwifi.testing._api_events import EventsApi
 from asyncwifi.testing._api_hotspots import HotspotsApi
@@ -29,7 +30,7 @@ class SimulatedApi(ContactsApi, HotspotsApi, EventsApi):
         """(method, path, unbound handler) for every endpoint, in matching order (the
         gateway calls the handler on the API of the organization a request belongs to)."""
         return [
-            ("POST", "/v1/sts/login/services", cls.login),
+            ("POST", LOGIN_PATH, cls.login),
             ("POST", "/v1/sts/logout", cls.logout),
             ("GET", "/v2/customers/organizations/{cid}", cls.contacts_list),
             ("GET", "/v2/customers/{cid}", cls.contact_get),

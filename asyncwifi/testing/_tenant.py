@@ -20,6 +20,7 @@ from aiohttp import web
 
 from asyncwifi._clock import Clock
 from asyncwifi.errors import ConfigurationError
+from asyncwifi.testing._api import LOGIN_PATH
 from asyncwifi.testing._auth import TokenAuthority, claimed_organization
 from asyncwifi.testing._counters import Counters
 from asyncwifi.testing._data import SimulatorData
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
     from asyncwifi._client import Client
 
 __all__ = ["TENANT", "Credentials", "Tenant", "Tenants"]
-
-_LOGIN = "/v1/sts/login/services"
 
 
 class Credentials(NamedTuple):
@@ -247,7 +246,7 @@ class Tenants:
         claims. Requests that name none (or an unknown one) count on the first."""
         if len(self._list) == 1:
             return self.first
-        if request.path == _LOGIN:
+        if request.path == LOGIN_PATH:
             try:
                 body = msgspec.json.decode(await request.read())
             except msgspec.DecodeError:
