@@ -30,6 +30,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from aiolimiter import AsyncLimiter
@@ -135,7 +136,7 @@ def ours(
     def make() -> tuple[Acquire, Acquire]:
         # a clock on this run's loop (each run has its own loop)
         clock = LoopClock(asyncio.get_running_loop()) if virtual else None
-        sched = Scheduler(limits, max_in_flight=None, clock=clock, **kw)
+        sched = Scheduler(replace(limits, max_in_flight=None), clock=clock, **kw)
 
         async def enter() -> Any:
             return await sched.acquire()

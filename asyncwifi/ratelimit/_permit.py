@@ -1,5 +1,5 @@
-"""What a caller holds: a ``Lane``, a ``Permit`` once admitted, the ``async with`` slot; and
-what a request asks for (``Ask``) and its place in the queue (``Waiter``)."""
+"""What a caller holds (a ``Lane``, a ``Permit``, the ``async with`` ``Slot``) and what a
+request asks for (``Ask``) and its place in the queue (``Waiter``)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import asyncio
 import math
 from collections.abc import Mapping
 from enum import IntEnum
-from types import TracebackType
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from asyncwifi.errors import ValidationError
 from asyncwifi.ratelimit._headers import RateLimitHeaders
@@ -48,8 +47,8 @@ def ask(
 
 
 class Waiter(NamedTuple):
-    """A queued request: ordered by its key (deadline tier, then arrival plus the lane's
-    handicap, then arrival order: unique, so the rest is never compared)."""
+    """A queued request, ordered by its unique key (deadline tier, then arrival plus the
+    lane's handicap, then arrival order)."""
 
     key: tuple[int, float, int]
     fut: asyncio.Future[Permit]
@@ -57,24 +56,14 @@ class Waiter(NamedTuple):
 
 
 class Permit:
-    """An admission: the request may be sent now. ``sent_at`` is the admission time."""
+    """An admission: the request may be sent now (``sent_at``, the clock time admitted; ``seq``,
+    this process's admission number; ``ticket``, the store's handle for a refund)."""
 
-    __slots__ = ("_released", "_sched", "lane", "sent_at", "seq", "tag", "ticket")
+    __slots__ = ("_released", "_sched", "sent_at", "seq", "tag", "ticket")
 
-    def __init__(
-        self, sched: Scheduler, sent_at: float, seq: int, ticket: object, lane: Lane, tag: str
-    ) -> None:
-        self._sched = sched
-        self._released = False
-        #: clock time of the admission (the client's view of the send time)
-        self.sent_at = sent_at
-        #: this process's admission number (orders what the server's counts refer to)
-        self.seq = seq
-        #: the store's handle on the logged admission (for a refund)
-        self.ticket = ticket
-        self.lane = lane
-        #: what the request is ("events", "login"...): the store counts per tag
-        self.tag = tag
+    def __init__(self, sched: Scheduler, sent_at: float, seq: int, ticket: object, tag: str):
+        self._sched, self._released = sched, False
+        self.sent_at, self.seq, self.ticket, self.tag = sent_at, seq, ticket, tag
 
     def observe(self, status: int, headers: HeadersLike) -> None:
         """Feed the response back: remaining counts, a 429's pause, object quotas."""
@@ -86,11 +75,10 @@ class Permit:
 
     def release(self) -> None:
         """End the request (frees its in-flight place); ``slot()`` does this on exit."""
-        if not self._released:
-            self._sched._release(self)
+        self._sched._release(self)
 
     def __repr__(self) -> str:
-        return f"<Permit #{self.seq} {self.tag} {self.lane.name} sent_at={self.sent_at:.3f}>"
+        return f"<Permit #{self.seq} {self.tag} sent_at={self.sent_at:.3f}>"
 
 
 class Slot:
@@ -106,11 +94,6 @@ class Slot:
         self._permit = await self._sched._admit(self._ask, True)
         return self._permit
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: Any) -> None:
         if self._permit is not None:
-            self._permit.release()
+            self._sched._release(self._permit)

@@ -6,8 +6,7 @@ said (``ServerTruth``): per window the lower figure wins, and its source is name
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -24,7 +23,6 @@ __all__ = [
     "ThrottleEvent",
     "WindowSnapshot",
     "fmt_time",
-    "report",
     "take_snapshot",
 ]
 
@@ -106,24 +104,6 @@ def fmt_time(t: float) -> str:
         return format_instant(t, "seconds")
     except (OverflowError, OSError, ValueError):
         return f"{t:.0f}"
-
-
-def report(
-    e: ThrottleEvent, log: logging.Logger, on_throttle: Callable[[ThrottleEvent], None] | None
-) -> None:
-    """Log an event (a recovery at INFO, the rest at WARNING) and pass it to ``on_throttle``."""
-    until = "" if e.until is None else f" (until {fmt_time(e.until)})"
-    log.log(
-        logging.INFO if e.kind in ("exact", "restored") else logging.WARNING,
-        "%s%s",
-        e.reason,
-        until,
-    )
-    if on_throttle is not None:
-        try:
-            on_throttle(e)
-        except Exception:
-            log.exception("on_throttle callback failed")
 
 
 def take_snapshot(

@@ -106,6 +106,10 @@ class MemoryStore(RateStore):
         self.keepalives = KeepAlives()
 
     async def acquire(self, now: float, tag: str, keepalive: KeepAlive | None = None) -> Answer:
+        return self.take(now, tag, keepalive)
+
+    def take(self, now: float, tag: str, keepalive: KeepAlive | None = None) -> Answer:
+        """``acquire`` without a coroutine: this store never waits for I/O."""
         log = self.log
         if now < log.free:
             return None, log.free, log.why

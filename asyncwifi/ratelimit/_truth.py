@@ -15,11 +15,11 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.ratelimit._headers import RateLimitHeaders
-from asyncwifi.ratelimit._limits import DAY, WindowSpec
+from asyncwifi.ratelimit._limits import DAY, Limits, WindowSpec
 from asyncwifi.ratelimit._snapshot import ThrottleEvent, fmt_time
 
 __all__ = ["NOW", "ObjectState", "Reason", "ServerTruth", "grid_end"]
@@ -76,12 +76,7 @@ class ServerTruth:
     """Server truth layered over the local log; every method takes ``now``."""
 
     def __init__(
-        self,
-        specs: Sequence[WindowSpec],
-        *,
-        paced_recovery: float = 60.0,
-        on_exhausted: Literal["wait", "raise"] = "wait",
-        max_quota_wait: float | None = None,
+        self, specs: Sequence[WindowSpec], limits: Limits, paced_recovery: float = 60.0
     ) -> None:
         #: the windows by name; a count the server reported lower is lowered here
         self.specs = {s.name: s for s in specs}
@@ -95,7 +90,7 @@ class ServerTruth:
         #: a quota window that frees within this horizon is pacing, not a spent quota
         self._pacing = max((s.span for s in specs if not s.quota), default=0.0)
         #: on a spent quota: wait for it (at most max_wait seconds), or raise at once
-        self.on_exhausted, self.max_wait = on_exhausted, max_quota_wait
+        self.on_exhausted, self.max_wait = limits.on_exhausted, limits.max_wait
         self._noted = -math.inf  # the reset a wait was last noted for
         #: admissions so far (this process); a permit carries its own number
         self.seq = 0
