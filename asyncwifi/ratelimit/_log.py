@@ -20,6 +20,8 @@ from asyncwifi.ratelimit._limits import WindowSpec
 
 __all__ = ["Log", "bound"]
 
+_OPEN = (-math.inf, "")
+
 
 def bound(specs: Sequence[WindowSpec], times: Sequence[float]) -> tuple[float, str]:
     """The window rule: the earliest next admission after ``times`` (sorted, oldest first)
@@ -38,18 +40,20 @@ class Log:
     ``free`` and ``why`` cache :func:`bound`. An admission is logged no earlier than the
     newest one, so a clock stepping back keeps the log sorted for refunds and bisection."""
 
-    __slots__ = ("_keep", "free", "specs", "tags", "times", "why")
+    __slots__ = ("_keep", "_least", "free", "specs", "tags", "times", "why")
 
     def __init__(self, specs: Sequence[WindowSpec]) -> None:
         self.specs = list(specs)  # counts and modes may change: refresh() after
         self.times: deque[float] = deque()
         self.tags: deque[str] = deque()
-        self.free, self.why = -math.inf, ""  # the next admission's earliest time, and why
         self._keep = max((w.span for w in self.specs), default=0.0)
+        self.refresh()
 
     def refresh(self) -> None:
         """Recompute ``free`` (after a count, a mode or the log changed)."""
-        self.free, self.why = bound(self.specs, self.times)
+        # below this many admissions no window is full: nothing holds the next one back
+        self._least = min([1 if w.paced else w.count for w in self.specs], default=1 << 62)
+        self.free, self.why = bound(self.specs, self.times)  # the next's earliest time, why
 
     def spec(self, name: str) -> WindowSpec:
         for w in self.specs:
@@ -68,7 +72,7 @@ class Log:
         while times[0] <= edge and len(times) > 1:
             times.popleft()
             self.tags.popleft()
-        self.free, self.why = bound(self.specs, times)
+        self.free, self.why = bound(self.specs, times) if len(times) >= self._least else _OPEN
         return now
 
     def remove(self, t: float, tag: str) -> bool:

@@ -1,5 +1,5 @@
-"""What a caller holds (a ``Lane``, a ``Permit``, the ``async with`` ``Slot``) and what a
-request asks for (``Ask``) and its place in the queue (``Waiter``)."""
+"""What a caller holds (a ``Lane``, a ``Permit``), what a request asks for (``Ask``) and its
+place in the queue (``Waiter``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 import math
 from collections.abc import Mapping
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from asyncwifi.errors import ValidationError
 from asyncwifi.ratelimit._headers import RateLimitHeaders
@@ -16,7 +16,7 @@ from asyncwifi.ratelimit._keepalive import KeepAlive
 if TYPE_CHECKING:
     from asyncwifi.ratelimit._scheduler import Scheduler
 
-__all__ = ["DEFAULT_TAG", "Ask", "HeadersLike", "Lane", "Permit", "Slot", "Waiter", "ask"]
+__all__ = ["DEFAULT_TAG", "Ask", "HeadersLike", "Lane", "Permit", "Waiter", "ask"]
 
 HeadersLike = Mapping[str, str] | RateLimitHeaders | None
 DEFAULT_TAG = "other"  # the tag of an admission whose caller named none
@@ -52,18 +52,28 @@ class Waiter(NamedTuple):
 
     key: tuple[int, float, int]
     fut: asyncio.Future[Permit]
-    ask: Ask
+    permit: Permit
 
 
 class Permit:
-    """An admission: the request may be sent now (``sent_at``, the clock time admitted; ``seq``,
-    this process's admission number; ``ticket``, the store's handle for a refund)."""
+    """One request's admission: ``async with sched.slot(...) as permit`` (released on exit), or
+    ``await sched.acquire(...)`` then ``permit.release()``. Once admitted, ``sent_at`` is its
+    clock time, ``seq`` this process's admission number, ``ticket`` the store's handle."""
 
-    __slots__ = ("_released", "_sched", "sent_at", "seq", "tag", "ticket")
+    __slots__ = ("_ask", "_released", "_sched", "sent_at", "seq", "ticket")
 
-    def __init__(self, sched: Scheduler, sent_at: float, seq: int, ticket: object, tag: str):
-        self._sched, self._released = sched, False
-        self.sent_at, self.seq, self.ticket, self.tag = sent_at, seq, ticket, tag
+    def __init__(self, sched: Scheduler, ask: Ask) -> None:
+        self._sched = sched
+        self._ask = ask
+        self._released = False
+        self.sent_at: float
+        self.seq: int
+        self.ticket: object
+
+    @property
+    def tag(self) -> str:
+        """What the request is ("events", "login"...): the store counts per tag."""
+        return self._ask[1]
 
     def observe(self, status: int, headers: HeadersLike) -> None:
         """Feed the response back: remaining counts, a 429's pause, object quotas."""
@@ -77,23 +87,11 @@ class Permit:
         """End the request (frees its in-flight place); ``slot()`` does this on exit."""
         self._sched._release(self)
 
-    def __repr__(self) -> str:
-        return f"<Permit #{self.seq} {self.tag} sent_at={self.sent_at:.3f}>"
-
-
-class Slot:
-    """``async with sched.slot(...) as permit``: admission on entry, release on exit."""
-
-    __slots__ = ("_ask", "_permit", "_sched")
-
-    def __init__(self, sched: Scheduler, ask: Ask) -> None:
-        self._sched, self._ask = sched, ask
-        self._permit: Permit | None = None
-
     async def __aenter__(self) -> Permit:
-        self._permit = await self._sched._admit(self._ask, True)
-        return self._permit
+        return await self._sched._admit(self, True)
 
-    async def __aexit__(self, *exc: Any) -> None:
-        if self._permit is not None:
-            self._sched._release(self._permit)
+    async def __aexit__(self, *exc: object) -> None:
+        self._sched._release(self)
+
+    def __repr__(self) -> str:
+        return f"<Permit #{getattr(self, 'seq', '-')} {self.tag}>"

@@ -25,7 +25,7 @@ from asyncwifi.errors import ClientStateError, QuotaExhaustedError, ValidationEr
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._keepalive import KeepAlive
 from asyncwifi.ratelimit._limits import Limits
-from asyncwifi.ratelimit._permit import DEFAULT_TAG, Ask, HeadersLike, Lane, Permit, Slot, Waiter
+from asyncwifi.ratelimit._permit import DEFAULT_TAG, HeadersLike, Lane, Permit, Waiter
 from asyncwifi.ratelimit._permit import ask as _ask
 from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent, fmt_time, take_snapshot
 from asyncwifi.ratelimit._store import Answer, MemoryStore, RateStore
@@ -102,7 +102,7 @@ class Scheduler:
         keepalive: KeepAlive | None = None,
         *,
         tag: str | None = None,
-    ) -> Slot:
+    ) -> Permit:
         """Wait for admission (``async with``); the permit's in-flight place ends on exit.
 
         ``tag`` says what the request is (``"events"``, ``"login"``; default ``"other"``;
@@ -110,7 +110,7 @@ class Scheduler:
         tier; ``objects`` names the object quota it spends (``"hotspots"``); ``keepalive``
         the open scroll it belongs to (:meth:`keepalive`).
         """
-        return Slot(self, _ask(lane, tag, deadline, objects, keepalive))
+        return Permit(self, _ask(lane, tag, deadline, objects, keepalive))
 
     def acquire(
         self,
@@ -123,22 +123,23 @@ class Scheduler:
     ) -> Coroutine[None, None, Permit]:
         """As :meth:`slot`, awaited, without a context manager: ``permit.release()`` after."""
         if type(lane) is Lane and tag is None and deadline is None and not objects:
-            return self._admit((lane, DEFAULT_TAG, None, None, keepalive), True)
-        return self._admit(_ask(lane, tag, deadline, objects, keepalive), True)
+            return self._admit(Permit(self, (lane, DEFAULT_TAG, None, None, keepalive)), True)
+        return self._admit(Permit(self, _ask(lane, tag, deadline, objects, keepalive)), True)
 
     @overload
-    async def _admit(self, ask: Ask, caller: Literal[True]) -> Permit: ...
+    async def _admit(self, p: Permit, caller: Literal[True]) -> Permit: ...
     @overload
-    async def _admit(self, ask: Ask, caller: Literal[False]) -> Permit | tuple[float, Reason]: ...
-    async def _admit(self, ask: Ask, caller: bool) -> Permit | tuple[float, Reason]:
+    async def _admit(self, p: Permit, caller: Literal[False]) -> Permit | tuple[float, Reason]: ...
+    async def _admit(self, p: Permit, caller: bool) -> Permit | tuple[float, Reason]:
         """The one admission path: a permit, or when to ask again and why. A ``caller``
         admits itself only when nobody waits, else (or when refused) it waits its turn."""
         if caller:
             if self._closed:
                 raise ClientStateError("the rate-limit scheduler is closed")
             if self._heap or self._busy or self.in_flight >= self._mif:
-                return await self._wait(ask, None, None)
-        now, truth, keepalive = self.clock.now(), self._truth, ask[4]
+                return await self._wait(p, None, None)
+        now, truth, ask = self.clock.now(), self._truth, p._ask
+        keepalive = ask[4]
         if truth.paced_until:
             self._apply(truth.tick(now), now)
         refused: tuple[float, Reason]
@@ -148,26 +149,26 @@ class Scheduler:
         elif now < self._hold_until and self._hold[1] is keepalive:
             refused = self._hold_until, self._hold[0]  # so does the store's last answer
         else:
-            # a caller refused after all queues where it arrived, before those that came
-            # while the store decided
-            arrival = next(self._arrivals) if caller else 0
             if self._take is not None:
                 ticket, at, name = self._take(now, ask[1], keepalive)
-            else:
+                arrived = None
+            else:  # a caller refused queues where it arrived, before those who came meanwhile
+                arrived = (now, next(self._arrivals)) if caller else None
                 ticket, at, name = await self._ask_store(now, ask[1], keepalive)
             if ticket is not None:
                 self.in_flight += 1
                 self._admitted += 1
                 truth.seq = seq = truth.seq + 1
-                at = now if at < now else at  # the store's time line may be ahead of ours
+                p.sent_at = at = now if at < now else at  # the store's may be ahead of ours
+                p.seq, p.ticket = seq, ticket
                 truth.recent.append(at)
-                return Permit(self, at, seq, ticket, ask[1])
+                return p
             why = Reason(name) if name in ("", "pause", "keepalive") else Reason("window", name)
             self._hold_until, self._hold = at, (why, keepalive)
             refused = at, why
             if caller:
-                return await self._wait(ask, refused, (now, arrival))
-        return await self._wait(ask, refused, None) if caller else refused
+                return await self._wait(p, refused, arrived or (now, next(self._arrivals)))
+        return await self._wait(p, refused, None) if caller else refused
 
     async def _ask_store(self, now: float, tag: str, keepalive: KeepAlive | None) -> Answer:
         self._busy += 1
@@ -182,9 +183,10 @@ class Scheduler:
         return answer
 
     async def _wait(
-        self, ask: Ask, refused: tuple[float, Reason] | None, arrived: tuple[float, int] | None
+        self, p: Permit, refused: tuple[float, Reason] | None, arrived: tuple[float, int] | None
     ) -> Permit:
         now, seq = arrived or (self.clock.now(), next(self._arrivals))
+        ask = p._ask
         t, why = self._truth.gate(now, ask[3]) if refused is None else refused
         err = self._exhausted(now, t, why)
         if err is not None:
@@ -192,7 +194,7 @@ class Scheduler:
         now = self._last_arrival = max(now, self._last_arrival)  # a clock stepping back
         deadline = ask[2]
         key = (0, deadline, seq) if deadline is not None else (1, now + ask[0] * self._aging, seq)
-        w = Waiter(key, asyncio.get_running_loop().create_future(), ask)
+        w = Waiter(key, asyncio.get_running_loop().create_future(), p)
         if why.kind == "object":
             self._parked.append(w)
         else:
@@ -220,7 +222,7 @@ class Scheduler:
         if p.ticket is not None:
             ticket, p.ticket = p.ticket, None
             self._admitted -= 1
-            self.store.refund(ticket, p.tag)
+            self.store.refund(ticket, p._ask[1])
             self._hold_until = -_INF
             self._arm(self.clock.now())
 
@@ -265,7 +267,7 @@ class Scheduler:
         while not self._closed:
             now, wake, parked, self._parked = self.clock.now(), _INF, self._parked, []
             for w in parked:  # waiters whose object quota is back rejoin the queue
-                t, why = truth.gate(now, w.ask[3])
+                t, why = truth.gate(now, w.permit._ask[3])
                 if why.kind == "object" and t > now and not w.fut.done():
                     self._parked.append(w)
                     wake = min(wake, t)
@@ -276,7 +278,7 @@ class Scheduler:
             if not heap or self.in_flight >= self._mif:
                 return wake  # a release re-arms the timer
             w = heap[0]
-            got = await self._admit(w.ask, False)
+            got = await self._admit(w.permit, False)
             err = None
             if isinstance(got, Permit) and w.fut.done():  # cancelled while the store decided
                 self._refund(got)
