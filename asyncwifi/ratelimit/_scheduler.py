@@ -25,7 +25,7 @@ from asyncwifi.errors import ClientStateError, QuotaExhaustedError, ValidationEr
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._keepalive import KeepAlive
 from asyncwifi.ratelimit._limits import Limits
-from asyncwifi.ratelimit._permit import DEFAULT_TAG, HeadersLike, Lane, Permit, Waiter
+from asyncwifi.ratelimit._permit import DEFAULT_TAG, Ask, HeadersLike, Lane, Permit, Waiter
 from asyncwifi.ratelimit._permit import ask as _ask
 from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent, fmt_time, take_snapshot
 from asyncwifi.ratelimit._store import Answer, MemoryStore, RateStore
@@ -37,6 +37,7 @@ _INF = math.inf
 _LAST = 1 << 62  # an arrival number after every real one (a newcomer queues behind ties)
 _NO_HOLD: tuple[Reason, KeepAlive | None] = (NOW, None)
 _log = logging.getLogger("asyncwifi.ratelimit")
+_PLAIN: dict[Lane, Ask] = {lane: (lane, DEFAULT_TAG, None, None, None) for lane in Lane}
 
 
 class Scheduler:
@@ -122,8 +123,8 @@ class Scheduler:
         keepalive: KeepAlive | None = None,
     ) -> Coroutine[None, None, Permit]:
         """As :meth:`slot`, awaited, without a context manager: ``permit.release()`` after."""
-        if type(lane) is Lane and tag is None and deadline is None and not objects:
-            return self._admit(Permit(self, (lane, DEFAULT_TAG, None, None, keepalive)), True)
+        if type(lane) is Lane and tag is None and deadline is None and not (objects or keepalive):
+            return self._admit(Permit(self, _PLAIN[lane]), True)  # one shared ask per lane
         return self._admit(Permit(self, _ask(lane, tag, deadline, objects, keepalive)), True)
 
     @overload
