@@ -17,27 +17,90 @@ import itertools
 import logging
 import math
 import uuid
-from collections.abc import Callable, Coroutine
-from typing import Literal, overload
+from collections.abc import Callable, Coroutine, Mapping
+from enum import IntEnum
+from typing import Literal, NamedTuple, overload
 
 from asyncwifi._clock import Clock, SystemClock
 from asyncwifi.errors import ClientStateError, QuotaExhaustedError, ValidationError
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._keepalive import KeepAlive
 from asyncwifi.ratelimit._limits import Limits
-from asyncwifi.ratelimit._permit import DEFAULT_TAG, Ask, HeadersLike, Lane, Permit, Waiter
-from asyncwifi.ratelimit._permit import ask as _ask
 from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent, fmt_time, take_snapshot
 from asyncwifi.ratelimit._store import Answer, MemoryStore, RateStore
 from asyncwifi.ratelimit._truth import NOW, Reason, ServerTruth
 
-__all__ = ["Scheduler"]
+__all__ = ["Lane", "Permit", "Scheduler"]
 
 _INF = math.inf
 _LAST = 1 << 62  # an arrival number after every real one (a newcomer queues behind ties)
 _NO_HOLD: tuple[Reason, KeepAlive | None] = (NOW, None)
 _log = logging.getLogger("asyncwifi.ratelimit")
-_PLAIN: dict[Lane, Ask] = {lane: (lane, DEFAULT_TAG, None, None, None) for lane in Lane}
+
+
+class Lane(IntEnum):
+    """Request classes; a lower lane is served first among waiters of similar age."""
+
+    INTERACTIVE = 0
+    SCROLL = 1
+    DEFAULT = 2
+    BULK = 3
+
+
+#: what a request asks for: its lane, tag, deadline, object quota and open scroll
+Ask = tuple[Lane, str, float | None, str | None, KeepAlive | None]
+_PLAIN: dict[Lane, Ask] = {lane: (lane, "other", None, None, None) for lane in Lane}
+
+
+class Waiter(NamedTuple):
+    """A queued request, ordered by its unique key (deadline tier, then arrival plus the
+    lane's handicap, then arrival order)."""
+
+    key: tuple[int, float, int]
+    fut: asyncio.Future[Permit]
+    permit: Permit
+
+
+class Permit:
+    """One request's admission: ``async with sched.slot(...) as permit`` (released on exit), or
+    ``await sched.acquire(...)`` then ``permit.release()``. Once admitted, ``sent_at`` is its
+    clock time, ``seq`` this process's admission number, ``ticket`` the store's handle."""
+
+    __slots__ = ("_ask", "_released", "_sched", "sent_at", "seq", "ticket")
+
+    def __init__(self, sched: Scheduler, ask: Ask) -> None:
+        self._sched = sched
+        self._ask = ask
+        self._released = False
+        self.sent_at: float
+        self.seq: int
+        self.ticket: object
+
+    @property
+    def tag(self) -> str:
+        """What the request is ("events", "login"...; "other" if unnamed): counted per tag."""
+        return self._ask[1]
+
+    def observe(self, status: int, headers: Mapping[str, str] | RateLimitHeaders | None) -> None:
+        """Feed the response back: remaining counts, a 429's pause, object quotas."""
+        self._sched.observe(status, headers, sent_at=self.sent_at, seq=self.seq)
+
+    def refund(self) -> None:
+        """Give the admission back: only when the request certainly never left the process."""
+        self._sched._refund(self)
+
+    def release(self) -> None:
+        """End the request (frees its in-flight place); ``slot()`` does this on exit."""
+        self._sched._release(self)
+
+    async def __aenter__(self) -> Permit:
+        return await self._sched._admit(self, True)
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._sched._release(self)
+
+    def __repr__(self) -> str:
+        return f"<Permit #{getattr(self, 'seq', '-')} {self.tag}>"
 
 
 class Scheduler:
@@ -63,34 +126,28 @@ class Scheduler:
         self.limits = limits = limits if limits is not None else Limits()
         specs = limits.windows()
         self._truth = ServerTruth(specs, limits, paced_recovery)
-        self.store = store if store is not None else MemoryStore()
-        self.store.bind(specs)
+        self.store = store = store if store is not None else MemoryStore()
+        store.bind(specs)
         # a store answering as MemoryStore does is asked without a coroutine (the hot path)
-        plain = (
-            isinstance(self.store, MemoryStore) and type(self.store).acquire is MemoryStore.acquire
-        )
-        self._take = self.store.take if isinstance(self.store, MemoryStore) and plain else None
+        plain = isinstance(store, MemoryStore) and type(store).acquire is MemoryStore.acquire
+        self._take = store.take if isinstance(store, MemoryStore) and plain else None
         self.clock: Clock = clock if clock is not None else SystemClock()
-        #: called with every ThrottleEvent (after it is logged)
         self.on_throttle: list[Callable[..., None]] = []
-        mif = limits.max_in_flight
-        self._mif: float = _INF if mif is None else mif
+        self._mif: float = _INF if limits.max_in_flight is None else limits.max_in_flight
         self._aging = aging if aging is not None else (specs[0].period if specs else 60.0)
         self._longest = max(specs, key=lambda s: s.span).name if specs else ""  # for used()
         self._heap: list[Waiter] = []
         self._parked: list[Waiter] = []  # waiting for an object's quota: they hold no one up
         self._arrivals = itertools.count()
         self._last_arrival = -_INF
-        #: requests admitted and not yet released
-        self.in_flight = 0
+        self.in_flight = 0  # admitted and not yet released
         self._admitted = 0  # admitted and not refunded: every request sent, logins included
-        self._closed = False
+        self._closed = self._draining = False
         self._busy = 0  # store calls under way
         #: the store's last refusal (why, for which scroll): not asked again before the time
         self._hold_until, self._hold = -_INF, _NO_HOLD
         self._timer: asyncio.Task[None] | None = None
         self._timer_at = _INF
-        self._draining = False
         self._degraded: str | None = None
 
     # -- asking ----------------------------------------------------------------------------
@@ -98,20 +155,27 @@ class Scheduler:
     def slot(
         self,
         lane: Lane = Lane.DEFAULT,
+        *,
+        tag: str | None = None,
         deadline: float | None = None,
         objects: str | None = None,
         keepalive: KeepAlive | None = None,
-        *,
-        tag: str | None = None,
     ) -> Permit:
         """Wait for admission (``async with``); the permit's in-flight place ends on exit.
 
-        ``tag`` says what the request is (``"events"``, ``"login"``; default ``"other"``;
-        see :meth:`used`); a ``deadline`` (clock time) puts it in the earliest-deadline-first
-        tier; ``objects`` names the object quota it spends (``"hotspots"``); ``keepalive``
-        the open scroll it belongs to (:meth:`keepalive`).
+        ``tag`` says what the request is (see :meth:`used`); a ``deadline`` (clock time) puts
+        it in the earliest-deadline-first tier; ``objects`` names the object quota it spends
+        (``"hotspots"``); ``keepalive`` the open scroll it belongs to (:meth:`keepalive`).
+        Bad arguments raise ``ValidationError`` here, before anything is spent.
         """
-        return Permit(self, _ask(lane, tag, deadline, objects, keepalive))
+        if type(lane) is Lane and tag is None and deadline is None and not (objects or keepalive):
+            return Permit(self, _PLAIN[lane])  # one shared ask per lane
+        if deadline is not None and not math.isfinite(deadline):
+            raise ValidationError(f"deadline must be a finite clock time, got {deadline!r}")
+        if tag is not None and (type(tag) is not str or not tag):
+            raise ValidationError(f"a tag must be a non-empty string, got {tag!r}")
+        objects = objects.lower() if objects else None
+        return Permit(self, (Lane(lane), tag or "other", deadline, objects, keepalive))
 
     def acquire(
         self,
@@ -123,17 +187,16 @@ class Scheduler:
         keepalive: KeepAlive | None = None,
     ) -> Coroutine[None, None, Permit]:
         """As :meth:`slot`, awaited, without a context manager: ``permit.release()`` after."""
-        if type(lane) is Lane and tag is None and deadline is None and not (objects or keepalive):
-            return self._admit(Permit(self, _PLAIN[lane]), True)  # one shared ask per lane
-        return self._admit(Permit(self, _ask(lane, tag, deadline, objects, keepalive)), True)
+        p = self.slot(lane, tag=tag, deadline=deadline, objects=objects, keepalive=keepalive)
+        return self._admit(p, True)
 
     @overload
     async def _admit(self, p: Permit, caller: Literal[True]) -> Permit: ...
     @overload
     async def _admit(self, p: Permit, caller: Literal[False]) -> Permit | tuple[float, Reason]: ...
     async def _admit(self, p: Permit, caller: bool) -> Permit | tuple[float, Reason]:
-        """The one admission path: a permit, or when to ask again and why. A ``caller``
-        admits itself only when nobody waits, else (or when refused) it waits its turn."""
+        """The one admission path: the permit, admitted, or when to ask again and why. A
+        ``caller`` admits itself only when nobody waits, else (or when refused) it queues."""
         if caller:
             if self._closed:
                 raise ClientStateError("the rate-limit scheduler is closed")
@@ -159,9 +222,9 @@ class Scheduler:
             if ticket is not None:
                 self.in_flight += 1
                 self._admitted += 1
-                truth.seq = seq = truth.seq + 1
+                truth.seq = p.seq = truth.seq + 1
                 p.sent_at = at = now if at < now else at  # the store's may be ahead of ours
-                p.seq, p.ticket = seq, ticket
+                p.ticket = ticket
                 truth.recent.append(at)
                 return p
             why = Reason(name) if name in ("", "pause", "keepalive") else Reason("window", name)
@@ -179,22 +242,31 @@ class Scheduler:
             self._busy -= 1
             if self._heap and not self._draining:  # others queued while the store decided
                 self._arm(self.clock.now())
-        if self.store.degraded is not self._degraded:
-            self._store_changed(now)
+        if self.store.degraded is not self._degraded:  # went to its fallback, or came back
+            was, self._degraded = self._degraded, self.store.degraded
+            if self._degraded is not None:
+                why = (
+                    "rate-limit store unavailable, using a conservative local limit: "
+                    + self._degraded
+                )
+                event = ThrottleEvent("fallback", now, reason=why)
+            else:
+                why = f"rate-limit store back: the shared store is reachable again (was: {was})"
+                event = ThrottleEvent("restored", now, reason=why)
+            self._apply([event], now)
         return answer
 
     async def _wait(
         self, p: Permit, refused: tuple[float, Reason] | None, arrived: tuple[float, int] | None
     ) -> Permit:
         now, seq = arrived or (self.clock.now(), next(self._arrivals))
-        ask = p._ask
-        t, why = self._truth.gate(now, ask[3]) if refused is None else refused
+        t, why = self._truth.gate(now, p._ask[3]) if refused is None else refused
         err = self._exhausted(now, t, why)
         if err is not None:
             raise err
         now = self._last_arrival = max(now, self._last_arrival)  # a clock stepping back
-        deadline = ask[2]
-        key = (0, deadline, seq) if deadline is not None else (1, now + ask[0] * self._aging, seq)
+        lane, deadline = p._ask[0], p._ask[2]
+        key = (0, deadline, seq) if deadline is not None else (1, now + lane * self._aging, seq)
         w = Waiter(key, asyncio.get_running_loop().create_future(), p)
         if why.kind == "object":
             self._parked.append(w)
@@ -206,8 +278,8 @@ class Scheduler:
             return await w.fut
         except asyncio.CancelledError:
             if w.fut.done() and not w.fut.cancelled() and w.fut.exception() is None:
-                self._refund(w.fut.result())  # granted, then cancelled before it resumed
-                self._release(w.fut.result())
+                self._refund(p)  # granted, then cancelled before it resumed
+                self._release(p)
             w.fut.cancel()
             self._arm(self.clock.now())
             raise
@@ -223,7 +295,7 @@ class Scheduler:
         if p.ticket is not None:
             ticket, p.ticket = p.ticket, None
             self._admitted -= 1
-            self.store.refund(ticket, p._ask[1])
+            self.store.refund(ticket, p.tag)
             self._hold_until = -_INF
             self._arm(self.clock.now())
 
@@ -317,22 +389,19 @@ class Scheduler:
     def observe(
         self,
         status: int,
-        headers: HeadersLike,
+        headers: Mapping[str, str] | RateLimitHeaders | None,
         *,
         sent_at: float | None = None,
         seq: int | None = None,
     ) -> None:
         """Apply a response's status and headers (``sent_at``: when it was admitted)."""
-        h = (
-            headers
-            if isinstance(headers, RateLimitHeaders)
-            else RateLimitHeaders.from_headers(headers)
-        )
-        if status != 429 and h.empty:
+        if not isinstance(headers, RateLimitHeaders):
+            headers = RateLimitHeaders.from_headers(headers)
+        if status != 429 and headers.empty:
             return
         now = self.clock.now()
         sent = now if sent_at is None else sent_at
-        self._apply(self._truth.observe(now, status, h, sent_at=sent, seq=seq), now)
+        self._apply(self._truth.observe(now, status, headers, sent_at=sent, seq=seq), now)
         self._arm(now)
 
     def _apply(self, events: list[ThrottleEvent], now: float) -> None:
@@ -345,25 +414,14 @@ class Scheduler:
                 self.store.configure(e.name, count=e.count, paced=paced)
                 self._hold_until = -_INF
             level = logging.INFO if e.kind in ("exact", "restored") else logging.WARNING
-            until = "" if e.until is None else f" (until {fmt_time(e.until)})"
-            _log.log(level, "%s%s", e.reason, until)
+            _log.log(
+                level, "%s%s", e.reason, "" if e.until is None else f" (until {fmt_time(e.until)})"
+            )
             for callback in self.on_throttle:
                 try:
                     callback(e)
                 except Exception:
                     _log.exception("on_throttle callback failed")
-
-    def _store_changed(self, now: float) -> None:
-        """The store went to its conservative fallback, or came back: say so."""
-        was, self._degraded = self._degraded, self.store.degraded
-        if self._degraded is not None:
-            why = (
-                f"rate-limit store unavailable, using a conservative local limit: {self._degraded}"
-            )
-            self._apply([ThrottleEvent("fallback", now, reason=why)], now)
-        else:
-            why = f"rate-limit store back: the shared store is reachable again (was: {was})"
-            self._apply([ThrottleEvent("restored", now, reason=why)], now)
 
     # -- scrolls, projections, counts ------------------------------------------------------
 
@@ -394,13 +452,11 @@ class Scheduler:
         """Could a request with this deadline, entering now, be admitted before it?"""
         return self._project(self.clock.now(), (0, deadline, _LAST), objects) <= deadline
 
-    def _hint(self) -> float:
-        """The store's last refusal, if it holds for anyone (not one scroll's own)."""
-        return self._hold_until if self._hold[1] is None else -_INF
-
     def _project(self, now: float, key: tuple[int, float, int], objects: str | None) -> float:
         ahead = sum(1 for w in self._heap if w.key < key and not w.fut.done())
-        t0, hint = self._truth.gate(now, objects)[0], self._hint()
+        # the store's last refusal holds for anyone unless it was one scroll's own
+        hint = self._hold_until if self._hold[1] is None else -_INF
+        t0 = self._truth.gate(now, objects)[0]
         times = [max(t, hint) for t in self.store.log.project(max(now, t0), ahead + 1)]
         for allowed, end in self._truth.caps(now).values():
             for j in range(max(0, allowed), len(times)):
@@ -426,11 +482,7 @@ class Scheduler:
     @property
     def quota(self) -> QuotaSnapshot:
         """A snapshot of what is known: limits, remaining per window, resets, and sources."""
-        waiting = sum(1 for w in (*self._heap, *self._parked) if not w.fut.done())
-        counts = {"in_flight": self.in_flight, "waiting": waiting, "admitted": self._admitted}
-        return take_snapshot(
-            self.clock.now(), self.limits, self._truth, self.store, self._hint(), **counts
-        )
+        return take_snapshot(self.clock.now(), self.limits, self._truth, self.store, self._admitted)
 
     async def aclose(self) -> None:
         """Stop: every waiter gets ClientStateError (nothing was sent); the timer ends."""
