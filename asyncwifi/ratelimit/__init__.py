@@ -6,8 +6,9 @@ queue, one timer); the admission log, tagged per request, lives in a :class:`Rat
 """
 
 from asyncwifi.ratelimit._limits import Limit, Limits
+from asyncwifi.ratelimit._permit import Lane
 from asyncwifi.ratelimit._redis import RedisStore
-from asyncwifi.ratelimit._scheduler import Lane, Scheduler
+from asyncwifi.ratelimit._scheduler import Scheduler
 from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent
 from asyncwifi.ratelimit._store import MemoryStore, RateStore
 

@@ -18,89 +18,24 @@ import logging
 import math
 import uuid
 from collections.abc import Callable, Coroutine, Mapping
-from enum import IntEnum
-from typing import Literal, NamedTuple, overload
+from typing import Literal, overload
 
 from asyncwifi._clock import Clock, SystemClock
 from asyncwifi.errors import ClientStateError, QuotaExhaustedError, ValidationError
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._keepalive import KeepAlive
 from asyncwifi.ratelimit._limits import Limits
+from asyncwifi.ratelimit._permit import PLAIN, Lane, Permit, Waiter
 from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent, fmt_time, take_snapshot
 from asyncwifi.ratelimit._store import Answer, MemoryStore, RateStore
 from asyncwifi.ratelimit._truth import NOW, Reason, ServerTruth
 
-__all__ = ["Lane", "Permit", "Scheduler"]
+__all__ = ["Scheduler"]
 
 _INF = math.inf
 _LAST = 1 << 62  # an arrival number after every real one (a newcomer queues behind ties)
 _NO_HOLD: tuple[Reason, KeepAlive | None] = (NOW, None)
 _log = logging.getLogger("asyncwifi.ratelimit")
-
-
-class Lane(IntEnum):
-    """Request classes; a lower lane is served first among waiters of similar age."""
-
-    INTERACTIVE = 0
-    SCROLL = 1
-    DEFAULT = 2
-    BULK = 3
-
-
-#: what a request asks for: its lane, tag, deadline, object quota and open scroll
-Ask = tuple[Lane, str, float | None, str | None, KeepAlive | None]
-_PLAIN: dict[Lane, Ask] = {lane: (lane, "other", None, None, None) for lane in Lane}
-
-
-class Waiter(NamedTuple):
-    """A queued request, ordered by its unique key (deadline tier, then arrival plus the
-    lane's handicap, then arrival order)."""
-
-    key: tuple[int, float, int]
-    fut: asyncio.Future[Permit]
-    permit: Permit
-
-
-class Permit:
-    """One request's admission: ``async with sched.slot(...) as permit`` (released on exit), or
-    ``await sched.acquire(...)`` then ``permit.release()``. Once admitted, ``sent_at`` is its
-    clock time, ``seq`` this process's admission number, ``ticket`` the store's handle."""
-
-    __slots__ = ("_ask", "_released", "_sched", "sent_at", "seq", "ticket")
-
-    def __init__(self, sched: Scheduler, ask: Ask) -> None:
-        self._sched = sched
-        self._ask = ask
-        self._released = False
-        self.sent_at: float
-        self.seq: int
-        self.ticket: object
-
-    @property
-    def tag(self) -> str:
-        """What the request is ("events", "login"...; "other" if unnamed): counted per tag."""
-        return self._ask[1]
-
-    def observe(self, status: int, headers: Mapping[str, str] | RateLimitHeaders | None) -> None:
-        """Feed the response back: remaining counts, a 429's pause, object quotas."""
-        self._sched.observe(status, headers, sent_at=self.sent_at, seq=self.seq)
-
-    def refund(self) -> None:
-        """Give the admission back: only when the request certainly never left the process."""
-        self._sched._refund(self)
-
-    def release(self) -> None:
-        """End the request (frees its in-flight place); ``slot()`` does this on exit."""
-        self._sched._release(self)
-
-    async def __aenter__(self) -> Permit:
-        return await self._sched._admit(self, True)
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._sched._release(self)
-
-    def __repr__(self) -> str:
-        return f"<Permit #{getattr(self, 'seq', '-')} {self.tag}>"
 
 
 class Scheduler:
@@ -169,7 +104,7 @@ class Scheduler:
         Bad arguments raise ``ValidationError`` here, before anything is spent.
         """
         if type(lane) is Lane and tag is None and deadline is None and not (objects or keepalive):
-            return Permit(self, _PLAIN[lane])  # one shared ask per lane
+            return Permit(self, PLAIN[lane])  # one shared ask per lane
         if deadline is not None and not math.isfinite(deadline):
             raise ValidationError(f"deadline must be a finite clock time, got {deadline!r}")
         if tag is not None and (type(tag) is not str or not tag):
@@ -244,16 +179,11 @@ class Scheduler:
                 self._arm(self.clock.now())
         if self.store.degraded is not self._degraded:  # went to its fallback, or came back
             was, self._degraded = self._degraded, self.store.degraded
+            why = f"rate-limit store back: the shared store is reachable again (was: {was})"
             if self._degraded is not None:
-                why = (
-                    "rate-limit store unavailable, using a conservative local limit: "
-                    + self._degraded
-                )
-                event = ThrottleEvent("fallback", now, reason=why)
-            else:
-                why = f"rate-limit store back: the shared store is reachable again (was: {was})"
-                event = ThrottleEvent("restored", now, reason=why)
-            self._apply([event], now)
+                why = "rate-limit store unavailable, using a conservative local limit: "
+                why += self._degraded
+            self._apply([ThrottleEvent("restored" if was else "fallback", now, reason=why)], now)
         return answer
 
     async def _wait(
@@ -295,7 +225,7 @@ class Scheduler:
         if p.ticket is not None:
             ticket, p.ticket = p.ticket, None
             self._admitted -= 1
-            self.store.refund(ticket, p.tag)
+            self.store.refund(ticket, p._ask[1])
             self._hold_until = -_INF
             self._arm(self.clock.now())
 
