@@ -76,7 +76,7 @@ class Scheduler:
         self._arrivals = itertools.count()
         self._last_arrival = -_INF
         self.in_flight = 0  # admitted and not yet released
-        self._admitted = 0  # admitted and not refunded: every request sent, logins included
+        self._refunded = 0  # admissions given back: the others are every request sent
         self._closed = self._draining = False
         self._busy = 0  # store calls under way
         #: the store's last refusal (why, for which scroll): not asked again before the time
@@ -122,6 +122,8 @@ class Scheduler:
         keepalive: KeepAlive | None = None,
     ) -> Coroutine[None, None, Permit]:
         """As :meth:`slot`, awaited, without a context manager: ``permit.release()`` after."""
+        if type(lane) is Lane and tag is None and deadline is None and not (objects or keepalive):
+            return self._admit(Permit(self, PLAIN[lane]), True)  # the hot path: no checks
         p = self.slot(lane, tag=tag, deadline=deadline, objects=objects, keepalive=keepalive)
         return self._admit(p, True)
 
@@ -156,7 +158,6 @@ class Scheduler:
                 ticket, at, name = await self._ask_store(now, ask[1], keepalive)
             if ticket is not None:
                 self.in_flight += 1
-                self._admitted += 1
                 truth.seq = p.seq = truth.seq + 1
                 p.sent_at = at = now if at < now else at  # the store's may be ahead of ours
                 p.ticket = ticket
@@ -224,7 +225,7 @@ class Scheduler:
     def _refund(self, p: Permit) -> None:
         if p.ticket is not None:
             ticket, p.ticket = p.ticket, None
-            self._admitted -= 1
+            self._refunded += 1
             self.store.refund(ticket, p._ask[1])
             self._hold_until = -_INF
             self._arm(self.clock.now())
@@ -412,7 +413,8 @@ class Scheduler:
     @property
     def quota(self) -> QuotaSnapshot:
         """A snapshot of what is known: limits, remaining per window, resets, and sources."""
-        return take_snapshot(self.clock.now(), self.limits, self._truth, self.store, self._admitted)
+        admitted = self._truth.seq - self._refunded
+        return take_snapshot(self.clock.now(), self.limits, self._truth, self.store, admitted)
 
     async def aclose(self) -> None:
         """Stop: every waiter gets ClientStateError (nothing was sent); the timer ends."""

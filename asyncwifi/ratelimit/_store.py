@@ -117,6 +117,8 @@ class MemoryStore(RateStore):
             retry = self.keepalives.blocks(log, now, keepalive)
             if retry is not None:
                 return None, retry, "keepalive"
+        if keepalive is None:  # the hot path
+            return log.record(now, tag), now, ""
         return self.note(now, tag, keepalive), now, ""
 
     def note(self, at: float, tag: str, keepalive: KeepAlive | None) -> float:
