@@ -1,9 +1,6 @@
-"""Rate limits: 60 a minute and 15,000 a day, exactly, across coroutines, processes and hosts.
-
-One :class:`Scheduler` admits every request (sans-I/O windows and what the server said, one
-queue, one timer); the admission log, tagged per request, lives in a :class:`RateStore`:
-:class:`MemoryStore` by default, :class:`RedisStore` to share a key between processes.
-"""
+"""Rate limits: 60 a minute and 15,000 a day, exactly, across coroutines, processes and hosts:
+one :class:`Scheduler` admits every request; its log lives in a :class:`RateStore`
+(:class:`MemoryStore`, or :class:`RedisStore` to share a key between processes)."""
 
 from asyncwifi.ratelimit._limits import Limit, Limits
 from asyncwifi.ratelimit._permit import Lane

@@ -70,13 +70,9 @@ class ObjectCounts:
 
 @dataclass(frozen=True, slots=True)
 class RateLimitHeaders:
-    """What one response said about the rate limits; every figure is optional.
-
-    ``limits`` and ``remaining`` are keyed by lower-case period name (``"minute"``,
-    ``"day"``); ``objects`` by lower-case object name (``"hotspots"``) for the day period.
-    ``retry_after`` is a delay in seconds, ``retry_after_at`` an absolute epoch time (when
-    ``Retry-After`` was an HTTP date); ``reset`` is ``RateLimit-Reset`` in seconds.
-    """
+    """What one response said (every figure optional): ``limits`` and ``remaining`` by period
+    (``"minute"``), ``objects`` by object (``"hotspots"``, the day's); ``retry_after`` in
+    seconds or ``retry_after_at`` (an HTTP date, epoch); ``reset``: ``RateLimit-Reset``."""
 
     limits: Mapping[str, int] = field(default_factory=dict)
     remaining: Mapping[str, int] = field(default_factory=dict)

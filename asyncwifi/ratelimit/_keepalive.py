@@ -1,15 +1,13 @@
 """Scroll keep-alive: every open scroll keeps a place in the short windows for its next page.
 
-spec §3: a scroll id lapses when its next request comes more than a scroll window after the
-previous one, and a window frees a place only ``span`` (61 s) after its oldest admission: so
-after a burst, earliest deadline first alone cannot continue a scroll whose page went early
-in it, nor stop another process sharing the key from taking the place it waits for.
-
-The rule (sans-I/O; ``RedisStore``'s Lua script mirrors it): each open scroll is *due* by its
-last admission plus its horizon; earliest due first, the k-th takes the k-th place that
-frees. An admission may not raise the number of other scrolls left without a place by their
-due time; a scroll's own request waits, while its due time allows, until its successor will
-have a place. Only windows shorter than the longest are checked (the day is a budget).
+spec §3: a scroll id lapses a scroll window after its last request, and after a burst a
+window frees a place only ``span`` (61 s) after its oldest admission: earliest deadline
+first alone cannot continue a scroll whose page went early in the burst. The rule (sans-I/O;
+``RedisStore``'s Lua script mirrors it): each open scroll is *due* by its last admission plus
+its horizon; earliest due first, the k-th takes the k-th place that frees. An admission may
+not leave more other scrolls without a place by their due time; a scroll's own request
+waits, while its due time allows, until its successor will have a place. Only windows
+shorter than the longest are checked (the day is a budget).
 """
 
 from __future__ import annotations

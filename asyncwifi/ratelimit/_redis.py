@@ -54,12 +54,9 @@ def redis_asyncio(owner: str) -> Any:
 
 
 class RedisStore(RateStore):
-    """The admission log of API key ``key`` in Redis (``redis.asyncio``), shared by all users.
-
-    ``url_or_client`` is a ``redis://`` URL (the store owns and closes that client) or a
-    ``redis.asyncio.Redis`` (left open). ``prefix`` namespaces the keys. ``op_timeout`` (real
-    seconds) bounds each Redis call before the fallback takes over.
-    """
+    """The admission log of API key ``key`` in Redis, shared by all users: ``url_or_client``
+    is a ``redis://`` URL (the store owns that client) or a ``redis.asyncio.Redis`` (left
+    open); ``op_timeout`` (real seconds) bounds each call before the fallback takes over."""
 
     def __init__(
         self,

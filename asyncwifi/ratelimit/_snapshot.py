@@ -1,8 +1,4 @@
-"""Read-only views of the scheduler's state: ``QuotaSnapshot`` (``api.quota``) and events.
-
-``take_snapshot`` builds the snapshot from the local log (the store's) and what the server
-said (``ServerTruth``): per window the lower figure wins, and its source is named.
-"""
+"""Read-only views of the scheduler's state: ``QuotaSnapshot`` (``api.quota``) and events."""
 
 from __future__ import annotations
 

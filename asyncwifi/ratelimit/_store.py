@@ -1,8 +1,5 @@
-"""Where the admission log lives: the ``RateStore`` plug-in and the in-process ``MemoryStore``.
-
-A store answers, awaited, "may one more go now, and if not, when?" and counts admissions per
-tag; estimates (projections, the snapshot) read its ``log``, this process's view.
-"""
+"""Where the admission log lives: the ``RateStore`` plug-in and the in-process ``MemoryStore``:
+"may one more go now, and if not, when?", and admissions counted per tag."""
 
 from __future__ import annotations
 
