@@ -7,6 +7,7 @@ import logging
 import os
 import ssl
 from collections.abc import Callable
+from dataclasses import replace
 from types import TracebackType
 from typing import Any, Literal
 
@@ -195,15 +196,15 @@ class Client:
             max_connections=max_connections,
             ssl_context=ssl_context,
         )
-        self.scheduler = Scheduler(
+        limits = replace(
             limits or Limits(),
-            store=rate_store,
-            clock=self.clock,
             on_exhausted=on_quota_exhausted,
-            max_quota_wait=max_quota_wait,
+            max_wait=max_quota_wait,
             max_in_flight=max_in_flight,
-            on_throttle=on_throttle,
         )
+        self.scheduler = Scheduler(limits, store=rate_store, clock=self.clock)
+        if on_throttle is not None:
+            self.scheduler.on_throttle.append(on_throttle)
         hooks = Hooks()
         if on_request is not None:
             hooks.on_request.append(on_request)

@@ -1,11 +1,6 @@
-"""Rate limits: 60 a minute and 15,000 a day, exactly, across coroutines, processes and hosts.
-
-One :class:`Scheduler` admits every request: sans-I/O window arithmetic (``_log``) and
-server truth (``_truth``) under one admission path, one queue and one timer; the admission
-log (with a tag per admission, counted by :meth:`Scheduler.used`) lives in a :class:`RateStore`
-plug-in: :class:`MemoryStore` by default, or :class:`RedisStore` to share one key's budget
-between processes and hosts.
-"""
+"""Rate limits: 60 a minute and 15,000 a day, exactly, across coroutines, processes and hosts:
+one :class:`Scheduler` admits every request; its log lives in a :class:`RateStore`
+(:class:`MemoryStore`, or :class:`RedisStore` to share a key between processes)."""
 
 from asyncwifi.ratelimit._limits import Limit, Limits
 from asyncwifi.ratelimit._permit import Lane

@@ -1,17 +1,13 @@
 """Scroll keep-alive: every open scroll keeps a place in the short windows for its next page.
 
-spec §3: a scroll id lapses when its next request comes more than a scroll window after the
-previous one. Earliest deadline first (DESIGN "Rate limits" 5) is not enough: a window
-frees a place only ``span`` (61 s) after its oldest admission, so after a burst a scroll
-whose page went early in it cannot continue in time, and another process sharing the key
-takes the place a continuation waits for.
-
-The rule (sans-I/O; ``RedisStore``'s Lua script mirrors it): each open scroll is *due* by
-its last admission plus its horizon; earliest due first, the k-th takes the k-th place that
-frees. An admission may not raise the number of other scrolls left without a place by
-their due time; a scroll's own request waits, while its due time allows, until its
-successor will have a place. Only windows shorter than the longest are checked: keeping
-the day's last places for scrolls that lapse when it is spent would only waste them.
+spec §3: a scroll id lapses a scroll window after its last request, and after a burst a
+window frees a place only ``span`` (61 s) after its oldest admission: earliest deadline
+first alone cannot continue a scroll whose page went early in the burst. The rule (sans-I/O;
+``RedisStore``'s Lua script mirrors it): each open scroll is *due* by its last admission plus
+its horizon; earliest due first, the k-th takes the k-th place that frees. An admission may
+not leave more other scrolls without a place by their due time; a scroll's own request
+waits, while its due time allows, until its successor will have a place. Only windows
+shorter than the longest are checked (the day is a budget).
 """
 
 from __future__ import annotations
@@ -22,19 +18,17 @@ from collections.abc import Sequence
 from asyncwifi.ratelimit._limits import WindowSpec
 from asyncwifi.ratelimit._log import Log
 
-__all__ = ["KeepAlive", "KeepAlives", "checked", "next_change", "place", "shortfall"]
+__all__ = ["KeepAlive", "KeepAlives", "checked", "place", "shortfall"]
 
 
 class KeepAlive:
-    """One open scroll: after each of its admissions it needs another within ``horizon``
-    clock seconds (its scroll window less the margin for the road)."""
+    """One open scroll (``token`` names it in the store): after each of its admissions it
+    needs another within ``horizon`` clock seconds (its scroll window less the road's margin)."""
 
     __slots__ = ("horizon", "token")
 
     def __init__(self, token: str, horizon: float) -> None:
-        #: names the scroll in the store (shared between processes for ``RedisStore``)
-        self.token = token
-        self.horizon = horizon
+        self.token, self.horizon = token, horizon
 
     def __repr__(self) -> str:
         return f"KeepAlive({self.token!r}, horizon={self.horizon:g})"
@@ -42,74 +36,49 @@ class KeepAlive:
 
 def checked(specs: Sequence[WindowSpec]) -> list[WindowSpec]:
     """The windows the rule checks: all but the longest, or the only one."""
-    if len(specs) <= 1:
-        return list(specs)
-    longest = max(w.span for w in specs)
-    return [w for w in specs if w.span < longest]
+    longest = max((w.span for w in specs), default=0.0)
+    return [w for w in specs if w.span < longest] if len(specs) > 1 else list(specs)
 
 
 def place(
     log: Log, specs: Sequence[WindowSpec], now: float, k: int, extra: int
 ) -> tuple[float, bool]:
-    """When the ``k``-th next admission could go in every window, were ``extra`` admissions
-    logged at ``now`` first; and whether waiting can make it earlier (False when a window
-    needs the place of an admission made at or after ``now``, which frees only a span later
-    however long one waits).
-
-    The ``k``-th next admission takes the place of the window's ``used + extra + k -
-    count``-th oldest admission, which frees ``span`` after it was made.
-    """
+    """When the ``k``-th next admission could go in every window, were ``extra`` logged at
+    ``now`` first (it takes the place of the window's ``used + extra + k - count``-th oldest,
+    free ``span`` after it); and whether waiting helps (not if that one is at or after now)."""
     at, movable, times = now, True, log.times
     for w in specs:
         used = log.used(now, w.span)
         idx = used + extra + k - w.count
-        if idx <= 0:
-            continue
-        if idx <= used:
-            t = times[len(times) - used + idx - 1] + w.span
-        else:
-            t, movable = now + w.span, False
-        at = max(at, t)
+        if idx > used:
+            at, movable = max(at, now + w.span), False
+        elif idx > 0:
+            at = max(at, times[len(times) - used + idx - 1] + w.span)
     return at, movable
 
 
 def shortfall(
     log: Log, specs: Sequence[WindowSpec], now: float, due: Sequence[float], extra: int
 ) -> int:
-    """How many of the due times (sorted) could not each get one admission by then, were
-    ``extra`` admissions logged at ``now`` first: earliest due first, the ``k``-th takes
-    the ``k``-th place that frees."""
+    """How many of the due times (sorted) could not each get a place by then, were ``extra``
+    admissions logged at ``now`` first (earliest due first, the k-th takes the k-th place)."""
     return sum(1 for k, d in enumerate(due, 1) if place(log, specs, now, k, extra)[0] > d)
 
 
-def next_change(log: Log, specs: Sequence[WindowSpec], now: float, due: Sequence[float]) -> float:
-    """When the rule's answer may change: a window's oldest admission leaves it, or one
-    of the due times passes (and its scroll is forgotten)."""
-    retry = min((d for d in due if d > now), default=math.inf)
-    for w in specs:
-        used = log.used(now, w.span)
-        retry = min(retry, log.times[-used] + w.span if used else now + w.span)
-    return retry
-
-
 class KeepAlives:
-    """The due times of the open scrolls of one store, and the rule applied to its log."""
+    """The due times of the open scrolls of one store (``due``: token -> the latest clock time
+    its next request may be admitted at), and the rule applied to its log."""
 
     __slots__ = ("due",)
 
     def __init__(self) -> None:
-        #: scroll token -> the latest clock time its next request may be admitted at
         self.due: dict[str, float] = {}
 
     def blocks(self, log: Log, now: float, keepalive: KeepAlive | None) -> float | None:
-        """None when one admission at ``now`` (for ``keepalive``'s scroll, if given) may go;
-        otherwise the clock time to ask again.
-
-        1. It may not take the place another open scroll's next request needs.
-        2. A scroll's own request waits, while its own due time allows, until the request
-           after it will have a place in time (after a burst it goes a little later
-           rather than leave its successor no place before the window frees).
-        """
+        """None when one admission at ``now`` (for ``keepalive``'s scroll, if given) may go,
+        else the clock time to ask again: it may not take the place another open scroll's
+        next request needs, and a scroll's own request waits, while its due time allows,
+        until the one after it will have a place in time."""
         due = self.due
         for token in [t for t, d in due.items() if d < now]:
             del due[token]
@@ -119,7 +88,12 @@ class KeepAlives:
         own = None if keepalive is None else due.get(keepalive.token)
         others = sorted(d for t, d in due.items() if keepalive is None or t != keepalive.token)
         if others and shortfall(log, specs, now, others, 1) > shortfall(log, specs, now, others, 0):
-            return next_change(log, specs, now, others)
+            # ask again when the answer may change: a window's oldest leaves, a due time passes
+            retry = min((d for d in others if d > now), default=math.inf)
+            for w in specs:
+                used = log.used(now, w.span)
+                retry = min(retry, log.times[-used] + w.span if used else now + w.span)
+            return retry
         if keepalive is not None:
             at, movable = place(log, specs, now, len(others) + 1, 1)
             retry = min(at - keepalive.horizon, own if own is not None else math.inf)

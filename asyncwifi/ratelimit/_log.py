@@ -2,23 +2,25 @@
 
 One log of admission times (each with its tag) serves every window of a store. A window of
 ``count`` in any ``span`` admits at ``t`` when its ``count``-th most recent admission is at
-or before ``t - span``: then no interval of ``span`` holds more than ``count``, neither any
-sliding window of the period nor any clock-aligned one (DESIGN "Rate limits" 1), while a
-burst of ``count`` is allowed (2). *Paced*, admissions are also ``span / count`` apart (for
-servers that weigh two fixed windows). The rule is :func:`bound`; ``RedisStore``'s Lua
-script mirrors it (tests/ratelimit/test_rl_lua_mirror.py).
+or before ``t - span``: then no interval of ``span`` holds more than ``count``, sliding or
+clock-aligned (DESIGN "Rate limits" 1), while a burst of ``count`` is allowed (2). *Paced*,
+admissions are also ``span / count`` apart (for servers that weigh two fixed windows). The
+rule is :func:`bound`; ``RedisStore``'s Lua script mirrors it (test_rl_lua_mirror.py).
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Sequence
 
 from asyncwifi.ratelimit._limits import WindowSpec
 
 __all__ = ["Log", "bound"]
+
+_OPEN = (-math.inf, "")
 
 
 def bound(specs: Sequence[WindowSpec], times: Sequence[float]) -> tuple[float, str]:
@@ -38,17 +40,19 @@ class Log:
     ``free`` and ``why`` cache :func:`bound`. An admission is logged no earlier than the
     newest one, so a clock stepping back keeps the log sorted for refunds and bisection."""
 
-    __slots__ = ("_keep", "free", "specs", "tags", "times", "why")
+    __slots__ = ("_keep", "_least", "free", "specs", "tags", "times", "why")
 
     def __init__(self, specs: Sequence[WindowSpec]) -> None:
         self.specs = list(specs)  # counts and modes may change: refresh() after
         self.times: deque[float] = deque()
         self.tags: deque[str] = deque()
-        self.free, self.why = -math.inf, ""  # the next admission's earliest time, and why
         self._keep = max((w.span for w in self.specs), default=0.0)
+        self.refresh()
 
     def refresh(self) -> None:
         """Recompute ``free`` (after a count, a mode or the log changed)."""
+        # below this many admissions no window is full: nothing holds the next one back
+        self._least = min([1 if w.paced else w.count for w in self.specs], default=1 << 62)
         self.free, self.why = bound(self.specs, self.times)
 
     def spec(self, name: str) -> WindowSpec:
@@ -68,7 +72,7 @@ class Log:
         while times[0] <= edge and len(times) > 1:
             times.popleft()
             self.tags.popleft()
-        self.free, self.why = bound(self.specs, times)
+        self.free, self.why = bound(self.specs, times) if len(times) >= self._least else _OPEN
         return now
 
     def remove(self, t: float, tag: str) -> bool:
@@ -89,30 +93,24 @@ class Log:
 
     def tally(self, now: float, span: float) -> dict[str, int]:
         """Admissions per tag in the ``span`` seconds up to ``now``."""
-        edge, out = now - span, dict[str, int]()
-        for t, tag in zip(reversed(self.times), reversed(self.tags), strict=True):
-            if t <= edge:
-                break
-            out[tag] = out.get(tag, 0) + 1
-        return out
+        start = bisect.bisect_right(self.times, now - span)
+        return dict(Counter(itertools.islice(self.tags, start, None)))
 
     def project(self, now: float, k: int) -> list[float]:
         """The earliest times of the next ``k`` admissions, if each went as early as allowed
         (the rule applied to the log extended by the projected admissions themselves)."""
-        keep = max((w.count for w in self.specs), default=1)
-        times = list(self.times)[-keep:]
-        out: list[float] = []
-        t = now
+        times = list(self.times)[-max((w.count for w in self.specs), default=1) :]
+        out = [now]
         for _ in range(k):
-            t = max(t, bound(self.specs, times)[0])
-            out.append(t)
-            times.append(t if not times or times[-1] <= t else times[-1])
-        return out
+            out.append(max(out[-1], bound(self.specs, times)[0]))
+            times.append(max(out[-1], times[-1]) if times else out[-1])
+        return out[1:]
 
     def __repr__(self) -> str:
+        newest = self.times[-1] if self.times else 0.0
         shown = ", ".join(
-            f"{w.name} {self.used(self.times[-1] if self.times else 0.0, w.span)}/{w.count}"
-            f" in {w.span:g}s{' paced' if w.paced else ''}"
+            f"{w.name} {self.used(newest, w.span)}/{w.count} in {w.span:g}s"
+            + (" paced" if w.paced else "")
             for w in self.specs
         )
         return f"<Log {shown}>"

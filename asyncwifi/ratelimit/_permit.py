@@ -1,26 +1,20 @@
-"""What a caller holds: a ``Lane``, a ``Permit`` once admitted, the ``async with`` slot; and
-what a request asks for (``Ask``) and its place in the queue (``Waiter``)."""
+"""What a caller holds (a ``Lane``, a ``Permit``), what a request asks for (``Ask``) and its
+place in the queue (``Waiter``)."""
 
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Mapping
 from enum import IntEnum
-from types import TracebackType
 from typing import TYPE_CHECKING, NamedTuple
 
-from asyncwifi.errors import ValidationError
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._keepalive import KeepAlive
 
 if TYPE_CHECKING:
     from asyncwifi.ratelimit._scheduler import Scheduler
 
-__all__ = ["DEFAULT_TAG", "Ask", "HeadersLike", "Lane", "Permit", "Slot", "Waiter", "ask"]
-
-HeadersLike = Mapping[str, str] | RateLimitHeaders | None
-DEFAULT_TAG = "other"  # the tag of an admission whose caller named none
+__all__ = ["PLAIN", "Ask", "Lane", "Permit", "Waiter"]
 
 
 class Lane(IntEnum):
@@ -34,49 +28,34 @@ class Lane(IntEnum):
 
 #: what a request asks for: its lane, tag, deadline, object quota and open scroll
 Ask = tuple[Lane, str, float | None, str | None, KeepAlive | None]
-
-
-def ask(
-    lane: Lane, tag: str | None, deadline: float | None, objects: str | None, ka: KeepAlive | None
-) -> Ask:
-    """A request's ask, checked (``ValidationError`` before anything is spent)."""
-    if deadline is not None and not math.isfinite(deadline):
-        raise ValidationError(f"deadline must be a finite clock time, got {deadline!r}")
-    if tag is not None and (type(tag) is not str or not tag):
-        raise ValidationError(f"a tag must be a non-empty string, got {tag!r}")
-    return Lane(lane), tag or DEFAULT_TAG, deadline, objects.lower() if objects else None, ka
+PLAIN: dict[Lane, Ask] = {lane: (lane, "other", None, None, None) for lane in Lane}
 
 
 class Waiter(NamedTuple):
-    """A queued request: ordered by its key (deadline tier, then arrival plus the lane's
-    handicap, then arrival order: unique, so the rest is never compared)."""
+    """A queued request, ordered by its unique key (deadline tier, then arrival plus the
+    lane's handicap, then arrival order)."""
 
     key: tuple[int, float, int]
     fut: asyncio.Future[Permit]
-    ask: Ask
+    permit: Permit
 
 
 class Permit:
-    """An admission: the request may be sent now. ``sent_at`` is the admission time."""
+    """One request's admission: ``async with sched.slot(...) as permit`` (released on exit), or
+    ``await sched.acquire(...)`` then ``permit.release()``. Once admitted, ``sent_at`` is its
+    clock time, ``seq`` this process's admission number, ``ticket`` the store's handle."""
 
-    __slots__ = ("_released", "_sched", "lane", "sent_at", "seq", "tag", "ticket")
+    __slots__ = ("_ask", "_released", "_sched", "sent_at", "seq", "ticket")
 
-    def __init__(
-        self, sched: Scheduler, sent_at: float, seq: int, ticket: object, lane: Lane, tag: str
-    ) -> None:
+    def __init__(self, sched: Scheduler, ask: Ask) -> None:
         self._sched = sched
+        self._ask = ask
         self._released = False
-        #: clock time of the admission (the client's view of the send time)
-        self.sent_at = sent_at
-        #: this process's admission number (orders what the server's counts refer to)
-        self.seq = seq
-        #: the store's handle on the logged admission (for a refund)
-        self.ticket = ticket
-        self.lane = lane
-        #: what the request is ("events", "login"...): the store counts per tag
-        self.tag = tag
+        self.sent_at: float
+        self.seq: int
+        self.ticket: object
 
-    def observe(self, status: int, headers: HeadersLike) -> None:
+    def observe(self, status: int, headers: Mapping[str, str] | RateLimitHeaders | None) -> None:
         """Feed the response back: remaining counts, a 429's pause, object quotas."""
         self._sched.observe(status, headers, sent_at=self.sent_at, seq=self.seq)
 
@@ -86,31 +65,13 @@ class Permit:
 
     def release(self) -> None:
         """End the request (frees its in-flight place); ``slot()`` does this on exit."""
-        if not self._released:
-            self._sched._release(self)
-
-    def __repr__(self) -> str:
-        return f"<Permit #{self.seq} {self.tag} {self.lane.name} sent_at={self.sent_at:.3f}>"
-
-
-class Slot:
-    """``async with sched.slot(...) as permit``: admission on entry, release on exit."""
-
-    __slots__ = ("_ask", "_permit", "_sched")
-
-    def __init__(self, sched: Scheduler, ask: Ask) -> None:
-        self._sched, self._ask = sched, ask
-        self._permit: Permit | None = None
+        self._sched._release(self)
 
     async def __aenter__(self) -> Permit:
-        self._permit = await self._sched._admit(self._ask, True)
-        return self._permit
+        return await self._sched._admit(self, True)
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._permit is not None:
-            self._permit.release()
+    async def __aexit__(self, *exc: object) -> None:
+        self._sched._release(self)
+
+    def __repr__(self) -> str:
+        return f"<Permit #{getattr(self, 'seq', '-')} {self._ask[1]}>"

@@ -18,7 +18,7 @@ import hashlib
 import itertools
 import math
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from asyncwifi._auth import check_url, hide_password
@@ -32,7 +32,7 @@ from asyncwifi.ratelimit._store import Answer, MemoryStore, RateStore, configure
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-__all__ = ["RedisStore", "check_shared_key", "key_name", "redis_asyncio"]
+__all__ = ["RedisStore", "key_name", "redis_asyncio"]
 
 _US = 1_000_000
 
@@ -40,12 +40,6 @@ _US = 1_000_000
 def key_name(client_key: str) -> str:
     """The name a key's shared log goes by in Redis: a hash of the API key, never the key."""
     return "k-" + hashlib.sha256(client_key.encode()).hexdigest()[:16]
-
-
-def check_shared_key(key: object, owner: str) -> None:
-    """``ValidationError`` unless ``key`` names a shared budget (a non-empty string)."""
-    if not key or not isinstance(key, str):
-        raise ValidationError(f"{owner} needs a non-empty key naming the shared budget")
 
 
 def redis_asyncio(owner: str) -> Any:
@@ -59,18 +53,10 @@ def redis_asyncio(owner: str) -> Any:
     return redis.asyncio
 
 
-def _ttl(span: float) -> int:
-    """A key's lifetime in milliseconds: its window and a second."""
-    return math.ceil(span * 1000) + 1000
-
-
 class RedisStore(RateStore):
-    """The admission log of API key ``key`` in Redis (``redis.asyncio``), shared by all users.
-
-    ``url_or_client`` is a ``redis://`` URL (the store owns and closes that client) or a
-    ``redis.asyncio.Redis`` (left open). ``prefix`` namespaces the keys. ``op_timeout`` (real
-    seconds) bounds each Redis call before the fallback takes over.
-    """
+    """The admission log of API key ``key`` in Redis, shared by all users: ``url_or_client``
+    is a ``redis://`` URL (the store owns that client) or a ``redis.asyncio.Redis`` (left
+    open); ``op_timeout`` (real seconds) bounds each call before the fallback takes over."""
 
     def __init__(
         self,
@@ -84,7 +70,8 @@ class RedisStore(RateStore):
         op_timeout: float = 1.0,
     ) -> None:
         super().__init__()
-        check_shared_key(key, "RedisStore")
+        if not key or not isinstance(key, str):
+            raise ValidationError("RedisStore needs a non-empty key naming the shared budget")
         if not 0 < fallback_fraction <= 1:
             raise ValidationError(f"fallback_fraction must be in (0, 1], got {fallback_fraction!r}")
         if not reconnect_interval > 0 or not op_timeout > 0:
@@ -94,12 +81,8 @@ class RedisStore(RateStore):
             check_url(url_or_client, "Redis")
         self._url = url_or_client if isinstance(url_or_client, str) else None
         self._client: Redis | None = None if isinstance(url_or_client, str) else url_or_client
-        #: the shared budget's name
-        self.key = key
-        self.prefix = prefix
-        self.use_redis_time = use_redis_time
-        self.fallback_fraction = fallback_fraction
-        self.reconnect_interval = reconnect_interval
+        self.key, self.prefix, self.use_redis_time = key, prefix, use_redis_time
+        self.fallback_fraction, self.reconnect_interval = fallback_fraction, reconnect_interval
         self.op_timeout = op_timeout
         from redis.exceptions import RedisError
 
@@ -124,9 +107,7 @@ class RedisStore(RateStore):
         reduced = [copy.copy(s) for s in specs]
         for s in reduced:
             s.count = max(1, math.floor(s.count * self.fallback_fraction))
-            # the short window is paced (no bursts); pacing the day would space requests
-            # minutes apart for nothing, its reduced count is enough
-            s.paced = s.period == shortest
+            s.paced = s.period == shortest  # pacing the day would space requests for nothing
         self._fallback.bind(reduced)
 
     def configure(self, name: str, *, count: int | None = None, paced: bool | None = None) -> None:
@@ -139,10 +120,11 @@ class RedisStore(RateStore):
             from redis.asyncio import Redis as _Redis
 
             assert self._url is not None
+            timeout = self.op_timeout
             self._client = _Redis.from_url(
                 self._url,
-                socket_timeout=self.op_timeout,
-                socket_connect_timeout=self.op_timeout,
+                socket_timeout=timeout,
+                socket_connect_timeout=timeout,
                 retry_on_timeout=False,
             )
         script = self._scripts.get(name)
@@ -154,8 +136,15 @@ class RedisStore(RateStore):
     def _now(self, now: float) -> str:
         return "" if self.use_redis_time else str(round(now * _US))
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
+    def _spawn(self, call: Awaitable[Any]) -> None:
+        """Run ``call`` in the background; a failure is the safe side (see each caller)."""
+
+        async def quiet() -> None:
+            with contextlib.suppress(*self._errors):
+                async with asyncio.timeout(self.op_timeout):
+                    await call
+
+        task = asyncio.get_running_loop().create_task(quiet())
         self._bg.add(task)
         task.add_done_callback(self._bg.discard)
 
@@ -166,7 +155,7 @@ class RedisStore(RateStore):
             raise ClientStateError("RedisStore.acquire() before bind(): give it to a Scheduler")
         if self.degraded is not None:
             if now < self._retry_at:
-                answer = await self._fallback.acquire(now, tag, keepalive)
+                answer = self._fallback.take(now, tag, keepalive)
                 if answer[0] is None:
                     return answer
                 member = self._member.format(next(self._ids), tag)
@@ -179,12 +168,12 @@ class RedisStore(RateStore):
             return await asyncio.shield(call)
         except asyncio.CancelledError:
             # the caller gave up while Redis decided: an admission made meanwhile goes back
-            call.add_done_callback(lambda c: self._undo(c, tag))
-            raise
+            def undo(c: asyncio.Future[Answer]) -> None:
+                if not c.cancelled() and c.exception() is None:
+                    self.refund(c.result()[0], tag)
 
-    def _undo(self, call: asyncio.Future[Answer], tag: str) -> None:
-        if not call.cancelled() and call.exception() is None:
-            self.refund(call.result()[0], tag)
+            call.add_done_callback(undo)
+            raise
 
     async def _admit(self, now: float, tag: str, keepalive: KeepAlive | None) -> Answer:
         specs = self._own.specs
@@ -235,7 +224,7 @@ class RedisStore(RateStore):
                 pipe = self._client.pipeline(transaction=False)
                 for key, w in zip(self._keys, self._own.specs, strict=False):
                     pipe.zadd(key, {m: round(t * _US) + offset for t, m in self._pending})
-                    pipe.pexpire(key, _ttl(w.span))
+                    pipe.pexpire(key, math.ceil(w.span * 1000) + 1000)  # the window and a second
                 async with asyncio.timeout(self.op_timeout):
                     await pipe.execute()
         except self._errors:
@@ -245,36 +234,27 @@ class RedisStore(RateStore):
         return True
 
     def refund(self, ticket: object, tag: str) -> None:
+        # on failure the entry expires with its window: counting it is the safe side
         if isinstance(ticket, tuple):
             t, member = ticket
             self._own.remove(t, tag)
             self._fallback.refund(t, tag)
             self._pending = [(pt, m) for pt, m in self._pending if m != member]
-            if self.degraded is None:
-                self._spawn(self._zrem(member, self._keys))
+            if self.degraded is None and self._client is not None:
+                client = self._client
+                self._spawn(asyncio.gather(*(client.zrem(k, member) for k in self._keys)))
 
     def drop_keepalive(self, token: str) -> None:
         self._fallback.drop_keepalive(token)
         if self.degraded is None and self._client is not None:
-            self._spawn(self._zrem(token, [self._scrolls]))
-
-    async def _zrem(self, member: str, keys: list[str]) -> None:
-        # on failure the entry expires with its window: counting it is the safe side
-        with contextlib.suppress(*self._errors):
-            assert self._client is not None
-            async with asyncio.timeout(self.op_timeout):
-                await asyncio.gather(*(self._client.zrem(key, member) for key in keys))
+            self._spawn(self._client.zrem(self._scrolls, token))
 
     def pause(self, until: float, now: float) -> None:
         """Share the pause: with Redis time it lands ``until - now`` after Redis' TIME (a
         little after the 429 was seen, which errs on the safe side)."""
         if until > now and self.degraded is None:
             args = [self._now(now), round((until - now) * _US)]
-            self._spawn(self._quiet(self._call("pause", PAUSE, [self._pause], args)))
-
-    async def _quiet(self, call: Coroutine[Any, Any, Any]) -> None:
-        with contextlib.suppress(*self._errors):
-            await call
+            self._spawn(self._call("pause", PAUSE, [self._pause], args))
 
     async def tally(self, now: float, window: str) -> dict[str, int]:
         """Every process's admissions per tag; while Redis is unreachable, this process's."""
@@ -286,7 +266,8 @@ class RedisStore(RateStore):
             except self._errors as exc:
                 self._enter_fallback(now, exc)
             else:
-                return {_text(t): int(c) for t, c in zip(flat[::2], flat[1::2], strict=True)}
+                text = [v.decode() if isinstance(v, bytes) else v for v in flat[::2]]
+                return {t: int(c) for t, c in zip(text, flat[1::2], strict=True)}
         return self._own.tally(now, self._own.spec(window).span)
 
     @property
@@ -302,7 +283,3 @@ class RedisStore(RateStore):
 
     def __repr__(self) -> str:
         return f"RedisStore(key={self.key!r}, {self.status})"
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value

@@ -1,10 +1,9 @@
 """The Lua scripts of ``RedisStore``: each decides and records atomically in Redis.
 
-Times are integer microseconds; a window is a sorted set of admissions whose members are
-``token:number:tag``. ``ACQUIRE`` mirrors the Python rules of ``_log`` (the windows) and
-``_keepalive`` (a place kept for each open scroll's next request), generic over the
-windows it is given; ``tests/ratelimit/test_rl_lua_mirror.py`` holds them to the same
-decisions.
+Times are integer microseconds; a window is a sorted set of admissions (members
+``token:number:tag``). ``ACQUIRE`` mirrors the rules of ``_log`` (the windows) and
+``_keepalive`` (a place kept for each open scroll), generic over the windows it is given;
+tests/ratelimit/test_rl_lua_mirror.py holds them to the same decisions.
 """
 
 from __future__ import annotations
@@ -32,12 +31,12 @@ ACQUIRE = (
     + """
 local n = tonumber(ARGV[3])
 local function arg(i, j) return tonumber(ARGV[j + 4 * i]) end  -- j: 0 count, 1 span, 2 pace
+local function checked(i) return ARGV[3 + 4 * i] == '1' end
 local function oldest(i, idx)  -- score of the idx-th oldest entry (1-based) of window i
   return tonumber(redis.call('ZRANGE', KEYS[i], idx - 1, idx - 1, 'WITHSCORES')[2])
 end
--- time never goes back: a caller whose reading is older than one already used (it was
--- delayed on its way here) decides and records at the newest time, or its check would
--- miss entries that a newer caller already pruned
+-- time never goes back: a caller whose reading is older than one already used decides and
+-- records at the newest time, or its check would miss entries a newer caller pruned
 local hwm = tonumber(redis.call('GET', KEYS[n + 2]) or '0')
 if hwm and hwm > now then now = hwm end
 local longest = 0
@@ -61,9 +60,9 @@ for i = 1, n do
   end
   used[i] = c
 end
--- scroll keep-alive (_keepalive.py, the same rule): an admission may not leave another
--- open scroll's next request without a place by its due time; a scroll's own request
--- waits, while its due time allows, until its successor will have a place in time
+-- the keep-alive rule (_keepalive.py): no other open scroll's next request may be left
+-- without a place by its due time; a scroll's own request waits, while its due time
+-- allows, until its successor will have a place in time
 local kkey, token, horizon = KEYS[n + 3], ARGV[4 + 4 * n], tonumber(ARGV[5 + 4 * n])
 if wait <= now then
   redis.call('ZREMRANGEBYSCORE', kkey, '-inf', '(' .. us(now))
@@ -73,17 +72,14 @@ if wait <= now then
     if all[j] == token then own = tonumber(all[j + 1])
     else others[#others + 1] = tonumber(all[j + 1]) end
   end
-  -- when the k-th next admission could go (after extra at now), and whether waiting helps
-  local function place(k, extra)
+  local function place(k, extra)  -- when the k-th next could go; whether waiting helps
     local at, movable = now, true
     for i = 1, n do
-      if ARGV[3 + 4 * i] == '1' then
-        local idx = used[i] + extra + k - arg(i, 0)
-        if idx > 0 then
-          local t = now + arg(i, 1)
-          if idx <= used[i] then t = oldest(i, idx) + arg(i, 1) else movable = false end
-          if t > at then at = t end
-        end
+      local idx = used[i] + extra + k - arg(i, 0)
+      if checked(i) and idx > used[i] then
+        at, movable = math.max(at, now + arg(i, 1)), false
+      elseif checked(i) and idx > 0 then
+        at = math.max(at, oldest(i, idx) + arg(i, 1))
       end
     end
     return at, movable
@@ -96,17 +92,14 @@ if wait <= now then
     return s
   end
   if #others > 0 and short(1) > short(0) then
-    -- ask again at the next change: a window's oldest admission leaves, a due time passes
-    local retry = nil
+    -- ask again when the answer may change: a window's oldest leaves, a due time passes
+    local retry = math.huge
     for j = 1, #others do
-      if others[j] > now and (retry == nil or others[j] < retry) then retry = others[j] end
+      if others[j] > now then retry = math.min(retry, others[j]) end
     end
     for i = 1, n do
-      if ARGV[3 + 4 * i] == '1' then
-        local t = now + arg(i, 1)
-        if used[i] > 0 then t = oldest(i, 1) + arg(i, 1) end
-        if retry == nil or t < retry then retry = t end
-      end
+      if checked(i) and used[i] > 0 then retry = math.min(retry, oldest(i, 1) + arg(i, 1))
+      elseif checked(i) then retry = math.min(retry, now + arg(i, 1)) end
     end
     wait, why = retry, n + 2
   elseif token ~= '' then

@@ -1,12 +1,11 @@
 """The asyncio scheduler: every request waits here for its admission (DESIGN "Rate limits").
 
-One class in aiolimiter's shape: one admission path (``_admit``: what the server said, then
-the store, awaited whatever it is), one queue and one timer. A caller that may go at once
-never queues; the others wait in one heap: deadlines first, earliest first (DESIGN 5: a
-scroll continuation must leave within 60 s), then by arrival plus the lane's handicap
-(``lane * aging`` s), so a lower lane goes first among requests of similar age but none
-starves (DESIGN 6); ties keep arrival order. The timer, one task on the clock, grants the
-head whenever it may go; a release, a response or a refund re-arms it for now.
+One admission path (``_admit``: what the server said, then the store), one queue and one
+timer. A caller that may go at once never queues; the others wait in one heap: deadlines
+first, earliest first (DESIGN 5: a scroll continuation must leave within 60 s), then by
+arrival plus the lane's handicap (``lane * aging`` s), so a lower lane goes first among
+requests of similar age but none starves (DESIGN 6); ties keep arrival order. The timer
+grants the head whenever it may go; a release, a response or a refund re-arms it.
 """
 
 from __future__ import annotations
@@ -18,8 +17,7 @@ import itertools
 import logging
 import math
 import uuid
-from collections.abc import Callable, Coroutine
-from types import TracebackType
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Literal, overload
 
 from asyncwifi._clock import Clock, SystemClock
@@ -27,18 +25,9 @@ from asyncwifi.errors import ClientStateError, QuotaExhaustedError, ValidationEr
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._keepalive import KeepAlive
 from asyncwifi.ratelimit._limits import Limits
-from asyncwifi.ratelimit._permit import (
-    DEFAULT_TAG,
-    Ask,
-    HeadersLike,
-    Lane,
-    Permit,
-    Slot,
-    Waiter,
-    ask,
-)
-from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent, report, take_snapshot
-from asyncwifi.ratelimit._store import MemoryStore, RateStore
+from asyncwifi.ratelimit._permit import PLAIN, Lane, Permit, Waiter
+from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent, fmt_time, take_snapshot
+from asyncwifi.ratelimit._store import Answer, MemoryStore, RateStore
 from asyncwifi.ratelimit._truth import NOW, Reason, ServerTruth
 
 __all__ = ["Scheduler"]
@@ -46,16 +35,16 @@ __all__ = ["Scheduler"]
 _INF = math.inf
 _LAST = 1 << 62  # an arrival number after every real one (a newcomer queues behind ties)
 _NO_HOLD: tuple[Reason, KeepAlive | None] = (NOW, None)
+_log = logging.getLogger("asyncwifi.ratelimit")
 
 
 class Scheduler:
     """Admits requests so that no window of any limit ever holds more than its count.
 
-    ``on_exhausted``: when a quota (the day, an object's) is spent, ``"wait"`` for its reset
-    (at most ``max_quota_wait`` s, else :class:`~asyncwifi.errors.QuotaExhaustedError`) or
-    ``"raise"`` at once, sending nothing. ``max_in_flight`` bounds requests between admission
-    and release; ``aging`` is the handicap in seconds per lane step (default: the shortest
-    period); paced mode lasts ``paced_recovery`` periods after the last unexpected 429.
+    The policy on a spent quota and the in-flight bound come from ``limits``. ``aging`` is
+    the handicap in seconds per lane step (default: the shortest period); paced mode lasts
+    ``paced_recovery`` periods after the last unexpected 429. Every :class:`ThrottleEvent`
+    is logged and passed to each callback in ``on_throttle``.
     """
 
     def __init__(
@@ -64,84 +53,64 @@ class Scheduler:
         *,
         store: RateStore | None = None,
         clock: Clock | None = None,
-        on_exhausted: Literal["wait", "raise"] = "wait",
-        max_quota_wait: float | None = None,
-        max_in_flight: int | None = 16,
-        logger: logging.Logger | None = None,
-        on_throttle: Callable[[ThrottleEvent], None] | None = None,
         aging: float | None = None,
         paced_recovery: float = 60.0,
     ) -> None:
-        if on_exhausted not in ("wait", "raise"):
-            raise ValidationError(f"on_exhausted must be 'wait' or 'raise', got {on_exhausted!r}")
-        if max_quota_wait is not None and not max_quota_wait >= 0:
-            raise ValidationError(f"max_quota_wait must be >= 0 or None, got {max_quota_wait!r}")
-        if max_in_flight is not None and (type(max_in_flight) is not int or max_in_flight < 1):
-            raise ValidationError(f"max_in_flight must be an int >= 1 or None: {max_in_flight!r}")
         if not (aging is None or aging > 0) or not paced_recovery > 0:
             raise ValidationError(f"aging, paced_recovery must be > 0: {aging}, {paced_recovery}")
-        self.limits = limits if limits is not None else Limits()
-        specs = self.limits.windows()
-        self._truth = ServerTruth(
-            specs,
-            paced_recovery=paced_recovery,
-            on_exhausted=on_exhausted,
-            max_quota_wait=max_quota_wait,
-        )
-        self._store = store if store is not None else MemoryStore()
-        self._store.bind(specs)
-        self._clock = clock if clock is not None else SystemClock()
-        self._log = logger if logger is not None else logging.getLogger("asyncwifi.ratelimit")
-        self._on_throttle = on_throttle
-        self._max_in_flight = max_in_flight
+        self.limits = limits = limits if limits is not None else Limits()
+        specs = limits.windows()
+        self._truth = ServerTruth(specs, limits, paced_recovery)
+        self.store = store = store if store is not None else MemoryStore()
+        store.bind(specs)
+        # a store answering as MemoryStore does is asked without a coroutine (the hot path)
+        plain = isinstance(store, MemoryStore) and type(store).acquire is MemoryStore.acquire
+        self._take = store.take if isinstance(store, MemoryStore) and plain else None
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.on_throttle: list[Callable[..., None]] = []
+        self._mif: float = _INF if limits.max_in_flight is None else limits.max_in_flight
         self._aging = aging if aging is not None else (specs[0].period if specs else 60.0)
         self._longest = max(specs, key=lambda s: s.span).name if specs else ""  # for used()
         self._heap: list[Waiter] = []
         self._parked: list[Waiter] = []  # waiting for an object's quota: they hold no one up
         self._arrivals = itertools.count()
         self._last_arrival = -_INF
-        self._in_flight = 0
-        self._admitted = 0  # admitted and not refunded: every request sent, logins included
-        self._closed = False
+        self.in_flight = 0  # admitted and not yet released
+        self._refunded = 0  # admissions given back: the others are every request sent
+        self._closed = self._draining = False
         self._busy = 0  # store calls under way
         #: the store's last refusal (why, for which scroll): not asked again before the time
         self._hold_until, self._hold = -_INF, _NO_HOLD
         self._timer: asyncio.Task[None] | None = None
         self._timer_at = _INF
-        self._draining = False
         self._degraded: str | None = None
-
-    @property
-    def clock(self) -> Clock:
-        return self._clock
-
-    @property
-    def store(self) -> RateStore:
-        return self._store
-
-    @property
-    def in_flight(self) -> int:
-        return self._in_flight
 
     # -- asking ----------------------------------------------------------------------------
 
     def slot(
         self,
         lane: Lane = Lane.DEFAULT,
+        *,
+        tag: str | None = None,
         deadline: float | None = None,
         objects: str | None = None,
         keepalive: KeepAlive | None = None,
-        *,
-        tag: str | None = None,
-    ) -> Slot:
+    ) -> Permit:
         """Wait for admission (``async with``); the permit's in-flight place ends on exit.
 
-        ``tag`` says what the request is (``"events"``, ``"login"``; default ``"other"``;
-        see :meth:`used`); a ``deadline`` (clock time) puts it in the earliest-deadline-first
-        tier; ``objects`` names the object quota it spends (``"hotspots"``); ``keepalive``
-        the open scroll it belongs to (:meth:`keepalive`).
+        ``tag`` says what the request is (see :meth:`used`); a ``deadline`` (clock time) puts
+        it in the earliest-deadline-first tier; ``objects`` names the object quota it spends
+        (``"hotspots"``); ``keepalive`` the open scroll it belongs to (:meth:`keepalive`).
+        Bad arguments raise ``ValidationError`` here, before anything is spent.
         """
-        return Slot(self, ask(lane, tag, deadline, objects, keepalive))
+        if type(lane) is Lane and tag is None and deadline is None and not (objects or keepalive):
+            return Permit(self, PLAIN[lane])  # one shared ask per lane
+        if deadline is not None and not math.isfinite(deadline):
+            raise ValidationError(f"deadline must be a finite clock time, got {deadline!r}")
+        if tag is not None and (type(tag) is not str or not tag):
+            raise ValidationError(f"a tag must be a non-empty string, got {tag!r}")
+        objects = objects.lower() if objects else None
+        return Permit(self, (Lane(lane), tag or "other", deadline, objects, keepalive))
 
     def acquire(
         self,
@@ -152,28 +121,26 @@ class Scheduler:
         objects: str | None = None,
         keepalive: KeepAlive | None = None,
     ) -> Coroutine[None, None, Permit]:
-        """Wait for admission (await it) without a context manager; ``permit.release()``
-        after. Bad arguments raise at the call."""
-        if type(lane) is Lane and tag is None and deadline is None and not objects:
-            return self._admit((lane, DEFAULT_TAG, None, None, keepalive), True)
-        return self._admit(ask(lane, tag, deadline, objects, keepalive), True)
+        """As :meth:`slot`, awaited, without a context manager: ``permit.release()`` after."""
+        if type(lane) is Lane and tag is None and deadline is None and not (objects or keepalive):
+            return self._admit(Permit(self, PLAIN[lane]), True)  # the hot path: no checks
+        p = self.slot(lane, tag=tag, deadline=deadline, objects=objects, keepalive=keepalive)
+        return self._admit(p, True)
 
     @overload
-    async def _admit(self, ask: Ask, caller: Literal[True]) -> Permit: ...
+    async def _admit(self, p: Permit, caller: Literal[True]) -> Permit: ...
     @overload
-    async def _admit(self, ask: Ask, caller: Literal[False]) -> Permit | tuple[float, Reason]: ...
-    async def _admit(self, ask: Ask, caller: bool) -> Permit | tuple[float, Reason]:
-        """The one admission path: a permit, or when to ask again and why. A ``caller``
-        admits itself only when nobody waits, else (or when refused) it waits its turn."""
+    async def _admit(self, p: Permit, caller: Literal[False]) -> Permit | tuple[float, Reason]: ...
+    async def _admit(self, p: Permit, caller: bool) -> Permit | tuple[float, Reason]:
+        """The one admission path: the permit, admitted, or when to ask again and why. A
+        ``caller`` admits itself only when nobody waits, else (or when refused) it queues."""
         if caller:
             if self._closed:
                 raise ClientStateError("the rate-limit scheduler is closed")
-            mif = self._max_in_flight
-            if self._heap or self._busy or (mif is not None and self._in_flight >= mif):
-                return await self._wait(ask, None, None)
-        # a caller refused after all queues where it arrived, before those that came meanwhile
-        arrival = next(self._arrivals) if caller else 0
-        now, truth, keepalive = self._clock.now(), self._truth, ask[4]
+            if self._heap or self._busy or self.in_flight >= self._mif:
+                return await self._wait(p, None, None)
+        now, truth, ask = self.clock.now(), self._truth, p._ask
+        keepalive = ask[4]
         if truth.paced_until:
             self._apply(truth.tick(now), now)
         refused: tuple[float, Reason]
@@ -183,40 +150,55 @@ class Scheduler:
         elif now < self._hold_until and self._hold[1] is keepalive:
             refused = self._hold_until, self._hold[0]  # so does the store's last answer
         else:
-            self._busy += 1
-            try:
-                ticket, at, name = await self._store.acquire(now, ask[1], keepalive)
-            finally:
-                self._busy -= 1
-                if self._heap and not self._draining:  # others queued while the store decided
-                    self._arm(self._clock.now())
-            if self._store.degraded is not self._degraded:
-                self._store_changed(now)
+            if self._take is not None:
+                ticket, at, name = self._take(now, ask[1], keepalive)
+                arrived = None
+            else:  # a caller refused queues where it arrived, before those who came meanwhile
+                arrived = (now, next(self._arrivals)) if caller else None
+                ticket, at, name = await self._ask_store(now, ask[1], keepalive)
             if ticket is not None:
-                self._in_flight += 1
-                self._admitted += 1
-                if at < now:
-                    at = now  # the store's time line may be ahead of ours (never behind)
-                truth.seq = seq = truth.seq + 1
+                self.in_flight += 1
+                truth.seq = p.seq = truth.seq + 1
+                p.sent_at = at = now if at < now else at  # the store's may be ahead of ours
+                p.ticket = ticket
                 truth.recent.append(at)
-                return Permit(self, at, seq, ticket, ask[0], ask[1])
+                return p
             why = Reason(name) if name in ("", "pause", "keepalive") else Reason("window", name)
             self._hold_until, self._hold = at, (why, keepalive)
             refused = at, why
-        return await self._wait(ask, refused, (now, arrival)) if caller else refused
+            if caller:
+                return await self._wait(p, refused, arrived or (now, next(self._arrivals)))
+        return await self._wait(p, refused, None) if caller else refused
+
+    async def _ask_store(self, now: float, tag: str, keepalive: KeepAlive | None) -> Answer:
+        self._busy += 1
+        try:
+            answer = await self.store.acquire(now, tag, keepalive)
+        finally:
+            self._busy -= 1
+            if self._heap and not self._draining:  # others queued while the store decided
+                self._arm(self.clock.now())
+        if self.store.degraded is not self._degraded:  # went to its fallback, or came back
+            was, self._degraded = self._degraded, self.store.degraded
+            why = f"rate-limit store back: the shared store is reachable again (was: {was})"
+            if self._degraded is not None:
+                why = "rate-limit store unavailable, using a conservative local limit: "
+                why += self._degraded
+            self._apply([ThrottleEvent("restored" if was else "fallback", now, reason=why)], now)
+        return answer
 
     async def _wait(
-        self, ask: Ask, refused: tuple[float, Reason] | None, arrived: tuple[float, int] | None
+        self, p: Permit, refused: tuple[float, Reason] | None, arrived: tuple[float, int] | None
     ) -> Permit:
-        now, seq = arrived or (self._clock.now(), next(self._arrivals))
-        t, why = self._truth.gate(now, ask[3]) if refused is None else refused
+        now, seq = arrived or (self.clock.now(), next(self._arrivals))
+        t, why = self._truth.gate(now, p._ask[3]) if refused is None else refused
         err = self._exhausted(now, t, why)
         if err is not None:
             raise err
         now = self._last_arrival = max(now, self._last_arrival)  # a clock stepping back
-        deadline = ask[2]
-        key = (0, deadline, seq) if deadline is not None else (1, now + ask[0] * self._aging, seq)
-        w = Waiter(key, asyncio.get_running_loop().create_future(), ask)
+        lane, deadline = p._ask[0], p._ask[2]
+        key = (0, deadline, seq) if deadline is not None else (1, now + lane * self._aging, seq)
+        w = Waiter(key, asyncio.get_running_loop().create_future(), p)
         if why.kind == "object":
             self._parked.append(w)
         else:
@@ -227,33 +209,32 @@ class Scheduler:
             return await w.fut
         except asyncio.CancelledError:
             if w.fut.done() and not w.fut.cancelled() and w.fut.exception() is None:
-                self._refund(w.fut.result())  # granted, then cancelled before it resumed
-                self._release(w.fut.result())
+                self._refund(p)  # granted, then cancelled before it resumed
+                self._release(p)
             w.fut.cancel()
-            self._arm(self._clock.now())
+            self._arm(self.clock.now())
             raise
 
     def _release(self, p: Permit) -> None:
         if not p._released:
             p._released = True
-            self._in_flight -= 1
-            mif = self._max_in_flight
-            if self._heap and mif is not None and self._in_flight + 1 >= mif:
-                self._arm(self._clock.now())
+            self.in_flight -= 1
+            if self._heap and self.in_flight + 1 >= self._mif:
+                self._arm(self.clock.now())
 
     def _refund(self, p: Permit) -> None:
         if p.ticket is not None:
             ticket, p.ticket = p.ticket, None
-            self._admitted -= 1
-            self._store.refund(ticket, p.tag)
+            self._refunded += 1
+            self.store.refund(ticket, p._ask[1])
             self._hold_until = -_INF
-            self._arm(self._clock.now())
+            self._arm(self.clock.now())
 
     def _exhausted(self, now: float, t: float, why: Reason) -> QuotaExhaustedError | None:
         """The error to raise if ``why`` is a spent quota the policy will not wait for."""
         err, note = self._truth.exhausted(now, t, why)
         if note:
-            self._log.warning("%s", note)
+            _log.warning("%s", note)
         return err
 
     # -- the timer -------------------------------------------------------------------------
@@ -270,14 +251,14 @@ class Scheduler:
         self._timer = asyncio.get_running_loop().create_task(self._fire(at))
 
     async def _fire(self, at: float) -> None:
-        if at > self._clock.now():
-            await self._clock.sleep(at - self._clock.now())  # _arm may cancel it here
+        if at > self.clock.now():
+            await self.clock.sleep(at - self.clock.now())  # _arm may cancel it here
         self._draining, wake = True, _INF  # from here on, _arm leaves it be
         try:
             if not self._busy:  # else the caller's admission re-arms it when done
                 wake = await self._drain()
         except Exception as exc:
-            self._log.exception("rate-limit store failed; failing the waiting requests")
+            _log.exception("rate-limit store failed; failing the waiting requests")
             self._fail(exc)
         finally:
             self._draining, self._timer, self._timer_at = False, None, _INF
@@ -288,9 +269,9 @@ class Scheduler:
         """Grant every waiter that can go now; returns the next time to look (inf: none)."""
         heap, truth = self._heap, self._truth
         while not self._closed:
-            now, wake, parked, self._parked = self._clock.now(), _INF, self._parked, []
+            now, wake, parked, self._parked = self.clock.now(), _INF, self._parked, []
             for w in parked:  # waiters whose object quota is back rejoin the queue
-                t, why = truth.gate(now, w.ask[3])
+                t, why = truth.gate(now, w.permit._ask[3])
                 if why.kind == "object" and t > now and not w.fut.done():
                     self._parked.append(w)
                     wake = min(wake, t)
@@ -298,11 +279,10 @@ class Scheduler:
                     heapq.heappush(heap, w)
             while heap and heap[0].fut.done():
                 heapq.heappop(heap)
-            mif = self._max_in_flight
-            if not heap or (mif is not None and self._in_flight >= mif):
+            if not heap or self.in_flight >= self._mif:
                 return wake  # a release re-arms the timer
             w = heap[0]
-            got = await self._admit(w.ask, False)
+            got = await self._admit(w.permit, False)
             err = None
             if isinstance(got, Permit) and w.fut.done():  # cancelled while the store decided
                 self._refund(got)
@@ -340,46 +320,39 @@ class Scheduler:
     def observe(
         self,
         status: int,
-        headers: HeadersLike,
+        headers: Mapping[str, str] | RateLimitHeaders | None,
         *,
         sent_at: float | None = None,
         seq: int | None = None,
     ) -> None:
         """Apply a response's status and headers (``sent_at``: when it was admitted)."""
-        h = (
-            headers
-            if isinstance(headers, RateLimitHeaders)
-            else RateLimitHeaders.from_headers(headers)
-        )
-        if status != 429 and h.empty:
+        if not isinstance(headers, RateLimitHeaders):
+            headers = RateLimitHeaders.from_headers(headers)
+        if status != 429 and headers.empty:
             return
-        now = self._clock.now()
+        now = self.clock.now()
         sent = now if sent_at is None else sent_at
-        self._apply(self._truth.observe(now, status, h, sent_at=sent, seq=seq), now)
+        self._apply(self._truth.observe(now, status, headers, sent_at=sent, seq=seq), now)
         self._arm(now)
 
     def _apply(self, events: list[ThrottleEvent], now: float) -> None:
         """Carry out what the server's state asks for, log it, and tell ``on_throttle``."""
         for e in events:
             if e.kind == "pause" and e.until is not None:
-                self._store.pause(e.until, now)
+                self.store.pause(e.until, now)
             elif e.kind in ("paced", "exact", "limit"):
                 paced = None if e.kind == "limit" else e.kind == "paced"
-                self._store.configure(e.name, count=e.count, paced=paced)
+                self.store.configure(e.name, count=e.count, paced=paced)
                 self._hold_until = -_INF
-            report(e, self._log, self._on_throttle)
-
-    def _store_changed(self, now: float) -> None:
-        """The store went to its conservative fallback, or came back: say so."""
-        was, self._degraded = self._degraded, self._store.degraded
-        if self._degraded is not None:
-            why = (
-                f"rate-limit store unavailable, using a conservative local limit: {self._degraded}"
+            level = logging.INFO if e.kind in ("exact", "restored") else logging.WARNING
+            _log.log(
+                level, "%s%s", e.reason, "" if e.until is None else f" (until {fmt_time(e.until)})"
             )
-            self._apply([ThrottleEvent("fallback", now, reason=why)], now)
-        else:
-            why = f"rate-limit store back: the shared store is reachable again (was: {was})"
-            self._apply([ThrottleEvent("restored", now, reason=why)], now)
+            for callback in self.on_throttle:
+                try:
+                    callback(e)
+                except Exception:
+                    _log.exception("on_throttle callback failed")
 
     # -- scrolls, projections, counts ------------------------------------------------------
 
@@ -393,31 +366,29 @@ class Scheduler:
 
     def drop_keepalive(self, keepalive: KeepAlive) -> None:
         """The scroll ended: its place goes back to everyone else."""
-        self._store.drop_keepalive(keepalive.token)
+        self.store.drop_keepalive(keepalive.token)
         self._hold_until = -_INF
-        self._arm(self._clock.now())
+        self._arm(self.clock.now())
 
     def earliest_admission(self, lane: Lane = Lane.DEFAULT, *, objects: str | None = None) -> float:
         """Clock time at which a request entering now in ``lane`` could be admitted: an
-        estimate that counts the waiters ahead and lets each go as early as the limits allow
-        (it cannot foresee responses, 429s or newer arrivals)."""
-        now = self._clock.now()
+        estimate from the waiters ahead, each going as early as the limits allow (it cannot
+        foresee responses, 429s or newer arrivals)."""
+        now = self.clock.now()
         return self._project(now, (1, now + int(lane) * self._aging, _LAST), objects)
 
     def can_meet(
         self, deadline: float, lane: Lane = Lane.SCROLL, *, objects: str | None = None
     ) -> bool:
         """Could a request with this deadline, entering now, be admitted before it?"""
-        return self._project(self._clock.now(), (0, deadline, _LAST), objects) <= deadline
-
-    def _hint(self) -> float:
-        """The store's last refusal, if it holds for anyone (not one scroll's own)."""
-        return self._hold_until if self._hold[1] is None else -_INF
+        return self._project(self.clock.now(), (0, deadline, _LAST), objects) <= deadline
 
     def _project(self, now: float, key: tuple[int, float, int], objects: str | None) -> float:
         ahead = sum(1 for w in self._heap if w.key < key and not w.fut.done())
-        t0, hint = self._truth.gate(now, objects)[0], self._hint()
-        times = [max(t, hint) for t in self._store.log.project(max(now, t0), ahead + 1)]
+        # the store's last refusal holds for anyone unless it was one scroll's own
+        hint = self._hold_until if self._hold[1] is None else -_INF
+        t0 = self._truth.gate(now, objects)[0]
+        times = [max(t, hint) for t in self.store.log.project(max(now, t0), ahead + 1)]
         for allowed, end in self._truth.caps(now).values():
             for j in range(max(0, allowed), len(times)):
                 times[j] = max(times[j], end)
@@ -430,24 +401,20 @@ class Scheduler:
     async def used(
         self, tag: str | None = None, *, window: str | None = None
     ) -> int | dict[str, int]:
-        """Admissions per tag (or ``tag``'s) in ``window`` (default: the longest, the day):
-        what the limiter counts against it now, over its last ``span`` seconds, every
-        process's when the store is shared (while ``RedisStore`` is unreachable, this
-        process's). A budget giving each kind of request a share of the day reads it here."""
+        """Admissions per tag (or ``tag``'s) that ``window`` (default: the longest) counts
+        now, every process's when the store is shared (this process's while ``RedisStore``
+        is unreachable): what a budget giving each kind of request a share reads."""
         name = window or self._longest
         if name not in self._truth.specs:
             raise ValidationError(f"no such window {name!r}; there are {list(self._truth.specs)}")
-        counts = await self._store.tally(self._clock.now(), name)
+        counts = await self.store.tally(self.clock.now(), name)
         return counts if tag is None else counts.get(tag, 0)
 
     @property
     def quota(self) -> QuotaSnapshot:
         """A snapshot of what is known: limits, remaining per window, resets, and sources."""
-        waiting = sum(1 for w in (*self._heap, *self._parked) if not w.fut.done())
-        counts = {"in_flight": self._in_flight, "waiting": waiting, "admitted": self._admitted}
-        return take_snapshot(
-            self._clock.now(), self.limits, self._truth, self._store, self._hint(), **counts
-        )
+        admitted = self._truth.seq - self._refunded
+        return take_snapshot(self.clock.now(), self.limits, self._truth, self.store, admitted)
 
     async def aclose(self) -> None:
         """Stop: every waiter gets ClientStateError (nothing was sent); the timer ends."""
@@ -458,19 +425,14 @@ class Scheduler:
                 self._timer.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._timer
-            await self._store.detach()  # the last scheduler using a store closes it
+            await self.store.detach()  # the last scheduler using a store closes it
 
     async def __aenter__(self) -> Scheduler:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     def __repr__(self) -> str:
         waiting = len(self._heap) + len(self._parked)
-        return f"<Scheduler {self._store.status} in_flight={self._in_flight} waiting={waiting}>"
+        return f"<Scheduler {self.store.status} in_flight={self.in_flight} waiting={waiting}>"

@@ -1,8 +1,5 @@
-"""Where the admission log lives: the ``RateStore`` plug-in and the in-process ``MemoryStore``.
-
-A store answers, awaited, "may one more go now, and if not, when?" and counts admissions
-per tag; estimates (projections, the snapshot) read its ``log``, this process's view.
-"""
+"""Where the admission log lives: the ``RateStore`` plug-in and the in-process ``MemoryStore``:
+"may one more go now, and if not, when?", and admissions counted per tag."""
 
 from __future__ import annotations
 
@@ -17,7 +14,7 @@ from asyncwifi.ratelimit._log import Log
 
 __all__ = ["Answer", "MemoryStore", "RateStore", "configure"]
 
-#: ``RateStore.acquire``'s answer: ``(ticket, at, "")`` when admitted at clock time ``at``, else
+#: ``acquire``'s answer: ``(ticket, at, "")`` when admitted at clock time ``at``, else
 #: ``(None, retry_at, why)``: the window that holds it back, "pause" or "keepalive"
 Answer = tuple[object | None, float, str]
 
@@ -55,23 +52,19 @@ class RateStore(abc.ABC):
             )
         self._users += 1
 
+    def _setup(self, specs: list[WindowSpec]) -> None:
+        self.log = Log(specs)
+
     async def detach(self) -> None:
         """A scheduler is done with the store: the last one closes it."""
         self._users -= 1
         if self._users <= 0:
             await self.aclose()
 
-    def _setup(self, specs: list[WindowSpec]) -> None:
-        self.log = Log(specs)
-
     @abc.abstractmethod
     async def acquire(self, now: float, tag: str, keepalive: KeepAlive | None = None) -> Answer:
         """Admit one request tagged ``tag`` at clock time ``now`` if every window allows it
         (``keepalive``: the open scroll it belongs to, see ``_keepalive``)."""
-
-    def configure(self, name: str, *, count: int | None = None, paced: bool | None = None) -> None:
-        """Lower a window's count (the server said so) or switch its paced mode."""
-        configure(self.log, name, count, paced)
 
     @abc.abstractmethod
     def refund(self, ticket: object, tag: str) -> None:
@@ -85,16 +78,20 @@ class RateStore(abc.ABC):
     async def tally(self, now: float, window: str) -> dict[str, int]:
         """Admissions per tag in ``window`` (its span up to ``now``), every user's."""
 
+    def configure(self, name: str, *, count: int | None = None, paced: bool | None = None) -> None:
+        """Lower a window's count (the server said so) or switch its paced mode."""
+        configure(self.log, name, count, paced)
+
     def pause(self, until: float, now: float) -> None:  # noqa: B027 - optional hook
         """Share a server-ordered pause (until clock time ``until``) with other users."""
 
-    @property
-    def status(self) -> str:
-        """Short description for the quota snapshot ("memory", "redis", "redis-fallback")."""
-        return type(self).__name__
-
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections (no-op for in-process stores)."""
+
+    @property
+    def status(self) -> str:
+        """What the quota snapshot calls the store: "memory" for a ``MemoryStore``."""
+        return type(self).__name__.removesuffix("Store").lower()
 
 
 class MemoryStore(RateStore):
@@ -106,6 +103,10 @@ class MemoryStore(RateStore):
         self.keepalives = KeepAlives()
 
     async def acquire(self, now: float, tag: str, keepalive: KeepAlive | None = None) -> Answer:
+        return self.take(now, tag, keepalive)
+
+    def take(self, now: float, tag: str, keepalive: KeepAlive | None = None) -> Answer:
+        """``acquire`` without a coroutine: this store never waits for I/O."""
         log = self.log
         if now < log.free:
             return None, log.free, log.why
@@ -113,16 +114,14 @@ class MemoryStore(RateStore):
             retry = self.keepalives.blocks(log, now, keepalive)
             if retry is not None:
                 return None, retry, "keepalive"
-        t = log.record(now, tag)
-        if keepalive is not None:
-            self.keepalives.admitted(keepalive, t)
-        return t, now, ""
+        if keepalive is None:  # the hot path
+            return log.record(now, tag), now, ""
+        return self.note(now, tag, keepalive), now, ""
 
     def note(self, at: float, tag: str, keepalive: KeepAlive | None) -> float:
         """Log an admission at ``at`` unconditionally; returns the time logged."""
         t = self.log.record(at, tag)
-        if keepalive is not None:
-            self.keepalives.admitted(keepalive, t)
+        self.keepalives.admitted(keepalive, t)
         return t
 
     def refund(self, ticket: object, tag: str) -> None:
@@ -134,10 +133,6 @@ class MemoryStore(RateStore):
 
     async def tally(self, now: float, window: str) -> dict[str, int]:
         return self.log.tally(now, self.log.spec(window).span)
-
-    @property
-    def status(self) -> str:
-        return "memory"
 
     def __repr__(self) -> str:
         return f"MemoryStore({self.log!r})"

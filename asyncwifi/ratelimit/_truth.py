@@ -1,25 +1,26 @@
 """What the server said, as sans-I/O state: pauses, remaining counts, object quotas, pacing.
 
-``ServerTruth`` takes the time as an argument and returns events (pause, paced mode, a
-lower limit) for the scheduler to carry out and log. A remaining count becomes a *cap*:
-"at most ``r`` more admissions until ``end``", the end placed by what the server said
-(``RateLimit-Reset``), not by the clock grid, so it holds for fixed windows on our clock
-or a skewed one and for sliding (or weighted) windows. Inside a cap a newer report may only
-lower it. When a cap ends, one *probe* goes, and its response sets the next cap; should no
-response come, the probe state lapses after the shortest span.
+``ServerTruth`` takes the time as an argument and returns events (pause, paced mode, a lower
+limit) for the scheduler to carry out and log. A remaining count becomes a *cap*, "at most
+``r`` more admissions until ``end``", the end placed by what the server said
+(``RateLimit-Reset``), not by the clock grid, so it holds for fixed windows on any clock and
+for sliding or weighted ones. Inside a cap a newer report may only lower it. When a cap
+ends, one *probe* goes and its response sets the next cap; unanswered, it lapses after the
+shortest span.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.ratelimit._headers import RateLimitHeaders
-from asyncwifi.ratelimit._limits import DAY, WindowSpec
+from asyncwifi.ratelimit._limits import DAY, Limits, WindowSpec
 from asyncwifi.ratelimit._snapshot import ThrottleEvent, fmt_time
 
 __all__ = ["NOW", "ObjectState", "Reason", "ServerTruth", "grid_end"]
@@ -75,42 +76,24 @@ def grid_end(t: float, period: float) -> float:
 class ServerTruth:
     """Server truth layered over the local log; every method takes ``now``."""
 
-    def __init__(
-        self,
-        specs: Sequence[WindowSpec],
-        *,
-        paced_recovery: float = 60.0,
-        on_exhausted: Literal["wait", "raise"] = "wait",
-        max_quota_wait: float | None = None,
-    ) -> None:
-        #: the windows by name; a count the server reported lower is lowered here
-        self.specs = {s.name: s for s in specs}
-        #: the shortest window (the one a 429 without detail is blamed on)
-        self.shortest = min(specs, key=lambda s: s.period, default=None)
-        day = self.specs.get("day")
-        self.day_period = day.period if day is not None else DAY  # objects reset on it
-        #: the longest wait a server may order; longer values are clamped (garbage)
-        self.max_reset = max([DAY + 60.0, *(s.span for s in specs)])
+    def __init__(self, specs: Sequence[WindowSpec], limits: Limits, paced_recovery: float) -> None:
+        self.specs = {s.name: s for s in specs}  # a count the server reports lower is lowered
+        self.shortest = min(specs, key=lambda s: s.period, default=None)  # a bare 429's blame
+        self.day_period = self.specs["day"].period if "day" in self.specs else DAY  # objects'
+        self.max_reset = max([DAY + 60.0, *(s.span for s in specs)])  # longer waits: garbage
         self.paced_recovery = paced_recovery  # in periods of the paced window
         #: a quota window that frees within this horizon is pacing, not a spent quota
         self._pacing = max((s.span for s in specs if not s.quota), default=0.0)
-        #: on a spent quota: wait for it (at most max_wait seconds), or raise at once
-        self.on_exhausted, self.max_wait = on_exhausted, max_quota_wait
+        self.limits = limits  # on a spent quota: wait (at most max_wait s), or raise
         self._noted = -math.inf  # the reset a wait was last noted for
-        #: admissions so far (this process); a permit carries its own number
-        self.seq = 0
-        self.recent: deque[float] = deque(maxlen=2048)
-        #: no admission before this time (a 429 named a reset)
-        self.pause_until = -math.inf
-        self.pause_reason = ""
+        self.seq = 0  # admissions so far (this process); a permit carries its own number
+        self.recent: deque[float] = deque(maxlen=2048)  # their times, the latest
+        self.pause_until = -math.inf  # no admission before this time (a 429 named a reset)
         self._caps: dict[str, _Cap] = {}
         self.probe_span = self.shortest.span if self.shortest is not None else 60.0
-        #: no cap can block while seq < cap_floor (a cheap test for the hot path)
-        self.cap_floor = _NEVER
-        #: window name -> time paced mode ends
-        self.paced_until: dict[str, float] = {}
-        #: object name -> what the server said of its daily quota
-        self.objects: dict[str, ObjectState] = {}
+        self.cap_floor = _NEVER  # no cap can block while seq < cap_floor (the hot path's test)
+        self.paced_until: dict[str, float] = {}  # window -> when its paced mode ends
+        self.objects: dict[str, ObjectState] = {}  # object -> its daily quota, as reported
 
     def gate(self, now: float, objects: str | None = None) -> tuple[float, Reason]:
         """Earliest time the server's state allows an admission, and why (``NOW`` if now)."""
@@ -130,16 +113,17 @@ class ServerTruth:
     def exhausted(
         self, now: float, t: float, why: Reason
     ) -> tuple[QuotaExhaustedError | None, str]:
-        """Whether waiting until ``t`` for ``why`` is for a spent quota (an object's, or a
-        quota window's that frees later than the short windows' span; else pacing) that the
-        policy will not wait for: the error to raise, and a note to log (once per reset)."""
+        """If waiting until ``t`` for ``why`` is for a spent quota (an object's, or a quota
+        window's freeing later than the short windows' span) that the policy will not wait
+        for: the error to raise; and a note to log (once per reset)."""
         spec = self.specs.get(why.name)
         window = why.kind in ("window", "cap") and spec is not None and spec.quota
         if t <= now or not (why.kind == "object" or (window and t - now > self._pacing)):
             return None, ""
         what = f"{why.name} quota" if window else f"{why.name} object quota"
         back = f"{fmt_time(t)} (in {t - now:.0f} s)"
-        if self.on_exhausted == "wait" and (self.max_wait is None or t - now <= self.max_wait):
+        max_wait = self.limits.max_wait
+        if self.limits.on_exhausted == "wait" and (max_wait is None or t - now <= max_wait):
             if not window or t <= self._noted:
                 return None, ""
             self._noted = t
@@ -157,11 +141,10 @@ class ServerTruth:
             self._refloor()
             return None
         # one more than admitted so far (a cap lowered by a late report may be below that)
-        c = self._caps[name] = _Cap(
-            c.end + self.probe_span, max(c.max_seq, self.seq) + 1, True, c.end
-        )
+        probe = _Cap(c.end + self.probe_span, max(c.max_seq, self.seq) + 1, True, c.end)
+        self._caps[name] = probe
         self._refloor()
-        return c if now < c.end else self._current(name, now)
+        return probe if now < probe.end else self._current(name, now)
 
     def _refloor(self) -> None:
         self.cap_floor = min((c.max_seq for c in self._caps.values()), default=_NEVER)
@@ -181,21 +164,14 @@ class ServerTruth:
         current = ((name, self._current(name, now)) for name in list(self._caps))
         return {n: (c.max_seq - self.seq, c.end) for n, c in current if c and not c.probe}
 
-    def seq_at(self, sent_at: float) -> int:
-        """Sequence number of the earliest own admission at or after ``sent_at`` (for a
-        response without its permit: every later admission counts against what remains)."""
-        c = 0
-        for t in reversed(self.recent):
-            if t < sent_at:
-                break
-            c += 1
-        return self.seq - c + 1 if c else self.seq
-
     def observe(
         self, now: float, status: int, h: RateLimitHeaders, *, sent_at: float, seq: int | None
     ) -> list[ThrottleEvent]:
-        """Apply one response (status and parsed headers) of a request sent at ``sent_at``."""
-        seq = self.seq_at(sent_at) if seq is None else seq
+        """Apply one response (status and parsed headers) of a request sent at ``sent_at``;
+        without its ``seq``, every own admission since ``sent_at`` counts against it."""
+        if seq is None:
+            later = sum(1 for _ in itertools.takewhile(sent_at.__le__, reversed(self.recent)))
+            seq = self.seq - later + 1 if later else self.seq
         out: list[ThrottleEvent] = []
         spent_before = {
             n
@@ -227,13 +203,9 @@ class ServerTruth:
     def _window_end(
         self, name: str, sent_at: float, now: float, h: RateLimitHeaders
     ) -> tuple[float, bool] | None:
-        """Until when a remaining count of ``name`` holds at most, and whether the server said.
-
-        ``RateLimit-Reset``, when it describes this period, is when the period next has room;
-        counted from ``now`` (after the server counted) it errs on the safe side. Without it,
-        the clock-aligned window is the only guess, and a response that crossed a boundary
-        says nothing of the window it counted in.
-        """
+        """Until when a remaining count of ``name`` holds at most, and whether the server said:
+        ``RateLimit-Reset`` (when it describes this period) counted from ``now``, the safe
+        side; else the clock-aligned window, unless the response crossed its boundary."""
         reset = h.reset_for(name)
         if reset is not None and reset > 0:
             return now + min(reset, self.max_reset), True
@@ -286,8 +258,8 @@ class ServerTruth:
             source = f"the end of the {blamed} window"
         if until > self.pause_until:
             self.pause_until = until
-            self.pause_reason = f"429 ({blamed or 'rate'} limit): paused until {source}"
-            out.append(ThrottleEvent("pause", now, blamed, until, self.pause_reason))
+            why = f"429 ({blamed or 'rate'} limit): paused until {source}"
+            out.append(ThrottleEvent("pause", now, blamed, until, why))
         if spec is not None and spec.quota:
             # a spent day holds until the server's reset, whatever an earlier report said
             cur = self._current(blamed, now)
@@ -296,8 +268,11 @@ class ServerTruth:
             self._caps[blamed] = _Cap(until, seq)
             self._refloor()
             if blamed not in spent_before:
-                why = f"429: the {blamed} quota is spent"
-                out.append(ThrottleEvent("exhausted", now, blamed, until, why))
+                out.append(
+                    ThrottleEvent(
+                        "exhausted", now, blamed, until, f"429: the {blamed} quota is spent"
+                    )
+                )
         elif spec is not None and blamed not in spent_before:
             # recovery counts from the end of the pause, so that paced admissions happen
             end = max(now, self.pause_until) + self.paced_recovery * spec.period

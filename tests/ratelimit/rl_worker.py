@@ -10,6 +10,7 @@ import asyncio
 import json
 import sys
 import time
+from dataclasses import replace
 from typing import Any
 
 from asyncwifi.ratelimit import Limit, Limits, RedisStore, Scheduler
@@ -81,7 +82,7 @@ async def main(cfg: dict[str, Any]) -> None:
     limits = Limits(
         minute=Limit(cfg["n"], 60.0), day=Limit(15_000, 86_400.0), minute_margin=cfg["margin"]
     )
-    async with Scheduler(limits, clock=clock, store=store, max_in_flight=None) as sched:
+    async with Scheduler(replace(limits, max_in_flight=None), clock=clock, store=store) as sched:
         run = simulator if cfg.get("base_url") else plain
         out = await run(cfg, sched)
     print(json.dumps(out), flush=True)

@@ -27,7 +27,7 @@ def minute(remaining: int, reset: float | None = None) -> dict[str, str]:
 
 
 def scheduler(clock: VirtualClock) -> Scheduler:
-    return Scheduler(Limits(minute=Limit(60, 60.0), day=None), clock=clock, max_in_flight=None)
+    return Scheduler(Limits(minute=Limit(60, 60.0), day=None, max_in_flight=None), clock=clock)
 
 
 async def admit(s: Scheduler, out: list[float]) -> Any:

@@ -12,6 +12,7 @@ admitted by its due time, the windows hold, and the flood still uses the window.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
@@ -77,7 +78,7 @@ def burst_then_scroll(keep: bool) -> tuple[list[float], list[float], list[float]
     scrolled: list[float] = []
 
     async def main() -> list[float]:
-        async with Scheduler(Limits(), clock=clock, max_in_flight=None) as s:
+        async with Scheduler(Limits(max_in_flight=None), clock=clock) as s:
             late = asyncio.create_task(scroll(s, PAGES, scrolled, keep=keep))
             await asyncio.sleep(0)  # the scroll's first page goes first, then the flood
             await flood(s, 300, ordinary)
@@ -115,7 +116,7 @@ def test_a_new_scroll_waits_until_it_can_be_kept_alive() -> None:
     scrolled: list[float] = []
 
     async def main() -> list[float]:
-        async with Scheduler(Limits(), clock=clock, max_in_flight=None) as s:
+        async with Scheduler(Limits(max_in_flight=None), clock=clock) as s:
             await flood(s, 59, [])  # 59 of the 60 places, all at START
             return await scroll(s, 3, scrolled, keep=True)
 
@@ -128,7 +129,7 @@ def test_a_scroll_that_ended_gives_its_place_back() -> None:
     clock = VirtualClock(START)
 
     async def main() -> float:
-        async with Scheduler(Limits(), clock=clock, max_in_flight=None) as s:
+        async with Scheduler(Limits(max_in_flight=None), clock=clock) as s:
             await scroll(s, 1, [], keep=True)
             sent: list[float] = []
             await flood(s, 59, sent)  # the scroll ended: all 59 places go now
@@ -180,8 +181,8 @@ async def test_another_process_cannot_take_the_place_a_continuation_needs(
     def store() -> RedisStore:
         return RedisStore("redis://127.0.0.1:6379", key="acct", prefix=prefix, use_redis_time=False)
 
-    a = Scheduler(lim, clock=clock, store=store(), max_in_flight=None)
-    b = Scheduler(lim, clock=clock, store=store(), max_in_flight=None)
+    a = Scheduler(replace(lim, max_in_flight=None), clock=clock, store=store())
+    b = Scheduler(replace(lim, max_in_flight=None), clock=clock, store=store())
     ordinary: list[float] = []
     scrolled: list[float] = []
     filled = asyncio.Event()

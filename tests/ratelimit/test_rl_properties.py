@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -98,7 +98,7 @@ def test_random_workload_keeps_every_promise(
         task.cancel()
 
     async def main() -> None:
-        sched = Scheduler(lim, clock=clock, store=store, max_in_flight=max_in_flight)
+        sched = Scheduler(replace(lim, max_in_flight=max_in_flight), clock=clock, store=store)
         tasks: list[asyncio.Task[None]] = []
         for i, r in enumerate(workload):
             await clock.sleep(r.gap)
@@ -162,7 +162,7 @@ def test_saturated_run_uses_at_least_99_percent_of_the_rate(
 
     async def main() -> None:
         store = MemoryStore()
-        sched = Scheduler(lim, clock=clock, store=store, max_in_flight=None)
+        sched = Scheduler(replace(lim, max_in_flight=None), clock=clock, store=store)
         store.configure("minute", paced=paced)
         await asyncio.gather(*(one(sched, at) for at in arrivals))
         await sched.aclose()
@@ -214,7 +214,7 @@ def test_deadlines_are_met_whenever_feasible(
                 met[i] = p.sent_at <= deadline
 
     async def main() -> None:
-        sched = Scheduler(lim, clock=clock, max_in_flight=None)
+        sched = Scheduler(replace(lim, max_in_flight=None), clock=clock)
         for _ in range(used):
             (await sched.acquire()).release()
         tasks = []

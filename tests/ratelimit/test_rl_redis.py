@@ -12,6 +12,7 @@ import os
 import socket
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,8 @@ async def test_several_schedulers_share_one_budget(prefix: str) -> None:
     clock = ScaledClock(500)
     lim = Limits(minute=Limit(10, 60.0), day=Limit(1_000, 86_400.0))
     scheds = [
-        Scheduler(lim, clock=clock, store=store(prefix), max_in_flight=None) for _ in range(3)
+        Scheduler(replace(lim, max_in_flight=None), clock=clock, store=store(prefix))
+        for _ in range(3)
     ]
     sent: list[float] = []
     await asyncio.gather(*(take_all(s, 20, sent) for s in scheds))
@@ -234,12 +236,11 @@ async def test_unreachable_redis_falls_back_to_a_conservative_paced_limit() -> N
         f"redis://127.0.0.1:{free_port()}", key="acct", use_redis_time=False, op_timeout=0.5
     )
     s = Scheduler(
-        Limits(minute=Limit(8, 60.0), day=Limit(1_000, 86_400.0)),
+        Limits(minute=Limit(8, 60.0), day=Limit(1_000, 86_400.0), max_in_flight=None),
         clock=clock,
         store=st,
-        on_throttle=events.append,
-        max_in_flight=None,
     )
+    s.on_throttle.append(events.append)
     sent: list[float] = []
     await take_all(s, 5, sent)
     snap = s.quota
@@ -268,7 +269,8 @@ async def test_fallback_then_back_to_redis_with_the_meantime_merged(
         op_timeout=0.5,
     )
     lim = Limits(minute=Limit(8, 60.0), day=Limit(1_000, 86_400.0))
-    s = Scheduler(lim, clock=clock, store=st, on_throttle=events.append, max_in_flight=None)
+    s = Scheduler(replace(lim, max_in_flight=None), clock=clock, store=st)
+    s.on_throttle.append(events.append)
     sent: list[float] = []
     await take_all(s, 8, sent)
     assert s.quota.store == "redis"
@@ -291,7 +293,7 @@ async def test_a_day_spent_elsewhere_raises_here_without_waiting(prefix: str) ->
     clock = ScaledClock(500)
     lim = Limits(minute=Limit(60, 60.0), day=Limit(3, 86_400.0))
     a = Scheduler(lim, clock=clock, store=store(prefix))
-    b = Scheduler(lim, clock=clock, store=store(prefix), on_exhausted="raise")
+    b = Scheduler(replace(lim, on_exhausted="raise"), clock=clock, store=store(prefix))
     for _ in range(3):
         async with a.slot():
             pass

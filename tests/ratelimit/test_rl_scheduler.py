@@ -49,7 +49,7 @@ class TestAdmission:
         times: list[Any] = []
 
         async def main() -> None:
-            async with Scheduler(Limits(), clock=clock, max_in_flight=None) as s:
+            async with Scheduler(Limits(max_in_flight=None), clock=clock) as s:
                 await asyncio.gather(*(take(s, times) for _ in range(180)))
 
         run(clock, main)
@@ -129,7 +129,7 @@ class TestAdmission:
             await asyncio.gather(*tasks)
 
         async def main() -> None:
-            s = Scheduler(limits(1, 1.0), clock=clock, aging=5.0, max_in_flight=None)
+            s = Scheduler(limits(1, 1.0, max_in_flight=None), clock=clock, aging=5.0)
             await take(s, out, "first")
             f = asyncio.create_task(flood(s))
             await clock.sleep(0.1)
@@ -203,7 +203,7 @@ class TestInFlightAndCancellation:
                 await clock.sleep(5.0)
 
         async def main() -> None:
-            s = Scheduler(Limits(), clock=clock, max_in_flight=3)
+            s = Scheduler(Limits(max_in_flight=3), clock=clock)
             await asyncio.gather(*(job(s, i) for i in range(9)))
             assert s.in_flight == 0
             await s.aclose()
@@ -238,7 +238,7 @@ class TestInFlightAndCancellation:
 
         async def main() -> None:
             store = MemoryStore()
-            s = Scheduler(limits(60, 60.0, day=1000), clock=clock, store=store, max_in_flight=1)
+            s = Scheduler(limits(60, 60.0, day=1000, max_in_flight=1), clock=clock, store=store)
             holder = await s.acquire()
             b = asyncio.create_task(take(s, out, "b"))
             c = asyncio.create_task(take(s, out, "c"))
@@ -286,11 +286,11 @@ class TestInFlightAndCancellation:
 
     def test_bad_arguments(self) -> None:
         with pytest.raises(ValidationError):
-            Scheduler(on_exhausted="spin")  # type: ignore[arg-type]
+            Scheduler(Limits(on_exhausted="spin"))  # type: ignore[arg-type]
         with pytest.raises(ValidationError):
-            Scheduler(max_in_flight=0)
+            Scheduler(Limits(max_in_flight=0))
         with pytest.raises(ValidationError):
-            Scheduler(max_quota_wait=-1)
+            Scheduler(Limits(max_wait=-1))
         with pytest.raises(ValidationError):
             Scheduler().slot(deadline=float("nan"))
 
@@ -304,7 +304,8 @@ class TestServerTruth:
         events: list[ThrottleEvent] = []
 
         async def main() -> None:
-            s = Scheduler(Limits(), clock=clock, on_throttle=events.append, max_in_flight=None)
+            s = Scheduler(Limits(max_in_flight=None), clock=clock)
+            s.on_throttle.append(events.append)
             async with s.slot() as p:
                 await clock.sleep(0.5)
                 p.observe(429, {"Retry-After": "3600", "X-RateLimit-Remaining-Minute": "0"})
@@ -325,7 +326,7 @@ class TestServerTruth:
         out: list[Any] = []
 
         async def main() -> None:
-            s = Scheduler(Limits(), clock=clock, max_in_flight=None)
+            s = Scheduler(Limits(max_in_flight=None), clock=clock)
             s.observe(429, {})
             assert s.quota.paused_until == START + 40.0  # START is :20 past a UTC minute
             await asyncio.gather(*(take(s, out) for _ in range(4)))
@@ -373,7 +374,7 @@ class TestServerTruth:
         out: list[Any] = []
 
         async def main() -> None:
-            s = Scheduler(limits(60, 60.0), clock=clock, max_in_flight=None)
+            s = Scheduler(limits(60, 60.0, max_in_flight=None), clock=clock)
             async with s.slot() as p:
                 p.observe(200, {"X-RateLimit-Remaining-Minute": "2"})
             snap = s.quota.minute
@@ -394,7 +395,7 @@ class TestServerTruth:
         out: list[Any] = []
 
         async def main() -> None:
-            s = Scheduler(Limits(), clock=clock, max_in_flight=None)
+            s = Scheduler(Limits(max_in_flight=None), clock=clock)
             async with s.slot() as p:
                 p.observe(200, {"X-RateLimit-Limit-Minute": "10"})
             await asyncio.gather(*(take(s, out) for _ in range(30)))
@@ -409,7 +410,7 @@ class TestServerTruth:
         clock = VirtualClock(START)
 
         async def main() -> None:
-            s = Scheduler(limits(60, 60.0), clock=clock, max_in_flight=None)
+            s = Scheduler(limits(60, 60.0, max_in_flight=None), clock=clock)
             for _ in range(3):
                 (await s.acquire()).release()
             # the first of the three reports 1 left: the two sent after it used more than that
@@ -429,7 +430,8 @@ class TestServerTruth:
             raise RuntimeError("callback bug")
 
         async def main() -> None:
-            s = Scheduler(Limits(), clock=clock, on_throttle=boom)
+            s = Scheduler(Limits(), clock=clock)
+            s.on_throttle.append(boom)
             s.observe(429, {"Retry-After": "1"})
             await s.aclose()
 
@@ -442,7 +444,7 @@ class TestQuotas:
         clock = VirtualClock(START)
 
         async def main() -> None:
-            s = Scheduler(limits(60, 60.0, day=3), clock=clock, on_exhausted="raise")
+            s = Scheduler(limits(60, 60.0, day=3, on_exhausted="raise"), clock=clock)
             for _ in range(3):
                 (await s.acquire()).release()
             with pytest.raises(QuotaExhaustedError) as ei:
@@ -471,7 +473,7 @@ class TestQuotas:
         clock = VirtualClock(START)
 
         async def main() -> None:
-            s = Scheduler(limits(60, 60.0, day=1), clock=clock, max_quota_wait=3600.0)
+            s = Scheduler(limits(60, 60.0, day=1, max_wait=3600.0), clock=clock)
             (await s.acquire()).release()
             with pytest.raises(QuotaExhaustedError):
                 await s.acquire()
@@ -483,7 +485,7 @@ class TestQuotas:
         clock = VirtualClock(START)
 
         async def main() -> None:
-            s = Scheduler(Limits(), clock=clock, max_in_flight=None)
+            s = Scheduler(Limits(max_in_flight=None), clock=clock)
             async with s.slot() as p:
                 p.observe(
                     200, {"X-RateLimit-Remaining-Day": "0", "X-RateLimit-Remaining-Minute": "59"}
@@ -500,7 +502,7 @@ class TestQuotas:
         clock = VirtualClock(START)
 
         async def main() -> None:
-            s = Scheduler(Limits(), clock=clock, on_exhausted="raise")
+            s = Scheduler(Limits(on_exhausted="raise"), clock=clock)
             async with s.slot() as p:
                 p.observe(
                     429,
@@ -523,7 +525,7 @@ class TestQuotas:
         out: list[Any] = []
 
         async def main() -> None:
-            s = Scheduler(Limits(), clock=clock, max_in_flight=None)
+            s = Scheduler(Limits(max_in_flight=None), clock=clock)
             async with s.slot(objects="hotspots") as p:
                 p.observe(
                     429,
@@ -537,7 +539,7 @@ class TestQuotas:
             await asyncio.sleep(0)
             await take(s, out, "contact")  # not stuck behind the object waiter
             await blocked
-            r = Scheduler(Limits(), clock=clock, on_exhausted="raise")
+            r = Scheduler(Limits(on_exhausted="raise"), clock=clock)
             r.observe(200, {"X-RateLimit-Remaining-Hotspots-Day": "0"})
             with pytest.raises(QuotaExhaustedError) as ei:
                 await r.acquire(objects="hotspots")
@@ -563,7 +565,7 @@ class TestWholeDay:
                     await clock.sleep(0.3)  # a response takes 0.3 s
 
         async def main() -> None:
-            s = Scheduler(Limits(), clock=clock, max_in_flight=16)
+            s = Scheduler(Limits(max_in_flight=16), clock=clock)
             await asyncio.gather(*(worker(s, 30_000 // 16 + 1) for _ in range(16)))
             await s.aclose()
 
@@ -586,8 +588,8 @@ class TestSharing:
 
         async def main() -> None:
             store = MemoryStore()
-            a = Scheduler(limits(5, 60.0), clock=clock, store=store, max_in_flight=None)
-            b = Scheduler(limits(5, 60.0), clock=clock, store=store, max_in_flight=None)
+            a = Scheduler(limits(5, 60.0, max_in_flight=None), clock=clock, store=store)
+            b = Scheduler(limits(5, 60.0, max_in_flight=None), clock=clock, store=store)
             await asyncio.gather(*(take(a if i % 2 else b, sent) for i in range(20)))
             await a.aclose()  # the store stays usable for b
             await take(b, sent)
@@ -603,7 +605,7 @@ class TestSharing:
         sent: list[Any] = []
 
         async def main() -> None:
-            s = Scheduler(Limits(minute=None, day=None), clock=clock, max_in_flight=None)
+            s = Scheduler(Limits(minute=None, day=None, max_in_flight=None), clock=clock)
             await asyncio.gather(*(take(s, sent) for _ in range(500)))
             await s.aclose()
 
@@ -644,7 +646,7 @@ def test_a_store_that_suspends_admits_alike() -> None:
         out: list[Any] = []
 
         async def main() -> None:
-            s = Scheduler(limits(5, 10.0), clock=clock, store=store, max_in_flight=3)
+            s = Scheduler(limits(5, 10.0, max_in_flight=3), clock=clock, store=store)
             lanes = itertools.cycle([Lane.BULK, Lane.DEFAULT, Lane.INTERACTIVE])
             await asyncio.gather(*(take(s, out, i, hold=0.5, lane=next(lanes)) for i in range(30)))
             await s.aclose()

@@ -4,6 +4,7 @@ in this process (``MemoryStore``) or across processes (two ``RedisStore``s on on
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
@@ -59,7 +60,7 @@ def test_a_third_window_is_counted_like_the_others() -> None:
     limits = Limits(minute=Limit(60, 60.0), day=None, others={"hour": Limit(3, 3600.0)})
 
     async def main() -> list[float]:
-        s = Scheduler(limits, clock=clock, max_in_flight=None)
+        s = Scheduler(replace(limits, max_in_flight=None), clock=clock)
         sent = []
         for tag in ("a", "b", "a", "b"):
             p = await s.acquire(tag=tag)
@@ -122,7 +123,7 @@ async def test_redis_time_line_counts_alike(prefix: str) -> None:
 
 async def test_while_redis_is_unreachable_the_counts_are_this_processes() -> None:
     store = RedisStore("redis://127.0.0.1:1", key="acct", use_redis_time=False, op_timeout=0.2)
-    s = Scheduler(LIMITS, clock=ScaledClock(1000), store=store, max_in_flight=None)
+    s = Scheduler(replace(LIMITS, max_in_flight=None), clock=ScaledClock(1000), store=store)
     try:
         await spend(s, ["events", "login"])
         assert s.quota.store == "redis-fallback"

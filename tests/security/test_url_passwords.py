@@ -83,7 +83,8 @@ def _limits() -> Limits:
 
 async def _use_store(store: RedisStore, events: list[ThrottleEvent]) -> list[str]:
     """Three admissions through ``store``; what the store and its scheduler show."""
-    sched = Scheduler(_limits(), clock=ScaledClock(1000), store=store, on_throttle=events.append)
+    sched = Scheduler(_limits(), clock=ScaledClock(1000), store=store)
+    sched.on_throttle.append(events.append)
     shown = []
     try:
         async with asyncio.timeout(10):
