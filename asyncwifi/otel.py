@@ -33,7 +33,7 @@ from asyncwifi._scopes import CallInfo
 from asyncwifi._version import __version__
 from asyncwifi.errors import ConfigurationError
 
-__all__ = ["Instrumentation", "instrument"]
+__all__ = ["instrument"]
 
 #: the instrumentation scope's name (tracer and meter)
 SCOPE = "asyncwifi"

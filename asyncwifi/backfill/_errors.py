@@ -6,7 +6,6 @@ from asyncwifi.errors import AsyncWifiError
 
 __all__ = [
     "BackfillError",
-    "OutputConflictError",
     "OutputNotWritableError",
     "SliceIncompleteError",
     "StateMismatchError",
@@ -18,12 +17,9 @@ class BackfillError(AsyncWifiError):
 
 
 class StateMismatchError(BackfillError):
-    """The state file belongs to another job (other range, types, output or options)."""
-
-
-class OutputConflictError(BackfillError):
-    """The output does not agree with the state: it exists without one, or is shorter than
-    what the state says was committed (someone else wrote or truncated it)."""
+    """The state file and the job or its output disagree: the state belongs to another job
+    (other range, types, output or options), or the output exists without one, or is
+    shorter than what the state says was committed (someone else wrote or truncated it)."""
 
 
 class OutputNotWritableError(BackfillError):

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Literal
 
 from asyncwifi.backfill._errors import (
-    OutputConflictError,
     OutputNotWritableError,
     StateMismatchError,
 )
@@ -35,17 +34,17 @@ def preflight(
 ) -> Literal["new", "resume", "done"]:
     """Check that the job can start, without creating or changing any file.
 
-    Raises :class:`OutputNotWritableError`, :class:`OutputConflictError` (an output that
+    Raises :class:`OutputNotWritableError`, :class:`StateMismatchError` (an output that
     exists without a state file, or is shorter than its state says) or
     :class:`StateMismatchError` (a state file made for other options).
     """
     if state_path.resolve() == out_path.resolve():
-        raise OutputConflictError("the state file and the output must be different files")
+        raise StateMismatchError("the state file and the output must be different files")
     _check_writable(out_path, "output")
     _check_writable(state_path, "state file")
     if not JsonlDestination.exists(state_path):
         if out_path.exists() and out_path.stat().st_size > 0:
-            raise OutputConflictError(
+            raise StateMismatchError(
                 f"{out_path} already exists and has no state file ({state_path}); "
                 "move it away, or pass the --state it was written with"
             )
@@ -58,7 +57,7 @@ def preflight(
         )
     size = out_path.stat().st_size if out_path.exists() else 0
     if size < info.offset:
-        raise OutputConflictError(
+        raise StateMismatchError(
             f"{out_path} is {size} bytes but the state says {info.offset} were written: "
             "the output was truncated or replaced; restore it or start a new job"
         )

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import msgspec
 
-from asyncwifi.backfill._errors import OutputConflictError
+from asyncwifi.backfill._errors import StateMismatchError
 from asyncwifi.errors import ClientStateError
 
 __all__ = ["JsonlOutput", "RawRecord", "encode_lines"]
@@ -64,7 +64,7 @@ class JsonlOutput:
         try:
             size = os.fstat(fd).st_size
             if size < committed:
-                raise OutputConflictError(
+                raise StateMismatchError(
                     f"{self.path} is {size} bytes but the state says {committed} were written: "
                     "the output was truncated or replaced; restore it or start a new job"
                 )

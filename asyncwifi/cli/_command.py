@@ -122,7 +122,6 @@ def _status_for(exc: BaseException) -> tuple[ExitCode, str] | None:
     """The exit status and one-line message for an error of the SDK, or None."""
     from asyncwifi._instant import format_instant
     from asyncwifi.backfill import (
-        OutputConflictError,
         OutputNotWritableError,
         StateMismatchError,
     )
@@ -136,7 +135,7 @@ def _status_for(exc: BaseException) -> tuple[ExitCode, str] | None:
 
     if isinstance(exc, OutputNotWritableError):
         return ExitCode.CANT_CREATE, str(exc)
-    if isinstance(exc, OutputConflictError | StateMismatchError):
+    if isinstance(exc, StateMismatchError):
         return ExitCode.DATA, str(exc)
     if isinstance(exc, ConfigurationError):
         return ExitCode.CONFIG, str(exc)

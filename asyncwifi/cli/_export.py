@@ -17,7 +17,8 @@ import click
 from asyncwifi._instant import format_instant
 from asyncwifi._protocol import EVENT_TYPES
 from asyncwifi._resources._contacts import PageSize, page_size
-from asyncwifi.backfill import ExportJob, JobOutcome
+from asyncwifi.backfill import ExportJob
+from asyncwifi.backfill._contract import JobOutcome
 from asyncwifi.backfill._jobs import (
     EVENTS_PAGE_SIZE,
     contacts_export,

@@ -14,6 +14,6 @@ This package imports temporalio only in the modules that need it: the configurat
 without it.
 """
 
-from asyncwifi.fleet._config import FleetConfig, Organization, load_fleet_config
+from asyncwifi.fleet._config import FleetConfig, load_fleet_config
 
-__all__ = ["FleetConfig", "Organization", "load_fleet_config"]
+__all__ = ["FleetConfig", "load_fleet_config"]

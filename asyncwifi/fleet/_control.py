@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from temporalio.client import Client as TemporalClient
 from temporalio.common import WorkflowIDConflictPolicy
 
+from asyncwifi._instant import read_instant
 from asyncwifi.fleet._config import FleetConfig
 from asyncwifi.fleet._workflow import (
     WORKFLOW_NAME,
@@ -116,7 +117,7 @@ def status_line(status: OrganizationStatus, now: datetime | None = None) -> str:
     now = now or datetime.now(UTC)
     lag = "-"
     if status.newest_event is not None:
-        newest = datetime.fromisoformat(status.newest_event.replace("Z", "+00:00"))
+        newest = read_instant(status.newest_event)
         lag = _duration((now - newest).total_seconds())
     state = status.state if status.failure is None else f"{status.state} ({status.failure})"
     requests = "-" if status.requests_today is None else f"{status.requests_today:,}"

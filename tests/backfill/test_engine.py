@@ -16,7 +16,6 @@ import pytest
 from asyncwifi._instant import format_instant
 from asyncwifi.backfill import (
     ExportJob,
-    OutputConflictError,
     OutputNotWritableError,
     Progress,
     Reporter,
@@ -333,7 +332,7 @@ def test_preflight_refuses_an_output_that_exists_without_state_and_writes_nothin
 ) -> None:
     out = tmp_path / "out.jsonl"
     out.write_text('{"id": "mine"}\n')
-    with pytest.raises(OutputConflictError, match="no state file"):
+    with pytest.raises(StateMismatchError, match="no state file"):
         preflight(params(tmp_path), state_path=tmp_path / "out.state", out_path=out)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]
     assert out.read_text() == '{"id": "mine"}\n'
@@ -356,7 +355,7 @@ async def test_an_output_shorter_than_committed_is_refused(
     await job(tmp_path, FakeServer(events)).run()
     out = tmp_path / "out.jsonl"
     out.write_bytes(out.read_bytes()[:100])
-    with pytest.raises(OutputConflictError, match="truncated"):
+    with pytest.raises(StateMismatchError, match="truncated"):
         preflight(params(tmp_path), state_path=tmp_path / "out.state", out_path=out)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from asyncwifi.backfill import OutputConflictError
+from asyncwifi.backfill import StateMismatchError
 from asyncwifi.backfill._sink import JsonlOutput, encode_lines
 from asyncwifi.errors import ClientStateError
 
@@ -157,7 +157,7 @@ def test_an_output_shorter_than_committed_is_refused_and_left_alone(tmp_path: Pa
         f"{path} is 8 bytes but the state says 20 were written: "
         "the output was truncated or replaced; restore it or start a new job"
     )
-    with pytest.raises(OutputConflictError, match=f"^{re.escape(message)}$"):
+    with pytest.raises(StateMismatchError, match=f"^{re.escape(message)}$"):
         out.open(20)
     assert path.read_bytes() == b'{"a":1}\n'
     with pytest.raises(ClientStateError):

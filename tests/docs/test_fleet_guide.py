@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("temporalio", reason="the fleet extra (temporalio) is not installed")
 
-from asyncwifi.fleet import load_fleet_config  # noqa: E402
+from asyncwifi.fleet import load_fleet_config
 
 GUIDE = Path(__file__).parents[2] / "docs" / "guides" / "many-organizations.md"
 
@@ -22,5 +22,6 @@ def test_the_guides_fleet_toml_parses_with_its_overrides(tmp_path: Path) -> None
     config = load_fleet_config(path)
     by_id = config.organizations
     assert sorted(by_id) == ["org-a", "org-b"]
-    assert by_id["org-a"].poll == 60.0 and by_id["org-b"].poll == 30.0
+    assert by_id["org-a"].poll == 60.0
+    assert by_id["org-b"].poll == 30.0
     assert by_id["org-b"].base_url == "https://api.example.net"
