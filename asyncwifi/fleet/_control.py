@@ -13,7 +13,7 @@ import os
 import shutil
 import sys
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from temporalio.client import Client as TemporalClient
 from temporalio.common import WorkflowIDConflictPolicy
@@ -36,6 +36,8 @@ __all__ = [
     "temporal_cli",
 ]
 
+#: real seconds a worker has to answer a workflow task before another gets it
+WORKFLOW_TASK_TIMEOUT = 5.0
 _PREFIX = workflow_id("")
 _RUNNING = f"WorkflowType = '{WORKFLOW_NAME}' AND ExecutionStatus = 'Running'"
 
@@ -87,6 +89,9 @@ async def apply_fleet(
             task_queue=task_queue,
             # a workflow started meanwhile (another apply) is the one kept: the id is the lock
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            # a workflow task taken by a frozen worker's open poll is handed on after this
+            # (Temporal's default is 10 s); a task is a short replay of a small history
+            task_timeout=timedelta(seconds=WORKFLOW_TASK_TIMEOUT),
         )
         report.started.append(name)
     for name in sorted(running - set(config.organizations)):

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
 __all__ = [
     "PASSES_PER_RUN",
@@ -42,6 +43,9 @@ PASSES_PER_RUN = 100
 MAX_BACKOFF = 3600.0
 #: how many times Temporal runs one pass that raised before the workflow backs off itself
 ATTEMPTS = 3
+
+#: the failure of a pass whose every attempt timed out on a worker that stopped answering
+LOST = "worker lost"
 
 #: the states a status reports
 OK, SYNCING, PAUSED, FAILING, STARTING = "ok", "syncing", "paused", "failing", "starting"
@@ -67,7 +71,8 @@ class OrganizationStatus:
     newest_event: str | None = None
     requests_today: int | None = None
     last_error: str | None = None
-    #: what the last failure was: "unauthorized", "quota", "database", "error"
+    #: what the last failure was: "unauthorized", "quota", "database", "worker lost",
+    #: "error"
     failure: str | None = None
     failures: int = 0
     next_pass: str | None = None
@@ -158,7 +163,10 @@ class OrganizationWorkflow:
         except ActivityError as exc:
             cause = exc.cause
             message = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
-            result = PassResult(failure="error", error=message)
+            # every attempt went to a worker that stopped answering (killed, frozen: a
+            # frozen one's open polls take attempts it cannot run): soon again, elsewhere
+            lost = isinstance(cause, ActivityTimeoutError)
+            result = PassResult(failure=LOST if lost else "error", error=message)
         now = _iso(workflow.now())
         status.passes += 1
         status.last_pass = now
@@ -172,7 +180,8 @@ class OrganizationWorkflow:
             return start.poll
         status.state, status.failure, status.last_error = FAILING, result.failure, result.error
         status.failures += 1
-        backoff: float = min(MAX_BACKOFF, max(1.0, start.poll) * 2 ** min(status.failures - 1, 16))
+        base = 1.0 if result.failure == LOST else max(1.0, start.poll)
+        backoff: float = min(MAX_BACKOFF, base * 2 ** min(status.failures - 1, 16))
         return max(backoff, result.retry_after or 0.0)
 
     @workflow.signal

@@ -8,12 +8,14 @@ Redis (``--rate-store``), as workers on many machines do.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from asyncwifi._clock import Clock
 from asyncwifi.testing import Simulator
 from asyncwifi.testing._fleet_toml import fleet_toml
 from asyncwifi.testing._process import AnchoredClock
+from tests._proxy import CuttableProxy
 
 REDIS = "redis://127.0.0.1:6379/0"
 #: the ``asyncwifi`` command (the package has no ``__main__``)
@@ -91,25 +94,26 @@ class WorkerProcess:
 
 @contextmanager
 def worker_processes(
-    n: int,
+    urls: Sequence[str],
     config: Path,
-    url: str,
     target: str,
     task_queue: str,
     clock: Clock,
     logs: Path,
     *options: str,
 ) -> Iterator[list[WorkerProcess]]:
-    """``n`` workers, stopped at the end (whatever state the test left them in)."""
+    """A worker per database URL, stopped at the end (whatever state the test left them
+    in)."""
     procs: list[WorkerProcess] = []
     try:
-        for i in range(n):
+        for i, url in enumerate(urls):
             log = logs / f"worker-{i}.log"
             procs.append(WorkerProcess(config, url, target, task_queue, clock, log, *options))
         yield procs
     finally:
-        for proc in procs:
-            proc.stop()
+        for proc in procs:  # the test checked what it meant to: no graceful stop to wait for
+            proc.proc.kill()
+            proc.proc.wait()
 
 
 async def lease_holders(url: str) -> dict[str, str]:
@@ -129,3 +133,40 @@ async def lease_holders(url: str) -> dict[str, str]:
 def holder_pid(holder: str) -> int:
     """The process id in a lease holder's name (``host:pid workflow attempt n``)."""
     return int(holder.split()[0].rsplit(":", 1)[1])
+
+
+class HoldingProxy(CuttableProxy):
+    """A TCP proxy (to PostgreSQL) that can hold what goes towards the server: ``hold()``
+    keeps every byte sent from then on (counted in ``held``) until ``release()``; a write
+    begun meanwhile waits, not one statement of it reaching the server."""
+
+    def __init__(self, target: int) -> None:
+        super().__init__(target)
+        self.held = 0
+        self._flowing = asyncio.Event()
+        self._flowing.set()
+
+    def hold(self) -> None:
+        self.held = 0
+        self._flowing.clear()
+
+    def release(self) -> None:
+        self._flowing.set()
+
+    async def _pipe(
+        self, r: asyncio.StreamReader, w: asyncio.StreamWriter, upstream: bool = False
+    ) -> None:
+        with contextlib.suppress(ConnectionError, OSError):
+            while data := await r.read(65536):
+                if upstream and not self._flowing.is_set():
+                    self.held += len(data)
+                    await self._flowing.wait()
+                w.write(data)
+                await w.drain()
+        w.close()
+
+
+def through(url: str, port: int) -> str:
+    """``url`` with its port replaced by ``port`` (a proxy's)."""
+    head, _, tail = url.rpartition(":")
+    return f"{head}:{port}/{tail.split('/', 1)[1]}"

@@ -25,13 +25,15 @@ from asyncwifi.fleet._control import apply_fleet
 from asyncwifi.fleet._workflow import workflow_id
 from asyncwifi.testing import Faults, Simulator
 from tests.fleet._procs import (
+    HoldingProxy,
     holder_pid,
     lease_holders,
+    through,
     worker_processes,
     write_config,
 )
 from tests.fleet.test_fleet_sync import config_of, statuses, stored, until
-from tests.sync.conftest import pg_database, pg_lock, require_postgres
+from tests.sync.conftest import PG_PORT, pg_database, pg_lock, require_postgres
 
 #: two pages of events (10,000 a request): a pass commits one, then the other
 SIZES = {"events": 10_500, "contacts": 30, "hotspots": 4, "segments": 3}
@@ -91,7 +93,7 @@ async def test_a_worker_killed_mid_pass_another_continues(
         config = config_of(sim)
         orgs = list(config.organizations)
         target = temporal.service_client.config.target_host
-        with worker_processes(2, path, url, target, task_queue, sim.clock, tmp_path) as procs:
+        with worker_processes([url, url], path, target, task_queue, sim.clock, tmp_path) as procs:
             await apply_fleet(temporal, config, task_queue=task_queue, heartbeat_timeout=HEARTBEAT)
             victim: list[str] = []
 
@@ -121,3 +123,86 @@ async def test_a_worker_killed_mid_pass_another_continues(
             assert killed.proc.wait(5) == -signal.SIGKILL
         for org in orgs:
             await temporal.get_workflow_handle(workflow_id(org)).terminate()
+
+
+async def test_a_stopped_worker_resumed_after_a_takeover_writes_nothing(
+    temporal: Any, task_queue: str, tmp_path: Path
+) -> None:
+    async with fleet(tmp_path, organizations=2) as (sim, url, _):
+        path = write_config(tmp_path / "fleet.toml", sim, settle=0)
+        config = config_of(sim, settle=0)
+        orgs = list(config.organizations)
+        target = temporal.service_client.config.target_host
+        proxies = [HoldingProxy(PG_PORT) for _ in range(2)]
+        for proxy in proxies:
+            await proxy.start()
+        urls = [through(url, proxy.port) for proxy in proxies]
+        try:
+            with worker_processes(urls, path, target, task_queue, sim.clock, tmp_path) as procs:
+                await apply_fleet(
+                    temporal, config, task_queue=task_queue, heartbeat_timeout=HEARTBEAT
+                )
+                victim: list[str] = []
+
+                async def caught_mid_pass() -> bool:
+                    for proc in procs:
+                        proc.check()
+                    org = await part_stored(url, orgs)
+                    if org is not None:
+                        victim.append(org)
+                    return org is not None
+
+                await until(caught_mid_pass, 30)
+                pid = holder_pid((await lease_holders(url))[victim[0]])
+                index = next(i for i, p in enumerate(procs) if p.pid == pid)
+                stale, other = procs[index], procs[1 - index]
+                # its next write waits in the proxy; then it freezes, heartbeats and all
+                proxies[index].hold()
+                await until(lambda: _true(proxies[index].held > 0), 30)
+                stale.signal(signal.SIGSTOP)
+
+                async def taken_over() -> bool:
+                    holders = await lease_holders(url)
+                    return holder_pid(holders[victim[0]]) == other.pid and await all_stored(
+                        sim, url
+                    )
+
+                await until(taken_over, 45)
+                stale.signal(signal.SIGCONT)
+                proxies[index].release()
+                await until(lambda: _said(stale, "LeaseLostError"), 30)
+                await assert_each_row_once(sim, url)
+                # it carries on: alone now, it serves every organization's next pass
+                other.signal(signal.SIGKILL)
+                for org in orgs:
+                    sim.tenant(org).add_events(7)  # type: ignore[attr-defined]
+                    await temporal.get_workflow_handle(workflow_id(org)).signal("sync_now")
+
+                async def new_events_stored() -> bool:
+                    stale.check()
+                    counts = [(await stored(url, org, "events"))[1] for org in orgs]
+                    return all(c == SIZES["events"] + 7 for c in counts)
+
+                await until(new_events_stored, 30)
+                holders = await lease_holders(url)
+                assert {holder_pid(holders[org]) for org in orgs} == {stale.pid}
+                for org in orgs:
+                    tenant = sim.tenant(org)  # type: ignore[attr-defined]
+                    ids, count = await stored(url, org, "events")
+                    assert ids == set(tenant.data.event_ids())
+                    assert count == len(ids)
+                    assert tenant.counters.responses_by_status[429] == 0, org
+            for org in orgs:
+                await temporal.get_workflow_handle(workflow_id(org)).terminate()
+        finally:
+            for proxy in proxies:
+                await proxy.close()
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def _said(proc: Any, text: str) -> bool:
+    proc.check()
+    return text in proc.output()
