@@ -1,7 +1,8 @@
 """Steering a fleet from outside: apply a ``fleet.toml``, read every organization's status.
 
 :func:`apply_fleet` starts a workflow for each organization of the file that has none
-running, keeps the running ones (their workflow id is the lock), and terminates those of
+running, keeps the running ones (their workflow id is the lock) and sends them the file's
+settings (``configure``: a changed ``poll`` reaches them), and terminates those of
 organizations no longer in the file. :func:`fleet_status` queries every running
 organization's workflow. Neither needs a secret: the workflows carry organization ids.
 """
@@ -24,6 +25,7 @@ from asyncwifi.fleet._workflow import (
     OrganizationInput,
     OrganizationStatus,
     OrganizationWorkflow,
+    Settings,
     workflow_id,
 )
 
@@ -79,7 +81,11 @@ async def apply_fleet(
     report = ApplyReport()
     running = await running_organizations(client)
     for name, org in config.organizations.items():
-        if name in running:
+        settings = Settings(poll=org.poll, heartbeat_timeout=heartbeat_timeout)
+        if name in running:  # kept, with the file's settings now (a changed poll)
+            await client.get_workflow_handle(workflow_id(name)).signal(
+                OrganizationWorkflow.configure, settings
+            )
             report.kept.append(name)
             continue
         await client.start_workflow(
