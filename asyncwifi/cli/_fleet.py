@@ -131,6 +131,11 @@ def apply_command(
               "Redis.")  # fmt: skip
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="Serve the worker's Prometheus metrics on this port (/metrics).")  # fmt: skip
+@click.option("--store-patience", type=click.FloatRange(0.0), default=60.0, show_default=True,
+              help="Seconds a pass waits for an unreachable database before its "
+              "organization waits instead.")  # fmt: skip
+# a scaled time line shared with a test's simulator (``AnchoredClock.describe``)
+@click.option("--clock", "clock_line", type=(float, float, float), default=None, hidden=True)
 def worker_command(
     config_path: Path,
     url: str,
@@ -139,6 +144,8 @@ def worker_command(
     task_queue: str,
     rate_store: str | None,
     metrics_port: int | None,
+    store_patience: float,
+    clock_line: tuple[float, float, float] | None,
 ) -> None:
     """Run a worker: it syncs the organizations Temporal hands it, until SIGTERM."""
     _require_temporalio()
@@ -156,7 +163,13 @@ def worker_command(
         from asyncwifi.fleet._worker import WorkerOptions, run_worker
 
         client = await _connect(target, namespace, metrics_port)
-        options = WorkerOptions(task_queue=task_queue, rate_store=rate_store)
+        clock = None
+        if clock_line is not None:
+            from asyncwifi.testing._process import AnchoredClock
+
+            clock = AnchoredClock(*clock_line)
+        options = WorkerOptions(task_queue=task_queue, rate_store=rate_store, clock=clock,
+                                store_patience=store_patience)  # fmt: skip
         click.echo(f"fleet worker: {len(config)} organizations, task queue {task_queue}; "
                    "SIGTERM to stop", err=True)  # fmt: skip
         await run_worker(client, config, url, options=options, stop=stop)

@@ -29,7 +29,7 @@ from temporalio.exceptions import ApplicationError
 
 from asyncwifi._auth import hide_password
 from asyncwifi._client import Client
-from asyncwifi.errors import UnauthorizedError
+from asyncwifi.errors import ConfigurationError, UnauthorizedError
 from asyncwifi.fleet._clients import ClientPool
 from asyncwifi.fleet._config import FleetConfig, Organization
 from asyncwifi.fleet._workflow import PASS_ACTIVITY, PassRequest, PassResult
@@ -80,7 +80,16 @@ class PassActivities:
         """Open the worker's database once (the first pass that finds it up does it)."""
         async with self._opening:
             if not self._opened:
-                await self.destination.open()
+                try:
+                    await self.destination.open()
+                except ConfigurationError as exc:  # a database from before organizations
+                    raise ApplicationError(
+                        f"{exc}. Carry it over once, before the fleet: run asyncwifi sync "
+                        "--once --to URL with that organization's ASYNCWIFI_CLIENT_KEY and "
+                        "ASYNCWIFI_CLIENT_SECRET (its rows become its own), then the workers",
+                        type="ConfigurationError",
+                        non_retryable=True,
+                    ) from None
                 self._opened = True
 
     @activity.defn(name=PASS_ACTIVITY)
@@ -93,6 +102,8 @@ class PassActivities:
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from None
         try:
             return await self._run(org, api)
+        except ApplicationError:
+            raise
         except UnauthorizedError as exc:
             await self.clients.drop(org.organization)
             log.warning("fleet: %s: the API refused its key: %s", org.organization, exc)

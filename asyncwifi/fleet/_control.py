@@ -1,7 +1,8 @@
 """Steering a fleet from outside: apply a ``fleet.toml``, read every organization's status.
 
 :func:`apply_fleet` starts a workflow for each organization of the file that has none
-running, keeps the running ones (their workflow id is the lock), and terminates those of
+running, keeps the running ones (their workflow id is the lock) and sends them the file's
+settings (``configure``: a changed ``poll`` reaches them), and terminates those of
 organizations no longer in the file. :func:`fleet_status` queries every running
 organization's workflow. Neither needs a secret: the workflows carry organization ids.
 """
@@ -13,7 +14,7 @@ import os
 import shutil
 import sys
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from temporalio.client import Client as TemporalClient
 from temporalio.common import WorkflowIDConflictPolicy
@@ -25,6 +26,7 @@ from asyncwifi.fleet._workflow import (
     OrganizationInput,
     OrganizationStatus,
     OrganizationWorkflow,
+    Settings,
     workflow_id,
 )
 
@@ -37,6 +39,8 @@ __all__ = [
     "temporal_cli",
 ]
 
+#: real seconds a worker has to answer a workflow task before another gets it
+WORKFLOW_TASK_TIMEOUT = 5.0
 _PREFIX = workflow_id("")
 _RUNNING = f"WorkflowType = '{WORKFLOW_NAME}' AND ExecutionStatus = 'Running'"
 
@@ -78,7 +82,11 @@ async def apply_fleet(
     report = ApplyReport()
     running = await running_organizations(client)
     for name, org in config.organizations.items():
-        if name in running:
+        settings = Settings(poll=org.poll, heartbeat_timeout=heartbeat_timeout)
+        if name in running:  # kept, with the file's settings now (a changed poll)
+            await client.get_workflow_handle(workflow_id(name)).signal(
+                OrganizationWorkflow.configure, settings
+            )
             report.kept.append(name)
             continue
         await client.start_workflow(
@@ -88,6 +96,9 @@ async def apply_fleet(
             task_queue=task_queue,
             # a workflow started meanwhile (another apply) is the one kept: the id is the lock
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            # a workflow task taken by a frozen worker's open poll is handed on after this
+            # (Temporal's default is 10 s); a task is a short replay of a small history
+            task_timeout=timedelta(seconds=WORKFLOW_TASK_TIMEOUT),
         )
         report.started.append(name)
     for name in sorted(running - set(config.organizations)):

@@ -110,6 +110,8 @@ async def run_worker(
         # a pass mostly waits on its key's limits: every organization may have one running
         max_concurrent_activities=max(10, len(config)),
         graceful_shutdown_timeout=timedelta(seconds=opts.graceful_stop),
+        # a workflow cached on a worker that died moves to another after this, not 10 s
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),
     )
     stopped = stop or asyncio.Event()
     try:

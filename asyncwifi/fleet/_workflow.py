@@ -4,8 +4,9 @@ Its id (:func:`workflow_id`) is the lock: Temporal never runs two workflows of o
 never two syncs of one organization. Each loop runs the pass activity (it syncs into the
 database; the database's checkpoints are the truth), then waits for the poll interval, the
 quota's reset or a backoff (the pass says which), or a signal: ``sync_now``, ``pause``,
-``resume``. It continues as new every :data:`PASSES_PER_RUN` passes (or when Temporal
-suggests it), carrying its status, so its history stays small. ``status`` is a query.
+``resume``; ``configure`` carries new settings (``fleet apply``). It continues as new
+every :data:`PASSES_PER_RUN` passes (or when Temporal suggests it), carrying its status,
+so its history stays small. ``status`` is a query.
 
 This module runs in the workflow sandbox: it imports only ``temporalio`` and the standard
 library, and names the activity by its name. What it carries is stored and shown by
@@ -14,13 +15,13 @@ Temporal in clear: organization ids, durations and counts, never a key or a secr
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
 __all__ = [
     "PASSES_PER_RUN",
@@ -31,6 +32,7 @@ __all__ = [
     "OrganizationWorkflow",
     "PassRequest",
     "PassResult",
+    "Settings",
     "workflow_id",
 ]
 
@@ -42,6 +44,9 @@ PASSES_PER_RUN = 100
 MAX_BACKOFF = 3600.0
 #: how many times Temporal runs one pass that raised before the workflow backs off itself
 ATTEMPTS = 3
+
+#: the failure of a pass whose every attempt timed out on a worker that stopped answering
+LOST = "worker lost"
 
 #: the states a status reports
 OK, SYNCING, PAUSED, FAILING, STARTING = "ok", "syncing", "paused", "failing", "starting"
@@ -67,7 +72,8 @@ class OrganizationStatus:
     newest_event: str | None = None
     requests_today: int | None = None
     last_error: str | None = None
-    #: what the last failure was: "unauthorized", "quota", "database", "error"
+    #: what the last failure was: "unauthorized", "quota", "database", "worker lost",
+    #: "error"
     failure: str | None = None
     failures: int = 0
     next_pass: str | None = None
@@ -87,6 +93,14 @@ class OrganizationInput:
     paused: bool = False
     #: passes before the workflow continues as new
     passes_per_run: int = PASSES_PER_RUN
+
+
+@dataclass
+class Settings:
+    """What ``configure`` changes in a running workflow (``fleet apply`` sends it)."""
+
+    poll: float
+    heartbeat_timeout: float
 
 
 @dataclass
@@ -115,12 +129,15 @@ class OrganizationWorkflow:
     """The organization's sync loop (module docstring)."""
 
     def __init__(self) -> None:
+        self._start = OrganizationInput("")
         self._status = OrganizationStatus(organization="")
         self._paused = False
         self._wake = False
+        self._changed = False
 
     @workflow.run
     async def run(self, start: OrganizationInput) -> None:
+        self._start = start
         status = self._status = start.status or OrganizationStatus(start.organization)
         self._paused = self._paused or start.paused
         for _ in range(start.passes_per_run):
@@ -129,18 +146,37 @@ class OrganizationWorkflow:
                 await workflow.wait_condition(lambda: not self._paused)
             self._wake = False
             status.state, status.next_pass = SYNCING, None
-            delay = await self._pass(start)
+            backoff = await self._pass(self._start)
             if workflow.info().is_continue_as_new_suggested():
                 break
-            if not self._paused:
-                status.next_pass = _iso(workflow.now() + timedelta(seconds=delay))
-            with contextlib.suppress(TimeoutError):  # the wait's end: a pass is due
-                await workflow.wait_condition(lambda: self._wake or self._paused, timeout=delay)
+            await self._wait(backoff)
         await workflow.wait_condition(workflow.all_handlers_finished)
-        workflow.continue_as_new(replace(start, status=status, paused=self._paused))
+        workflow.continue_as_new(replace(self._start, status=status, paused=self._paused))
 
-    async def _pass(self, start: OrganizationInput) -> float:
-        """Run one pass; update the status; the seconds to wait before the next."""
+    async def _wait(self, backoff: float | None) -> None:
+        """Until ``backoff`` seconds after now (None: the poll interval, read again after a
+        ``configure``), a ``sync_now`` or a ``pause``."""
+        begun = workflow.now()
+        while True:
+            self._changed = False
+            due = begun + timedelta(seconds=self._start.poll if backoff is None else backoff)
+            left = (due - workflow.now()).total_seconds()
+            if left <= 0:
+                return
+            if not self._paused:
+                self._status.next_pass = _iso(due)
+            try:
+                await workflow.wait_condition(
+                    lambda: self._wake or self._paused or self._changed, timeout=left
+                )
+            except TimeoutError:  # the wait's end: a pass is due
+                return
+            if not self._changed:
+                return
+
+    async def _pass(self, start: OrganizationInput) -> float | None:
+        """Run one pass; update the status; the seconds to back off before the next, or
+        None when it succeeded (the next is a poll interval away)."""
         status = self._status
         try:
             result: PassResult = await workflow.execute_activity(
@@ -158,7 +194,10 @@ class OrganizationWorkflow:
         except ActivityError as exc:
             cause = exc.cause
             message = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
-            result = PassResult(failure="error", error=message)
+            # every attempt went to a worker that stopped answering (killed, frozen: a
+            # frozen one's open polls take attempts it cannot run): soon again, elsewhere
+            lost = isinstance(cause, ActivityTimeoutError)
+            result = PassResult(failure=LOST if lost else "error", error=message)
         now = _iso(workflow.now())
         status.passes += 1
         status.last_pass = now
@@ -169,10 +208,11 @@ class OrganizationWorkflow:
         if result.failure is None:
             status.state, status.last_success = OK, now
             status.failure, status.failures, status.last_error = None, 0, None
-            return start.poll
+            return None
         status.state, status.failure, status.last_error = FAILING, result.failure, result.error
         status.failures += 1
-        backoff: float = min(MAX_BACKOFF, max(1.0, start.poll) * 2 ** min(status.failures - 1, 16))
+        base = 1.0 if result.failure == LOST else max(1.0, start.poll)
+        backoff: float = min(MAX_BACKOFF, base * 2 ** min(status.failures - 1, 16))
         return max(backoff, result.retry_after or 0.0)
 
     @workflow.signal
@@ -190,6 +230,15 @@ class OrganizationWorkflow:
         """Passes again, the next one now."""
         self._paused = False
         self._wake = True
+
+    @workflow.signal
+    def configure(self, settings: Settings) -> None:
+        """New settings from ``fleet apply`` (a changed ``poll``): the wait in progress is
+        measured again, the next pass runs with them."""
+        self._start = replace(
+            self._start, poll=settings.poll, heartbeat_timeout=settings.heartbeat_timeout
+        )
+        self._changed = True
 
     @workflow.query
     def status(self) -> OrganizationStatus:

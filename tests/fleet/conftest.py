@@ -79,9 +79,24 @@ def temporal_target() -> Iterator[str]:
 @pytest.fixture
 async def temporal(temporal_target: str) -> Any:
     """A Temporal client of the session's server, on this test's event loop."""
+    return await connect_when_healthy(temporal_target)
+
+
+async def connect_when_healthy(target: str, seconds: float = 30.0) -> Any:
+    """A client of ``target`` once its frontend says it is healthy (a server just started,
+    or restarted, listens before it is)."""
+    import asyncio
+
     from temporalio.client import Client
 
-    return await Client.connect(temporal_target)
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return await Client.connect(target)
+        except RuntimeError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
 
 
 @pytest.fixture

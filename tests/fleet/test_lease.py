@@ -1,6 +1,7 @@
 """A stale pass cannot write: once another attempt took the organization's lease (Temporal
 gave the pass to another worker), the stale attempt's next commit is refused, nothing of
-its batch is stored, and the attempt ends as a non-retryable ``LeaseLostError``."""
+its batch is stored, and the attempt ends as a non-retryable ``LeaseLostError``. A database
+from before organizations ends the pass with what to run, before any request."""
 
 from __future__ import annotations
 
@@ -65,3 +66,36 @@ async def test_a_stale_pass_commits_nothing(tmp_path: Path) -> None:
         finally:
             await clients.aclose()
             await destination.close()
+
+
+async def test_a_database_from_before_organizations_says_what_to_run(tmp_path: Path) -> None:
+    import sqlite3
+
+    from asyncwifi.sync._schema import STEPS
+
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as conn:  # version 1, holding one organization's checkpoint
+        for sql in STEPS[0]("sqlite", ""):
+            conn.execute(sql)
+        conn.execute(
+            "INSERT INTO sync_checkpoints (name, value, updated_at) "
+            "VALUES ('events', '{}', '2024-01-01T00:00:00Z')"
+        )
+        conn.execute("PRAGMA user_version = 1")
+    clock = ScaledClock(20.0)
+    async with Simulator(organizations=1, clock=clock, **SIZES) as sim:  # type: ignore[call-arg]
+        config = config_of(sim)
+        destination = open_destination(f"sqlite:///{path}")
+        clients = ClientPool(clock=clock)
+        activities = PassActivities(config, destination, clients)
+        try:
+            with pytest.raises(ApplicationError) as caught:
+                await ActivityEnvironment().run(
+                    activities.sync_pass, PassRequest(next(iter(config.organizations)))
+                )
+        finally:
+            await clients.aclose()
+            await destination.close()
+    assert caught.value.non_retryable
+    assert "asyncwifi sync --once --to URL" in str(caught.value)
+    assert sim.counters.requests == 0  # nothing spent on data it cannot store

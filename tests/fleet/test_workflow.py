@@ -29,6 +29,7 @@ from asyncwifi.fleet._workflow import (
     OrganizationWorkflow,
     PassRequest,
     PassResult,
+    Settings,
     workflow_id,
 )
 
@@ -119,6 +120,23 @@ async def test_sync_now_pause_and_resume(temporal: Any, task_queue: str) -> None
         await handle.signal(OrganizationWorkflow.resume)
         await until(lambda: _const(len(script.calls) == 3))
         assert (await status_of(handle)).passes == 3
+
+
+async def test_configure_reaches_the_wait_in_progress(temporal: Any, task_queue: str) -> None:
+    script = Script()
+    async with running(temporal, task_queue, script, poll=3600.0) as handle:
+        await until(lambda: _const(len(script.calls) == 1))
+        await until(lambda: _next_pass_set(handle))
+        waiting = await status_of(handle)
+        await handle.signal(OrganizationWorkflow.configure, Settings(poll=1.0, heartbeat_timeout=5))
+        await until(lambda: _const(len(script.calls) == 3))  # every second now, not hourly
+        assert (await status_of(handle)).next_pass != waiting.next_pass
+        gaps = [b - a for a, b in zip(script.calls[1:], script.calls[2:], strict=False)]
+        assert all(gap >= 0.9 for gap in gaps), gaps
+
+
+async def _next_pass_set(handle: WorkflowHandle[Any, Any]) -> bool:
+    return (await status_of(handle)).next_pass is not None
 
 
 async def _const(value: bool) -> bool:

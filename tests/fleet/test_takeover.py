@@ -1,0 +1,208 @@
+"""A worker lost mid-pass, for real: worker processes, PostgreSQL, the Temporal dev server.
+
+Killed (SIGKILL) once the database holds part of an organization's rows: within its
+heartbeat timeout another worker continues from the checkpoint, and every organization's
+rows are stored exactly once, with no 429 for any key. Stopped (SIGSTOP) past its
+heartbeat timeout and resumed after another took over: its next commit is refused by the
+lease, nothing is written twice, and it carries on serving the other organizations.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("temporalio")
+
+from asyncwifi import ScaledClock
+from asyncwifi.fleet._control import apply_fleet
+from asyncwifi.fleet._workflow import workflow_id
+from asyncwifi.testing import Faults, Simulator
+from tests.fleet._procs import (
+    HoldingProxy,
+    holder_pid,
+    lease_holders,
+    through,
+    worker_processes,
+    write_config,
+)
+from tests.fleet.test_fleet_sync import config_of, statuses, stored, until
+from tests.sync.conftest import PG_PORT, pg_database, pg_lock, require_postgres
+
+#: two pages of events (10,000 a request): a pass commits one, then the other
+SIZES = {"events": 10_500, "contacts": 30, "hotspots": 4, "segments": 3}
+#: real seconds without a heartbeat before Temporal gives a pass to another worker
+HEARTBEAT = 1.5
+SPEED = 20.0
+
+
+@asynccontextmanager
+async def fleet(tmp_path: Path, organizations: int) -> AsyncIterator[tuple[Simulator, str, Path]]:
+    """A simulator whose every answer takes 0.3 real seconds (a pass lasts seconds), a
+    fresh PostgreSQL database, and the fleet.toml of its organizations."""
+    require_postgres()
+    clock = ScaledClock(SPEED)
+    with pg_lock(exclusive=False):
+        async with (
+            pg_database() as url,
+            Simulator(organizations=organizations, seed=random.randrange(1 << 30),  # type: ignore[call-arg]
+                      clock=clock, fractional_reset=True,
+                      faults=Faults(latency=0.3 * SPEED), **SIZES) as sim,
+        ):  # fmt: skip
+            yield sim, url, write_config(tmp_path / "fleet.toml", sim)
+
+
+async def part_stored(url: str, organizations: list[str]) -> str | None:
+    """An organization whose events are in the database in part, if any."""
+    for org in organizations:
+        count = (await stored(url, org, "events"))[1]
+        if 0 < count < SIZES["events"]:
+            return org
+    return None
+
+
+async def assert_each_row_once(sim: Simulator, url: str) -> None:
+    for org, _key, _secret in sim.organizations:  # type: ignore[attr-defined]
+        tenant = sim.tenant(org)  # type: ignore[attr-defined]
+        ids, count = await stored(url, org, "events")
+        assert ids == set(tenant.data.event_ids()), org
+        assert count == SIZES["events"], org
+        ids, count = await stored(url, org, "contacts")
+        assert ids == {c["cid"] for c in tenant.data.contacts}, org
+        assert count == len(ids), org
+        assert tenant.counters.responses_by_status[429] == 0, org
+
+
+async def all_stored(sim: Simulator, url: str) -> bool:
+    for org, _key, _secret in sim.organizations:  # type: ignore[attr-defined]
+        if (await stored(url, org, "segments"))[1] < SIZES["segments"]:
+            return False
+    return True
+
+
+async def test_a_worker_killed_mid_pass_another_continues(
+    temporal: Any, task_queue: str, tmp_path: Path
+) -> None:
+    async with fleet(tmp_path, organizations=2) as (sim, url, path):
+        config = config_of(sim)
+        orgs = list(config.organizations)
+        target = temporal.service_client.config.target_host
+        with worker_processes([url, url], path, target, task_queue, sim.clock, tmp_path) as procs:
+            await apply_fleet(temporal, config, task_queue=task_queue, heartbeat_timeout=HEARTBEAT)
+            victim: list[str] = []
+
+            async def caught_mid_pass() -> bool:
+                for proc in procs:
+                    proc.check()
+                org = await part_stored(url, orgs)
+                if org is not None:
+                    victim.append(org)
+                return org is not None
+
+            await until(caught_mid_pass, 30)
+            pid = holder_pid((await lease_holders(url))[victim[0]])
+            killed = next(p for p in procs if p.pid == pid)
+            killed.signal(signal.SIGKILL)
+            survivor = next(p for p in procs if p is not killed)
+            await until(lambda: all_stored(sim, url), 30)
+            await assert_each_row_once(sim, url)
+            holders = await lease_holders(url)
+            assert holder_pid(holders[victim[0]]) == survivor.pid  # it continued the pass
+
+            async def all_ok() -> bool:
+                found = await statuses(temporal, config)
+                return all(s.passes >= 1 and s.failure is None for s in found.values())
+
+            await until(all_ok, 30)
+            assert killed.proc.wait(5) == -signal.SIGKILL
+        for org in orgs:
+            await temporal.get_workflow_handle(workflow_id(org)).terminate()
+
+
+async def test_a_stopped_worker_resumed_after_a_takeover_writes_nothing(
+    temporal: Any, task_queue: str, tmp_path: Path
+) -> None:
+    async with fleet(tmp_path, organizations=2) as (sim, url, _):
+        path = write_config(tmp_path / "fleet.toml", sim, settle=0)
+        config = config_of(sim, settle=0)
+        orgs = list(config.organizations)
+        target = temporal.service_client.config.target_host
+        proxies = [HoldingProxy(PG_PORT) for _ in range(2)]
+        for proxy in proxies:
+            await proxy.start()
+        urls = [through(url, proxy.port) for proxy in proxies]
+        try:
+            with worker_processes(urls, path, target, task_queue, sim.clock, tmp_path) as procs:
+                await apply_fleet(
+                    temporal, config, task_queue=task_queue, heartbeat_timeout=HEARTBEAT
+                )
+                victim: list[str] = []
+
+                async def caught_mid_pass() -> bool:
+                    for proc in procs:
+                        proc.check()
+                    org = await part_stored(url, orgs)
+                    if org is not None:
+                        victim.append(org)
+                    return org is not None
+
+                await until(caught_mid_pass, 30)
+                pid = holder_pid((await lease_holders(url))[victim[0]])
+                index = next(i for i, p in enumerate(procs) if p.pid == pid)
+                stale, other = procs[index], procs[1 - index]
+                # its next write waits in the proxy; then it freezes, heartbeats and all
+                proxies[index].hold()
+                await until(lambda: _true(proxies[index].held > 0), 30)
+                stale.signal(signal.SIGSTOP)
+
+                async def taken_over() -> bool:
+                    holders = await lease_holders(url)
+                    return holder_pid(holders[victim[0]]) == other.pid and await all_stored(
+                        sim, url
+                    )
+
+                await until(taken_over, 45)
+                stale.signal(signal.SIGCONT)
+                proxies[index].release()
+                await until(lambda: _said(stale, "LeaseLostError"), 30)
+                await assert_each_row_once(sim, url)
+                # it carries on: alone now, it serves every organization's next pass
+                other.signal(signal.SIGKILL)
+                for org in orgs:
+                    sim.tenant(org).add_events(7)  # type: ignore[attr-defined]
+                    await temporal.get_workflow_handle(workflow_id(org)).signal("sync_now")
+
+                async def new_events_stored() -> bool:
+                    stale.check()
+                    counts = [(await stored(url, org, "events"))[1] for org in orgs]
+                    return all(c == SIZES["events"] + 7 for c in counts)
+
+                await until(new_events_stored, 30)
+                holders = await lease_holders(url)
+                assert {holder_pid(holders[org]) for org in orgs} == {stale.pid}
+                for org in orgs:
+                    tenant = sim.tenant(org)  # type: ignore[attr-defined]
+                    ids, count = await stored(url, org, "events")
+                    assert ids == set(tenant.data.event_ids())
+                    assert count == len(ids)
+                    assert tenant.counters.responses_by_status[429] == 0, org
+            for org in orgs:
+                await temporal.get_workflow_handle(workflow_id(org)).terminate()
+        finally:
+            for proxy in proxies:
+                await proxy.close()
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def _said(proc: Any, text: str) -> bool:
+    proc.check()
+    return text in proc.output()
