@@ -22,13 +22,13 @@ import contextlib
 import logging
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from asyncwifi._auth import hide_password
 from asyncwifi._client import Client
+from asyncwifi._instant import format_instant
 from asyncwifi.errors import ConfigurationError, UnauthorizedError
 from asyncwifi.fleet._clients import ClientPool
 from asyncwifi.fleet._config import FleetConfig, Organization
@@ -151,7 +151,7 @@ class PassActivities:
         stats = syncer.stats
         result = PassResult(
             rows=rows,
-            newest_event=None if stats.newest_event is None else _iso(stats.newest_event),
+            newest_event=None if stats.newest_event is None else format_instant(stats.newest_event),
             requests_today=sum((await api.scheduler.used()).values()),
         )
         if stats.quota_sleeps:  # stopped by the ticker: wait for the day's reset
@@ -201,7 +201,3 @@ def _options(org: Organization) -> SyncOptions:
         refresh_every=org.refresh_every,
         reconcile_every=org.reconcile_every,
     )
-
-
-def _iso(when: datetime) -> str:
-    return when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
