@@ -6,14 +6,13 @@ import enum
 import logging
 import os
 import ssl
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal
 
 from asyncwifi._auth import Secret, Token, TokenManager, redact_url
 from asyncwifi._clock import Clock, SystemClock
-from asyncwifi._core import Hooks, RequestInfo, RequestPipeline, ResponseInfo, RetryInfo
+from asyncwifi._core import Hooks, RequestPipeline
 from asyncwifi._protocol import require_positive, require_text
 from asyncwifi._resources._contacts import Contacts
 from asyncwifi._resources._events import Events
@@ -51,12 +50,14 @@ ENV_VARS: dict[str, str] = {
     "organization": "ASYNCWIFI_ORGANIZATION",
 }
 
-#: what ``Client.add_hook`` can observe: each attempt sent, each response, each retry
 #: what a hook observes: an attempt sent, its response, a retry, an expired scroll resumed
-#: (called with the resource), or a scope (a context manager) around each call or attempt
-HookKind = Literal["request", "response", "retry", "scroll_resume", "call_scope", "attempt_scope"]
+#: (called with the resource), the limiter changing pace on the server's word (a
+#: ``ThrottleEvent``), or a scope (a context manager) around each call or attempt
+HookKind = Literal[
+    "request", "response", "retry", "scroll_resume", "throttle", "call_scope", "attempt_scope"
+]  # fmt: skip
 _HOOK_KINDS: tuple[HookKind, ...] = (
-    "request", "response", "retry", "scroll_resume", "call_scope", "attempt_scope"
+    "request", "response", "retry", "scroll_resume", "throttle", "call_scope", "attempt_scope"
 )  # fmt: skip
 #: where each kind's callbacks live on the pipeline's hooks
 _HOOK_LISTS = {
@@ -99,15 +100,10 @@ class ClientState(enum.Enum):
 
 
 def _check_options(
-    *,
-    limits: object,
-    retry: object,
-    timeout: object,
-    max_connections: object,
-    max_in_flight: object,
-    scroll_window: object,
+    *, limits: object, retry: object, timeout: object, scroll_window: object
 ) -> None:
-    """Refuse a wrongly typed or out-of-range option at construction, not at first use."""
+    """Refuse a wrongly typed or out-of-range option at construction, not at first use (the
+    limits' own fields are checked by :class:`Limits`)."""
     for value, kind, what in ((limits, Limits, "limits"), (retry, RetryPolicy, "retry")):
         if value is not None and not isinstance(value, kind):
             raise ConfigurationError(
@@ -115,8 +111,6 @@ def _check_options(
             )
     for value, what in ((timeout, "timeout"), (scroll_window, "scroll_window")):
         require_positive(value, what, error=ConfigurationError)
-    for value, what in ((max_connections, "max_connections"), (max_in_flight, "max_in_flight")):
-        require_positive(value, what, integer=True, error=ConfigurationError)
 
 
 class Client:
@@ -125,15 +119,15 @@ class Client:
     Every request (logins and retries included) passes the rate-aware scheduler, so the
     documented limits (60 a minute, 15,000 a day) are never exceeded (docs/guides/quota.md).
 
-    Positional: the API key pair. Keyword options: ``base_url`` (or ASYNCWIFI_BASE_URL),
-    ``organization`` (the default ``{cid}`` of organization paths), ``limits``, ``rate_store``
-    (``MemoryStore`` or ``RedisStore`` to share a key's budget across processes),
-    ``allow_http`` (plain http is refused otherwise), ``clock``, ``on_quota_exhausted``
-    ("wait" for the reset or "raise" ``QuotaExhaustedError``), ``max_quota_wait``,
-    ``retry`` (a :class:`RetryPolicy`), ``timeout``, ``max_connections``,
-    ``max_in_flight``, ``scroll_window`` (spec §8: 60 s), ``transport`` (a custom
-    :class:`Transport`, e.g. ``MockTransport``), and the hooks ``on_request``,
-    ``on_response``, ``on_retry``, ``on_throttle``.
+    Positional: the API key pair. Keyword options, grouped as httpx groups them:
+    ``base_url`` (or ASYNCWIFI_BASE_URL) and ``organization`` (the default ``{cid}`` of
+    organization paths); ``limits`` (a :class:`Limits`: the windows, what to do on a spent
+    day, ``max_in_flight``, ``max_connections``) and ``rate_store`` (``RedisStore`` shares
+    a key's limits across processes); ``retry`` (a :class:`RetryPolicy`); ``timeout``;
+    ``scroll_window`` (spec §8: 60 s); ``hooks`` (``{kind: callback or callbacks}``, as
+    :meth:`add_hook` takes them); ``transport`` (e.g. ``MockTransport``; the client closes
+    it); ``ssl_context``;
+    ``allow_http`` (plain http is refused otherwise); ``clock``.
     """
 
     def __init__(
@@ -145,21 +139,14 @@ class Client:
         organization: str | None = None,
         limits: Limits | None = None,
         rate_store: RateStore | None = None,
-        allow_http: bool = False,
-        clock: Clock | None = None,
-        on_quota_exhausted: Literal["wait", "raise"] = "wait",
-        max_quota_wait: float | None = None,
         retry: RetryPolicy | None = None,
         timeout: float = 30.0,
-        max_connections: int = 32,
-        max_in_flight: int = 16,
         scroll_window: float = SCROLL_WINDOW,
-        ssl_context: ssl.SSLContext | None = None,
+        hooks: Mapping[HookKind, Callable[..., Any] | Sequence[Callable[..., Any]]] | None = None,
         transport: Transport | None = None,
-        on_request: Callable[[RequestInfo], None] | None = None,
-        on_response: Callable[[ResponseInfo], None] | None = None,
-        on_retry: Callable[[RetryInfo], None] | None = None,
-        on_throttle: Callable[..., None] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        allow_http: bool = False,
+        clock: Clock | None = None,
     ) -> None:
         require_text(client_key, "client_key")
         if not isinstance(client_secret, str) or not client_secret:
@@ -172,18 +159,10 @@ class Client:
         refusal = plain_http_refusal(base_url, allow_http)
         if refusal is not None:
             raise refusal
-        if on_quota_exhausted not in ("wait", "raise"):
-            raise ConfigurationError("on_quota_exhausted must be 'wait' or 'raise'")
         if organization is not None:
             require_text(organization, "organization")
-        _check_options(
-            limits=limits,
-            retry=retry,
-            timeout=timeout,
-            max_connections=max_connections,
-            max_in_flight=max_in_flight,
-            scroll_window=scroll_window,
-        )
+        _check_options(limits=limits, retry=retry, timeout=timeout, scroll_window=scroll_window)
+        limits = limits or Limits()
         self._key = client_key
         self._secret = Secret(client_secret)
         self.base_url = base_url.rstrip("/")
@@ -193,25 +172,10 @@ class Client:
         self._transport: Transport = transport or AiohttpTransport(
             self.base_url,
             timeout=timeout,
-            max_connections=max_connections,
+            max_connections=limits.max_connections,
             ssl_context=ssl_context,
         )
-        limits = replace(
-            limits or Limits(),
-            on_exhausted=on_quota_exhausted,
-            max_wait=max_quota_wait,
-            max_in_flight=max_in_flight,
-        )
         self.scheduler = Scheduler(limits, store=rate_store, clock=self.clock)
-        if on_throttle is not None:
-            self.scheduler.on_throttle.append(on_throttle)
-        hooks = Hooks()
-        if on_request is not None:
-            hooks.on_request.append(on_request)
-        if on_response is not None:
-            hooks.on_response.append(on_response)
-        if on_retry is not None:
-            hooks.on_retry.append(on_retry)
         self._tokens = TokenManager(self._login, self._logout, clock=self.clock)
         self._api = RequestPipeline(
             transport=self._transport,
@@ -219,8 +183,11 @@ class Client:
             tokens=self._tokens,
             clock=self.clock,
             retry=retry or RetryPolicy(),
-            hooks=hooks,
+            hooks=Hooks(),
         )
+        for kind, callbacks in (hooks or {}).items():
+            for callback in [callbacks] if callable(callbacks) else callbacks:
+                self.add_hook(kind, callback)
         self._contacts = Contacts(self._api, organization, scroll_window)
         self._events = Events(self._api, organization, scroll_window)
         self._hotspots = Hotspots(self._api, organization)
@@ -299,7 +266,11 @@ class Client:
             raise ConfigurationError(f"hook kind must be one of {_HOOK_KINDS}, got {kind!r}")
         if not callable(callback):
             raise ConfigurationError(f"a hook must be callable, got {type(callback).__name__}")
-        callbacks: list[Any] = getattr(self._api.hooks, _HOOK_LISTS[kind])
+        callbacks: list[Any] = (
+            self.scheduler.on_throttle
+            if kind == "throttle"
+            else getattr(self._api.hooks, _HOOK_LISTS[kind])
+        )
         callbacks.append(callback)
 
         def remove() -> None:

@@ -302,7 +302,7 @@ class Producer:
             wait = scheduler.earliest_admission(lane=Lane.SCROLL) - clock.now()
             if wait > self.spec.window:
                 # not congestion but a spent quota or a pause: the first request's own
-                # admission waits for it, or raises in on_quota_exhausted="raise" mode
+                # admission waits for it, or raises in on_exhausted="raise" mode
                 return
             log.info("%s: waiting %.1f s for room to keep a scroll alive", self.spec.what, wait)
             await clock.sleep(max(wait, self.spec.window * 0.05))

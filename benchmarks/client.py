@@ -10,7 +10,7 @@ day=None)``), in the same process, one after the other in interleaved rounds:
   ``raise_for_status()`` and ``json.loads`` of the body (what a user would write by hand).
 
 Each cell runs the same number of requests from 1, 16 and 64 concurrent coroutines. Both
-sides may hold 64 requests in flight (the client gets ``max_in_flight=64`` and aiohttp's
+sides may hold 64 requests in flight (the client's ``Limits(max_in_flight=64)``, aiohttp's
 default pool of 100 connections, as the hand-written session has). Prints requests/s,
 microseconds per request (wall, and this process's CPU, which excludes the server), and the
 ratio client/hand-written (target: at most 1.5x). Medians of ``--rounds`` rounds (5).
@@ -34,6 +34,8 @@ from typing import Any
 
 import aiohttp
 from _common import hand_login, load_line, median, open_client, simulator
+
+from asyncwifi import Limits
 
 CONCURRENCY = (1, 16, 64)
 CALLS = ("hotspots.get", "segments.list")
@@ -99,7 +101,9 @@ async def bench(info: dict[str, Any], rounds: int, requests: int, profile: bool)
     # samples[(call, concurrency, side)] = [(wall, cpu), ...]
     samples: dict[tuple[str, int, str], list[tuple[float, float]]] = {}
     async with (
-        open_client(info, max_in_flight=64, max_connections=100) as api,
+        open_client(
+            info, limits=Limits(minute=None, day=None, max_in_flight=64, max_connections=100)
+        ) as api,
         aiohttp.ClientSession() as session,
     ):
         ids = [h.id for h in await api.hotspots.list()]

@@ -121,7 +121,7 @@ def events_backfill(
 ) -> ExportJob:
     """An events backfill of ``[since, until)`` into ``out`` (JSON Lines), resumable via ``state``.
 
-    Configure the client with ``on_quota_exhausted="raise"`` so that a spent day quota
+    Configure the client with ``Limits(on_exhausted="raise")`` so that a spent day quota
     checkpoints the job: :meth:`ExportJob.run` then returns ``paused`` (or, with ``wait``,
     sleeps until the reset unless it is more than ``max_wait`` seconds away).
 

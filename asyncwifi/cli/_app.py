@@ -76,8 +76,8 @@ class App:
         *,
         since: datetime | None = None,
         until: datetime | None = None,
-        on_quota_exhausted: Literal["wait", "raise"] = "wait",
-        max_quota_wait: float | None = None,
+        on_exhausted: Literal["wait", "raise"] = "wait",
+        max_wait: float | None = None,
         organization: bool = True,
         rate_store: str | None = None,
     ) -> AsyncIterator[Client]:
@@ -91,13 +91,14 @@ class App:
                 self.display,
                 since=since,
                 until=until,
-                on_quota_exhausted=on_quota_exhausted,
-                max_quota_wait=max_quota_wait,
+                on_exhausted=on_exhausted,
+                max_wait=max_wait,
                 rate_store=rate_store,
             ) as api:
                 yield api
             return
         from asyncwifi._client import Client
+        from asyncwifi.ratelimit import Limits
 
         settings = self.settings()
         key, secret, base_url = settings.require(organization=organization)
@@ -108,8 +109,7 @@ class App:
             base_url=base_url,
             organization=settings.organization,
             allow_http=self.allow_http or settings.allow_http,
-            on_quota_exhausted=on_quota_exhausted,
-            max_quota_wait=max_quota_wait,
+            limits=Limits(on_exhausted=on_exhausted, max_wait=max_wait),
             rate_store=shared_store(rate_store, key),
         )
         async with api:

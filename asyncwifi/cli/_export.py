@@ -297,7 +297,7 @@ def backfill(
         return
 
     async def go() -> JobOutcome:
-        async with app.client(since=since, until=until, on_quota_exhausted="raise") as api:
+        async with app.client(since=since, until=until, on_exhausted="raise") as api:
             reporter = app.display.reporter(noun="events", quota=lambda: api.quota, clock=api.clock)
             job = events_backfill(
                 api,
@@ -384,7 +384,7 @@ def export(
         return
 
     async def go() -> JobOutcome:
-        async with app.client(on_quota_exhausted="raise") as api:
+        async with app.client(on_exhausted="raise") as api:
             reporter = app.display.reporter(
                 noun="contacts", quota=lambda: api.quota, clock=api.clock
             )

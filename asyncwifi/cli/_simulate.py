@@ -123,8 +123,8 @@ async def simulated_client(
     *,
     since: datetime | None = None,
     until: datetime | None = None,
-    on_quota_exhausted: Literal["wait", "raise"] = "wait",
-    max_quota_wait: float | None = None,
+    on_exhausted: Literal["wait", "raise"] = "wait",
+    max_wait: float | None = None,
     rate_store: str | None = None,
 ) -> AsyncIterator[Client]:
     """A simulator started in-process and a client opened on it, both on one fast clock
@@ -149,8 +149,8 @@ async def simulated_client(
             speed=options.speed,
         )
         async with sim.client(
-            on_quota_exhausted=on_quota_exhausted,
-            max_quota_wait=max_quota_wait,
+            on_exhausted=on_exhausted,
+            max_wait=max_wait,
             rate_store=shared_store(rate_store, sim.client_key),
         ) as api:
             yield api

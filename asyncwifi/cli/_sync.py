@@ -129,7 +129,7 @@ def sync_command(
         # "raise": the sync itself says the quota is spent, sleeps, and resumes from its
         # checkpoints (instead of a silent wait inside one request)
         async with app.client(
-            since=sim_since, until=until, on_quota_exhausted="raise", rate_store=rate_store
+            since=sim_since, until=until, on_exhausted="raise", rate_store=rate_store
         ) as api:
             # the client's organization's rows (a database of before organizations: its
             # rows become this organization's)

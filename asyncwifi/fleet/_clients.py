@@ -17,6 +17,7 @@ from asyncwifi._client import Client
 from asyncwifi._clock import Clock
 from asyncwifi._transport import AiohttpTransport, Request, Response, Transport
 from asyncwifi.fleet._config import Organization
+from asyncwifi.ratelimit import Limits
 
 if TYPE_CHECKING:
     from asyncwifi.ratelimit import RateStore
@@ -78,7 +79,7 @@ class ClientPool:
             clock=self._clock,
             rate_store=self._store(org.client_key),
             # the pass reports a spent day to its workflow, which waits for the reset
-            on_quota_exhausted="raise",
+            limits=Limits(on_exhausted="raise"),
             transport=_SharedTransport(transport),
         )
         client.open()

@@ -71,7 +71,8 @@ class Limits:
     ``others`` names more windows by the gateway's period names (``{"hour": Limit(...)}``).
     On a spent quota, ``on_exhausted="wait"`` waits for its reset (at most ``max_wait`` s,
     else ``QuotaExhaustedError``), ``"raise"`` raises at once; ``max_in_flight`` bounds the
-    requests between admission and release (None: no bound).
+    requests between admission and release (None: no bound); ``max_connections`` bounds the
+    default transport's connection pool (httpx's ``Limits`` meaning).
     """
 
     minute: Limit | None = Limit(60, MINUTE)
@@ -82,6 +83,7 @@ class Limits:
     on_exhausted: Literal["wait", "raise"] = "wait"
     max_wait: float | None = None
     max_in_flight: int | None = 16
+    max_connections: int = 32
 
     def __post_init__(self) -> None:
         for name in ("minute", "day"):
@@ -101,6 +103,7 @@ class Limits:
             object.__setattr__(self, "max_wait", _seconds(self.max_wait, "max_wait", zero=True))
         if self.max_in_flight is not None:
             require_positive(self.max_in_flight, "max_in_flight", integer=True)
+        require_positive(self.max_connections, "max_connections", integer=True)
 
     def windows(self) -> list[WindowSpec]:
         """The enforced windows (fresh copies), shortest period first, with scaled margins."""

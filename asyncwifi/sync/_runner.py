@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import sys
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from datetime import UTC, datetime
@@ -436,7 +437,18 @@ class Syncer:
         ended = await asyncio.gather(*pending, return_exceptions=True)
         writing, self._writing = list(self._writing), set()
         ended += await asyncio.gather(*writing, return_exceptions=True)
+        # the error already on its way out (and what it came from) is reported by its catcher
+        told: set[int] = set()
+        stack: list[BaseException | None] = [sys.exception()]
+        while stack:
+            shown = stack.pop()
+            if shown is not None and id(shown) not in told:
+                told.add(id(shown))
+                stack += [shown.__cause__, shown.__context__]
+                stack += getattr(shown, "exceptions", ())  # an exception group's
         for error in {id(e): e for e in ended if isinstance(e, Exception)}.values():
+            if id(error) in told:
+                continue
             # said, not raised: the stop goes on (a stale pass's write refused by its lease)
             log.warning("sync: a write in progress at the stop failed: %s: %s",
                         type(error).__name__, error)  # fmt: skip

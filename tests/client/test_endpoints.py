@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -141,7 +142,7 @@ async def test_a_429_is_waited_out_and_nothing_is_sent_before_the_reset(make_sim
                 refusals.append((event.at, event.until))
 
         competitor = client_for(sim, limits=NO_LIMITS)
-        api = client_for(sim, on_request=on_request, on_throttle=on_throttle)
+        api = client_for(sim, hooks={"request": on_request, "throttle": on_throttle})
         async with api, competitor:
             await sim.clock.sleep(60.0 - sim.clock.now() % 60.0 + 1.0)  # a fresh clock minute
             await api.login()  # the last headers it sees say 19 remain
@@ -162,7 +163,9 @@ async def test_a_reset_too_far_away_raises_instead_of_sleeping(make_sim: Any) ->
     async with make_sim(day_limit=3) as sim:
         retry = RetryPolicy(max_rate_limit_wait=60.0)
         limits = Limits(minute=Limit(60, 60.0), day=Limit(100, 86_400.0))
-        async with client_for(sim, retry=retry, limits=limits, on_quota_exhausted="raise") as api:
+        async with client_for(
+            sim, retry=retry, limits=replace(limits, on_exhausted="raise")
+        ) as api:
             await api.segments.list()
             await api.segments.list()
             with pytest.raises((errors.RateLimitedError, errors.QuotaExhaustedError)):
@@ -171,7 +174,7 @@ async def test_a_reset_too_far_away_raises_instead_of_sleeping(make_sim: Any) ->
 
 async def test_one_login_for_a_thousand_coroutines(make_sim: Any) -> None:
     async with make_sim(rate_limit_mode="off") as sim:
-        async with client_for(sim, limits=NO_LIMITS, max_in_flight=64) as api:
+        async with client_for(sim, limits=replace(NO_LIMITS, max_in_flight=64)) as api:
             await asyncio.gather(
                 *(api.hotspots.get(h["id"]) for h in list(sim.data.hotspots.values()) * 84)
             )

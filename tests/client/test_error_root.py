@@ -39,7 +39,7 @@ BAD_CALLS: dict[str, Callable[[], object]] = {
     "Client: no base_url": lambda: Client("key", "secret", base_url=""),
     "Client: ftp base_url": lambda: Client("key", "secret", base_url="ftp://x"),
     "Client: plain http": lambda: Client("key", "secret", base_url="http://x"),
-    "Client: on_quota_exhausted": lambda: _client(on_quota_exhausted="sleep"),
+    "Limits: on_exhausted": lambda: _client(limits=Limits(on_exhausted="sleep")),  # type: ignore[arg-type]
     "Client: organization": lambda: _client(organization="a\nb"),
     "Client: scroll_window": lambda: _client(scroll_window=0),
     "Client: scroll_window text": lambda: _client(scroll_window="x"),
@@ -48,9 +48,11 @@ BAD_CALLS: dict[str, Callable[[], object]] = {
     "Client: retry not a RetryPolicy": lambda: _client(retry=5),
     "Client: negative timeout": lambda: _client(timeout=-1),
     "Client: timeout text": lambda: _client(timeout="x"),
-    "Client: no connections": lambda: _client(max_connections=0),
-    "Client: in-flight as float": lambda: _client(max_in_flight=1.5),
-    "Client: max_quota_wait": lambda: _client(max_quota_wait=-1),
+    "Limits: no connections": lambda: _client(limits=Limits(max_connections=0)),
+    "Limits: in-flight as float": lambda: _client(limits=Limits(max_in_flight=1.5)),  # type: ignore[arg-type]
+    "Limits: max_wait": lambda: _client(limits=Limits(max_wait=-1)),
+    "Client: a hook of no kind": lambda: _client(hooks={"sent": print}),  # type: ignore[dict-item]
+    "Client: a hook not callable": lambda: _client(hooks={"request": [1]}),  # type: ignore[list-item]
     "RetryPolicy: max_attempts 0": lambda: RetryPolicy(max_attempts=0),
     "RetryPolicy: max_attempts text": lambda: RetryPolicy(max_attempts="3"),  # type: ignore[arg-type]
     "RetryPolicy: negative backoff": lambda: RetryPolicy(backoff_base=-1),

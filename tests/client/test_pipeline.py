@@ -110,7 +110,7 @@ async def test_a_write_that_never_takes_effect_is_retried_by_the_same_rule(
     async with make_sim() as sim:
         sim.faults = Faults(error_rate=1.0, methods=("POST",), paths=("/v3/hotspots",))
         policy = RetryPolicy(max_attempts=3, backoff_base=0.01, backoff_max=0.05)
-        async with client_for(sim, retry=policy, on_retry=retries.append) as api:
+        async with client_for(sim, retry=policy, hooks={"retry": retries.append}) as api:
             before = len(await api.hotspots.list())
             with pytest.raises(AmbiguousWriteError, match="did not take effect after 3"):
                 await api.hotspots.create(new_hotspot(1))

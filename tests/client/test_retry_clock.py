@@ -94,7 +94,7 @@ def test_retry_after_is_honoured_in_seconds_and_as_an_http_date(form: str) -> No
     api = Api(clock, answer)
 
     async def main() -> dict[str, Any]:
-        async with _client(clock, api, RetryPolicy(), on_retry=retries.append) as client:
+        async with _client(clock, api, RetryPolicy(), hooks={"retry": retries.append}) as client:
             return await client._api.read("GET", PATH, decode=_decode)
 
     real = time.perf_counter()

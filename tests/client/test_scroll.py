@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -175,7 +176,7 @@ async def test_the_end_is_recognised_and_counted(make_sim: Any) -> None:
 async def test_a_new_scroll_on_a_spent_day_raises_at_once_in_raise_mode(make_sim: Any) -> None:
     async with make_sim(day_limit=3) as sim:
         limits = Limits(day=Limit(3, 86_400.0))
-        async with client_for(sim, limits=limits, on_quota_exhausted="raise") as api:
+        async with client_for(sim, limits=replace(limits, on_exhausted="raise")) as api:
             await api.segments.list()  # login + 1
             await api.segments.list()  # the day's third request
             sent = sim.counters.requests

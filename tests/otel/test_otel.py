@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -212,7 +213,7 @@ async def test_failed_attempts_carry_their_error_and_unsent_ones_are_not_request
     faults = Faults(seed=4, drop_rate=0.5, paths=("/v2/segments/*",))
     async with Simulator(clock=ScaledClock(100.0), faults=faults) as sim:
         day = Limits(minute=None, day=Limit(6, 86_400.0))
-        client = _client(sim, limits=day, on_quota_exhausted="raise")
+        client = _client(sim, limits=replace(day, on_exhausted="raise"))
         instrument(client, **providers)
 
         async def spend(api: Client) -> None:

@@ -50,7 +50,7 @@ async def backlog(model: str) -> tuple[Simulator, list[float], Client]:
             limits=Limits(minute=Limit(N, PERIOD), day=None),
             # the admission's clock time: what the windows count (the hook itself may run
             # a little later on a loaded machine, which says nothing of the scheduler)
-            on_request=lambda info: sent.append(info.admitted_at),
+            hooks={"request": lambda info: sent.append(info.admitted_at)},
         )
         async with api:
             until = clock.now() + MINUTES * PERIOD

@@ -98,7 +98,7 @@ async def test_one_key_spending_its_minute_does_not_slow_another(
             answers = [await a.get(a.org("/v2/segments/organizations/")) for _ in range(60)]
             assert [x.status for x in answers] == [200] * 59 + [429]
         # B, at the same instant, with a client that raises rather than waits
-        async with sim.tenant(1).client(on_quota_exhausted="raise") as api:
+        async with sim.tenant(1).client(on_exhausted="raise") as api:
             assert len(await api.segments.list()) == 2
             minute = api.quota.minute
             assert minute is not None

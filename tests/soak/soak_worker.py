@@ -16,6 +16,7 @@ import gc
 import json
 import os
 import sys
+from dataclasses import replace
 from typing import Any
 
 from asyncwifi import Client, Limit, Limits, RetryPolicy
@@ -104,10 +105,9 @@ async def main(cfg: dict[str, Any]) -> None:
         organization=cfg["organization"],
         allow_http=True,
         clock=clock,
-        limits=limits,
-        rate_store=store,
         # a minute's wait is pacing; the day's (hours away) ends the run
-        max_quota_wait=600.0,
+        limits=replace(limits, max_wait=600.0),
+        rate_store=store,
         retry=RetryPolicy(backoff_base=0.5, backoff_max=5.0),
     ) as api:
         await asyncio.gather(

@@ -172,7 +172,7 @@ async def test_html_429_bodies_after_a_competitor_spent_the_minute(
     with no_leaks(caplog):
         async with (
             Simulator(clock=clock(), faults=Faults(html_429_rate=1.0), **DATA) as sim,
-            client_for(sim, on_response=lambda info: ours.append(info.status)) as api,
+            client_for(sim, hooks={"response": lambda info: ours.append(info.status)}) as api,
         ):
             stream = api.events.list(size=100)
             ids = []
@@ -218,7 +218,7 @@ async def test_a_redis_outage_falls_back_to_a_conservative_limit_never_none(
                 faults=Faults(seed=8, error_rate=0.05),
                 **DATA,
             ) as sim,
-            client_for(sim, rate_store=store, on_throttle=events.append) as api,
+            client_for(sim, rate_store=store, hooks={"throttle": events.append}) as api,
         ):
             stream = api.events.list(size=100)
             ids = []

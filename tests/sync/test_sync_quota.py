@@ -4,6 +4,7 @@ the gateway's clock) and finishes from its checkpoints, every event stored once.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,7 +29,7 @@ async def test_quota_spent_sleeps_until_the_reset_and_resumes(
         limits = Limits(minute=Limit(60, 60.0), day=Limit(5, 86_400.0))
         async with Client(sim.client_key, sim.client_secret, base_url=sim.base_url,
                           organization=sim.organization, allow_http=True, clock=clock,
-                          limits=limits, on_quota_exhausted="raise",
+                          limits=replace(limits, on_exhausted="raise"),
                           scroll_window=1e9) as api:  # fmt: skip
             store = open_destination(f"sqlite:///{tmp_path / 'q.db'}")
             options = SyncOptions(
