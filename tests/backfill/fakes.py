@@ -153,6 +153,7 @@ class FakeApi:
         self.server = server
         self.clock = server.clock
         self.events = FakeEvents(server)
+        self.organization: str | None = None  # as a Client without a default organization
         self.scheduler = FakeScheduler()
 
 
