@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib.util
 import signal
 import tempfile
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from temporalio.client import Client as TemporalClient
 
     from asyncwifi.fleet import FleetConfig
+    from asyncwifi.fleet._control import TemporalAccess
 
 __all__ = ["fleet_group"]
 
@@ -41,13 +43,43 @@ def _require_temporalio() -> None:
 
 
 def _temporal_options(fn: Any) -> Any:
-    fn = click.option("--task-queue", default="asyncwifi-fleet", show_default=True,
-                      help="The Temporal task queue of the fleet.")(fn)  # fmt: skip
-    fn = click.option("--namespace", default="default", show_default=True,
-                      help="The Temporal namespace.")(fn)  # fmt: skip
-    return click.option("--temporal", "target", envvar="ASYNCWIFI_TEMPORAL",
-                        default="127.0.0.1:7233", show_default=True, metavar="HOST:PORT",
-                        help="The Temporal frontend.")(fn)  # fmt: skip
+    """Where Temporal is and how to reach it, given to ``fn`` as one ``access``
+    (:class:`~asyncwifi.fleet._control.TemporalAccess`), and the task queue."""
+
+    @functools.wraps(fn)
+    def command(**kwargs: Any) -> Any:
+        from asyncwifi.errors import ConfigurationError
+        from asyncwifi.fleet._control import TemporalAccess
+
+        names = ("target", "namespace", "tls", "tls_cert", "tls_key", "api_key_env")
+        try:
+            access = TemporalAccess(**{name: kwargs.pop(name) for name in names})
+        except ConfigurationError as exc:
+            raise CliFailure(str(exc), ExitCode.CONFIG) from None
+        return fn(access=access, **kwargs)
+
+    pem = click.Path(dir_okay=False, exists=True, path_type=Path)
+    options = [
+        click.option("--temporal", "target", envvar="ASYNCWIFI_TEMPORAL",
+                     default="127.0.0.1:7233", show_default=True, metavar="HOST:PORT",
+                     help="The Temporal frontend."),
+        click.option("--namespace", default="default", show_default=True,
+                     help="The Temporal namespace."),
+        click.option("--task-queue", default="asyncwifi-fleet", show_default=True,
+                     help="The Temporal task queue of the fleet."),
+        click.option("--tls", is_flag=True, default=False,
+                     help="Reach Temporal over TLS (on with --tls-cert or --api-key-env)."),
+        click.option("--tls-cert", type=pem, default=None, metavar="PATH",
+                     help="mTLS: the client certificate (PEM), with --tls-key."),
+        click.option("--tls-key", type=pem, default=None, metavar="PATH",
+                     help="mTLS: the client certificate's private key (PEM)."),
+        click.option("--api-key-env", default=None, metavar="NAME",
+                     help="Temporal Cloud: the environment variable holding the API key "
+                     "(never the key itself on the command line)."),
+    ]  # fmt: skip
+    for option in reversed(options):
+        command = option(command)
+    return command
 
 
 def _config_option(fn: Any) -> Any:
@@ -66,13 +98,17 @@ def _load(path: Path) -> FleetConfig:
         raise CliFailure(str(exc), ExitCode.CONFIG) from None
 
 
-async def _connect(target: str, namespace: str, metrics_port: int | None = None) -> TemporalClient:
-    from asyncwifi.fleet._worker import connect
+async def _connect(access: TemporalAccess, metrics_port: int | None = None) -> TemporalClient:
+    """The one way every command reaches Temporal; failures are one line (no API key)."""
+    from asyncwifi.errors import ConfigurationError
+    from asyncwifi.fleet._control import connect
 
     try:
-        return await connect(target, namespace=namespace, metrics_port=metrics_port)
-    except RuntimeError as exc:  # the SDK's "failed client connect"
-        raise CliFailure(f"cannot reach Temporal at {target}: {exc}", ExitCode.FAILURE) from None
+        return await connect(access, metrics_port=metrics_port)
+    except ConfigurationError as exc:  # the API key's variable not set, a PEM unreadable
+        raise CliFailure(str(exc), ExitCode.CONFIG) from None
+    except ConnectionError as exc:
+        raise CliFailure(str(exc), ExitCode.FAILURE) from None
 
 
 def _run(main: Callable[[asyncio.Event], Awaitable[T]]) -> T:
@@ -101,7 +137,7 @@ def fleet_group() -> None:
               show_default=True,
               help="Seconds without a heartbeat before a pass moves elsewhere.")  # fmt: skip
 def apply_command(
-    config_path: Path, target: str, namespace: str, task_queue: str, heartbeat_timeout: float
+    config_path: Path, access: TemporalAccess, task_queue: str, heartbeat_timeout: float
 ) -> None:
     """Start a workflow per organization of the file; stop those removed from it."""
     _require_temporalio()
@@ -110,7 +146,7 @@ def apply_command(
     async def main(stop: asyncio.Event) -> None:
         from asyncwifi.fleet._control import apply_fleet
 
-        client = await _connect(target, namespace)
+        client = await _connect(access)
         report = await apply_fleet(
             client, config, task_queue=task_queue, heartbeat_timeout=heartbeat_timeout
         )
@@ -134,17 +170,21 @@ def apply_command(
 @click.option("--store-patience", type=click.FloatRange(0.0), default=60.0, show_default=True,
               help="Seconds a pass waits for an unreachable database before its "
               "organization waits instead.")  # fmt: skip
+@click.option("--idle-transaction-timeout", type=click.FloatRange(1.0), default=90.0,
+              show_default=True,
+              help="Seconds PostgreSQL lets a transaction sit idle (a frozen worker's) "
+              "before it aborts it, freeing its locks.")  # fmt: skip
 # a scaled time line shared with a test's simulator (``AnchoredClock.describe``)
 @click.option("--clock", "clock_line", type=(float, float, float), default=None, hidden=True)
 def worker_command(
     config_path: Path,
     url: str,
-    target: str,
-    namespace: str,
+    access: TemporalAccess,
     task_queue: str,
     rate_store: str | None,
     metrics_port: int | None,
     store_patience: float,
+    idle_transaction_timeout: float,
     clock_line: tuple[float, float, float] | None,
 ) -> None:
     """Run a worker: it syncs the organizations Temporal hands it, until SIGTERM."""
@@ -162,14 +202,15 @@ def worker_command(
     async def main(stop: asyncio.Event) -> None:
         from asyncwifi.fleet._worker import WorkerOptions, run_worker
 
-        client = await _connect(target, namespace, metrics_port)
+        client = await _connect(access, metrics_port)
         clock = None
         if clock_line is not None:
             from asyncwifi.testing._process import AnchoredClock
 
             clock = AnchoredClock(*clock_line)
         options = WorkerOptions(task_queue=task_queue, rate_store=rate_store, clock=clock,
-                                store_patience=store_patience)  # fmt: skip
+                                store_patience=store_patience,
+                                idle_transaction_timeout=idle_transaction_timeout)  # fmt: skip
         click.echo(f"fleet worker: {len(config)} organizations, task queue {task_queue}; "
                    "SIGTERM to stop", err=True)  # fmt: skip
         await run_worker(client, config, url, options=options, stop=stop)
@@ -179,14 +220,14 @@ def worker_command(
 
 @fleet_group.command("status")
 @_temporal_options
-def status_command(target: str, namespace: str, task_queue: str) -> None:
+def status_command(access: TemporalAccess, task_queue: str) -> None:
     """One line per organization: state, last pass, lag, requests today, last error."""
     _require_temporalio()
 
     async def main(stop: asyncio.Event) -> None:
         from asyncwifi.fleet._control import fleet_status, status_line
 
-        client = await _connect(target, namespace)
+        client = await _connect(access)
         statuses = await fleet_status(client)
         if not statuses:
             click.echo("fleet: no organization is running (asyncwifi fleet apply)")

@@ -35,7 +35,7 @@ from asyncwifi.fleet._config import FleetConfig, Organization
 from asyncwifi.fleet._workflow import PASS_ACTIVITY, PassRequest, PassResult
 from asyncwifi.sync import Budget, Destination, DestinationUnavailableError, Syncer, SyncOptions
 
-__all__ = ["PassActivities"]
+__all__ = ["PassActivities", "fleet_database_url"]
 
 log = logging.getLogger("asyncwifi.fleet")
 
@@ -46,6 +46,22 @@ def _lease_lost_error() -> type[Exception]:
 
     error: type[Exception] = LeaseLostError
     return error
+
+
+def fleet_database_url(url: str, idle_transaction_timeout: float | None) -> str:
+    """``url`` with PostgreSQL's ``idle_in_transaction_session_timeout`` (seconds; asyncpg
+    sends a URL's other parameters as server settings): a worker frozen mid-transaction
+    has it aborted by the server, its row locks freed for the next lease holder. A URL
+    that sets it already keeps its own; SQLite URLs are unchanged."""
+    name = "idle_in_transaction_session_timeout"
+    if (
+        idle_transaction_timeout is None
+        or not url.startswith(("postgresql://", "postgres://"))
+        or f"{name}=" in url
+    ):
+        return url
+    joint = "&" if "?" in url else "?"
+    return f"{url}{joint}{name}={max(1, round(idle_transaction_timeout * 1000))}"
 
 
 class PassActivities:
@@ -113,12 +129,15 @@ class PassActivities:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            message = f"{type(exc).__name__}: {self._clean(str(exc), org)}"
-            if isinstance(exc, _lease_lost_error()):
-                log.warning("fleet: %s: %s", org.organization, message)
-                raise ApplicationError(message, type="LeaseLostError", non_retryable=True) from None
-            log.warning("fleet: %s: the pass failed: %s", org.organization, message)
-            raise ApplicationError(message, type=type(exc).__name__) from None
+            # the message without the type: an ApplicationError shows as "type: message"
+            failure = ApplicationError(
+                self._clean(str(exc), org),
+                type=type(exc).__name__,
+                non_retryable=isinstance(exc, _lease_lost_error()),
+            )
+            what = "" if failure.non_retryable else "the pass failed: "
+            log.warning("fleet: %s: %s%s", org.organization, what, failure)
+            raise failure from None
 
     async def _run(self, org: Organization, api: Client) -> PassResult:
         info = activity.info()

@@ -5,6 +5,8 @@ running, keeps the running ones (their workflow id is the lock) and sends them t
 settings (``configure``: a changed ``poll`` reaches them), and terminates those of
 organizations no longer in the file. :func:`fleet_status` queries every running
 organization's workflow. Neither needs a secret: the workflows carry organization ids.
+:func:`connect` is how every command reaches Temporal (:class:`TemporalAccess`: a
+self-hosted server, or Temporal Cloud over TLS with a client certificate or an API key).
 """
 
 from __future__ import annotations
@@ -13,13 +15,18 @@ import asyncio
 import os
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from temporalio.client import Client as TemporalClient
+from temporalio.client import TLSConfig
 from temporalio.common import WorkflowIDConflictPolicy
 
+from asyncwifi._auth import Secret
 from asyncwifi._instant import read_instant
+from asyncwifi.errors import ConfigurationError
 from asyncwifi.fleet._config import FleetConfig
 from asyncwifi.fleet._workflow import (
     WORKFLOW_NAME,
@@ -32,7 +39,9 @@ from asyncwifi.fleet._workflow import (
 
 __all__ = [
     "ApplyReport",
+    "TemporalAccess",
     "apply_fleet",
+    "connect",
     "fleet_status",
     "running_organizations",
     "status_line",
@@ -52,6 +61,88 @@ class ApplyReport:
     started: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     stopped: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TemporalAccess:
+    """Where Temporal is and how to reach it: ``tls`` on, a client certificate and key
+    (mTLS: PEM files), an API key (Temporal Cloud: read from the environment variable
+    ``api_key_env`` names, never given on a command line; TLS is on with it)."""
+
+    target: str = "127.0.0.1:7233"
+    namespace: str = "default"
+    tls: bool = False
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    api_key_env: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ConfigurationError("--tls-cert and --tls-key go together (mTLS)")
+
+    def api_key(self, environ: Mapping[str, str] | None = None) -> Secret | None:
+        """The API key from its environment variable (ConfigurationError naming the
+        variable when it is not set)."""
+        if self.api_key_env is None:
+            return None
+        value = (os.environ if environ is None else environ).get(self.api_key_env, "")
+        if not value.strip():
+            raise ConfigurationError(f"the API key's variable {self.api_key_env} is not set")
+        return Secret(value.strip())
+
+    def tls_config(self) -> bool | TLSConfig | None:
+        """What ``Client.connect(tls=...)`` is given: the certificate files read, True for
+        ``tls``, else None (the SDK's default: TLS with an API key, plaintext without)."""
+        if self.tls_cert is not None and self.tls_key is not None:
+            return TLSConfig(
+                client_cert=_read_pem(self.tls_cert), client_private_key=_read_pem(self.tls_key)
+            )
+        return True if self.tls or self.api_key_env else None
+
+
+def _read_pem(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read {path}: {exc.strerror}") from None
+
+
+async def connect(
+    access: TemporalAccess | str,
+    *,
+    metrics_port: int | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> TemporalClient:
+    """A Temporal client (``access``, or a ``HOST:PORT`` reached in plaintext); with
+    ``metrics_port``, the SDK's Prometheus endpoint (``/metrics``) serves the worker's
+    metrics there. A failed connection is a ``ConnectionError`` naming the target, never
+    the API key."""
+    if isinstance(access, str):
+        access = TemporalAccess(access)
+    api_key = access.api_key(environ)
+    tls = access.tls_config()
+    runtime = None
+    if metrics_port is not None:
+        from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+
+        runtime = Runtime(
+            telemetry=TelemetryConfig(
+                metrics=PrometheusConfig(bind_address=f"0.0.0.0:{metrics_port}")
+            )
+        )
+    try:
+        return await TemporalClient.connect(
+            access.target,
+            namespace=access.namespace,
+            api_key=None if api_key is None else api_key.reveal(),
+            tls=tls,
+            runtime=runtime,
+        )
+    except RuntimeError as exc:  # the SDK's "failed client connect"
+        text = str(exc)
+        if api_key is not None:
+            text = text.replace(api_key.reveal(), "***")
+        raise ConnectionError(f"cannot reach Temporal at {access.target}: {text}") from None
 
 
 def temporal_cli() -> str | None:

@@ -22,9 +22,10 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from asyncwifi._clock import Clock
-from asyncwifi.fleet._activities import PassActivities
+from asyncwifi.fleet._activities import PassActivities, fleet_database_url
 from asyncwifi.fleet._clients import ClientPool
 from asyncwifi.fleet._config import FleetConfig
+from asyncwifi.fleet._control import connect  # re-exported: one connect for every command
 from asyncwifi.fleet._workflow import OrganizationWorkflow
 
 __all__ = ["TASK_QUEUE", "WorkerOptions", "connect", "run_worker", "workflow_runner"]
@@ -48,6 +49,9 @@ class WorkerOptions:
     graceful_stop: float = 10.0
     #: real seconds a pass waits for an unreachable database before its workflow waits
     store_patience: float = 60.0
+    #: PostgreSQL aborts a transaction left idle this long (a frozen worker's), freeing
+    #: its locks; None: the server's setting
+    idle_transaction_timeout: float | None = 90.0
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
@@ -57,23 +61,6 @@ def workflow_runner() -> SandboxedWorkflowRunner:
     return SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules("asyncwifi")
     )
-
-
-async def connect(
-    target: str, *, namespace: str = "default", metrics_port: int | None = None
-) -> TemporalClient:
-    """A Temporal client of ``target`` (``HOST:PORT``); with ``metrics_port``, the SDK's
-    Prometheus endpoint (``/metrics``) serves the worker's metrics there."""
-    runtime = None
-    if metrics_port is not None:
-        from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
-
-        runtime = Runtime(
-            telemetry=TelemetryConfig(
-                metrics=PrometheusConfig(bind_address=f"0.0.0.0:{metrics_port}")
-            )
-        )
-    return await TemporalClient.connect(target, namespace=namespace, runtime=runtime)
 
 
 async def run_worker(
@@ -90,7 +77,7 @@ async def run_worker(
 
     opts = options or WorkerOptions()
     identity = opts.identity or f"{socket.gethostname()}:{os.getpid()}"
-    destination = open_destination(database_url)
+    destination = open_destination(fleet_database_url(database_url, opts.idle_transaction_timeout))
     clients = ClientPool(rate_store=opts.rate_store, clock=opts.clock)
     activities = PassActivities(
         config,

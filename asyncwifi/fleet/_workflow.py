@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
 __all__ = [
@@ -193,7 +193,8 @@ class OrganizationWorkflow:
             )
         except ActivityError as exc:
             cause = exc.cause
-            message = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
+            # an ApplicationError reads "type: message" (its type said once)
+            message = str(cause or exc)
             # every attempt went to a worker that stopped answering (killed, frozen: a
             # frozen one's open polls take attempts it cannot run): soon again, elsewhere
             lost = isinstance(cause, ActivityTimeoutError)

@@ -57,6 +57,8 @@ async def test_a_stale_pass_commits_nothing(tmp_path: Path) -> None:
                 await ActivityEnvironment().run(activities.sync_pass, PassRequest(org))
             assert caught.value.type == "LeaseLostError"
             assert caught.value.non_retryable
+            # the type said once: "LeaseLostError: the sync lease ... was taken over"
+            assert str(caught.value).startswith("LeaseLostError: the sync lease of")
             assert sim.organizations[0].client_secret not in str(caught.value)  # type: ignore[attr-defined]
             assert len(views) == 1
             checker = make_view(org)
