@@ -48,6 +48,7 @@ def _temporal_options(fn: Any) -> Any:
 
     @functools.wraps(fn)
     def command(**kwargs: Any) -> Any:
+        _require_temporalio()
         from asyncwifi.errors import ConfigurationError
         from asyncwifi.fleet._control import TemporalAccess
 
