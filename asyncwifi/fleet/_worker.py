@@ -45,8 +45,10 @@ class WorkerOptions:
     clock: Clock | None = None
     #: the name this worker goes by in Temporal and in the leases it takes
     identity: str | None = None
-    #: real seconds the passes in progress get to end when the worker stops
-    graceful_stop: float = 10.0
+    #: real seconds the passes in progress get to end when the worker stops before they
+    #: are cancelled (0: at once; a cancelled pass drops its batch in hand, the
+    #: checkpoint is the truth, and Temporal hands the pass on)
+    graceful_stop: float = 0.0
     #: real seconds a pass waits for an unreachable database before its workflow waits
     store_patience: float = 60.0
     #: PostgreSQL aborts a transaction left idle this long (a frozen worker's), freeing
