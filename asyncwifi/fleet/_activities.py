@@ -187,7 +187,8 @@ class PassActivities:
         stays down (the workflow waits instead of this activity)."""
         down_since: float | None = None
         while True:
-            await asyncio.sleep(max(0.2, min(every, 10.0)))
+            # a spent day is seen within a second (the SDK throttles the heartbeats sent)
+            await asyncio.sleep(max(0.2, min(every, 1.0)))
             stats = syncer.stats
             if stats.store_down_since is None:
                 down_since = None
