@@ -38,6 +38,7 @@ from asyncwifi.sync import Budget, Destination, DestinationUnavailableError, Syn
 __all__ = ["PassActivities", "fleet_database_url"]
 
 log = logging.getLogger("asyncwifi.fleet")
+UNREACHABLE = "the database is unreachable"
 
 
 def _lease_lost_error() -> type[Exception]:
@@ -124,8 +125,9 @@ class PassActivities:
             await self.clients.drop(org.organization)
             log.warning("fleet: %s: the API refused its key: %s", org.organization, exc)
             return PassResult(failure="unauthorized", error=self._clean(str(exc), org))
-        except DestinationUnavailableError as exc:
-            return PassResult(failure="database", error=self._clean(str(exc), org))
+        except DestinationUnavailableError as exc:  # said by its cause: no URL in a status
+            cause = self._clean(str(exc.__cause__ or exc), org)
+            return PassResult(failure="database", error=f"{UNREACHABLE}: {cause}")
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -179,7 +181,7 @@ class PassActivities:
             result.failure, result.error = "quota", "the day's quota is spent"
             result.retry_after = api.clock.real(max(0.0, reset - api.clock.now()))
         elif stats.store_down_since is not None:
-            result.failure, result.error = "database", "the database is unreachable"
+            result.failure, result.error = "database", UNREACHABLE
         return result
 
     async def _tick(self, syncer: Syncer, written: Mapping[str, int], every: float) -> None:
