@@ -245,9 +245,11 @@ def status_command(access: TemporalAccess, task_queue: str) -> None:
               help="The database (default: a SQLite file in a temporary directory).")  # fmt: skip
 @click.option("--poll", type=click.FloatRange(1.0), default=10.0, show_default=True,
               help="Seconds between an organization's passes.")  # fmt: skip
-@click.option("--ui-port", type=click.IntRange(0, 65535), default=8233, show_default=True,
-              help="The Temporal web UI's port.")  # fmt: skip
-def dev_command(orgs: int, url: str | None, poll: float, ui_port: int) -> None:
+@click.option("--port", type=click.IntRange(0, 65535), default=0,
+              help="The Temporal frontend's port [default: 7233 when free, else any].")  # fmt: skip
+@click.option("--ui-port", type=click.IntRange(0, 65535), default=0,
+              help="The Temporal web UI's port [default: 8233 when free, else any].")  # fmt: skip
+def dev_command(orgs: int, url: str | None, poll: float, port: int, ui_port: int) -> None:
     """Everything on one machine: Temporal's dev server and web UI, N simulated
     organizations, a worker and a database, until Ctrl-C."""
     _require_temporalio()
@@ -260,42 +262,99 @@ def dev_command(orgs: int, url: str | None, poll: float, ui_port: int) -> None:
         )
 
     async def main(stop: asyncio.Event) -> None:
-        from temporalio.testing import WorkflowEnvironment
-
         from asyncwifi.fleet._config import parse_fleet_config
         from asyncwifi.fleet._control import apply_fleet
         from asyncwifi.fleet._worker import WorkerOptions, run_worker
 
         with tempfile.TemporaryDirectory(prefix="asyncwifi-fleet-") as tmp:
             database = url or f"sqlite:///{Path(tmp) / 'fleet.db'}"
-            env = await WorkflowEnvironment.start_local(
-                dev_server_existing_path=cli_path,
-                ui=True,
-                ui_port=ui_port,
-                dev_server_log_level="error",
-            )
-            try:
-                async with _simulated(orgs) as (entries, since):
-                    config = parse_fleet_config(
-                        {
-                            "fleet": {"poll": poll, "allow_http": True, "since": since},
-                            "organizations": entries,
-                        }
-                    )
-                    await apply_fleet(env.client, config, task_queue="asyncwifi-fleet")
-                    target = env.client.service_client.config.target_host
-                    click.echo(
-                        f"fleet dev: {orgs} simulated organizations syncing into "
-                        f"{_shown(database)}\n  Temporal: {target}   web UI: "
-                        f"http://127.0.0.1:{ui_port}\n  asyncwifi fleet status --temporal "
-                        f"{target}\n  Ctrl-C to stop"
-                    )
-                    await run_worker(env.client, config, database, options=WorkerOptions(),
-                                     stop=stop)  # fmt: skip
-            finally:
-                await env.shutdown()
+            frontend, ui = port or _port_or_any(7233), ui_port or _port_or_any(8233)
+            async with (
+                _dev_server(cli_path, frontend, ui, Path(tmp)) as client,
+                _simulated(orgs) as (entries, since),
+            ):
+                config = parse_fleet_config(
+                    {
+                        "fleet": {"poll": poll, "allow_http": True, "since": since},
+                        "organizations": entries,
+                    }
+                )
+                await apply_fleet(client, config, task_queue="asyncwifi-fleet")
+                target = f"127.0.0.1:{frontend}"
+                status = "" if frontend == 7233 else f" --temporal {target}"
+                click.echo(
+                    f"fleet dev: {orgs} simulated organizations syncing into "
+                    f"{_shown(database)}\n  Temporal: {target}   web UI: "
+                    f"http://127.0.0.1:{ui}\n  asyncwifi fleet status{status}\n  Ctrl-C to stop"
+                )
+                # the worker stops first (its passes cancelled), then the server
+                await run_worker(client, config, database, options=WorkerOptions(), stop=stop)
 
     _run(main)
+
+
+def _port_or_any(port: int) -> int:
+    """``port`` when nothing listens on it, else a free port."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.asynccontextmanager
+async def _dev_server(
+    cli: str, port: int, ui_port: int, tmp: Path
+) -> AsyncIterator[TemporalClient]:
+    """Temporal's dev server (in memory) in a session of its own, so that Ctrl-C in a
+    terminal (SIGINT to the whole process group) reaches this process only: the worker
+    stops first, then the server (SIGTERM, SIGKILL after 10 s). A client of it, once its
+    frontend answers."""
+    import time
+
+    from asyncwifi.fleet._control import connect
+
+    log = tmp / "temporal.log"
+    with log.open("wb") as out:
+        proc = await asyncio.create_subprocess_exec(
+            cli, "server", "start-dev", "--ip", "127.0.0.1", "--port", str(port),
+            "--ui-port", str(ui_port), "--http-port", str(_port_or_any(0)),
+            "--metrics-port", str(_port_or_any(0)), "--log-level", "error",
+            stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.returncode is not None:
+                said = log.read_text(errors="replace").strip().splitlines()[-1:] or ["nothing"]
+                raise CliFailure(
+                    f"the Temporal dev server exited {proc.returncode}: {said[0]}",
+                    ExitCode.FAILURE,
+                )
+            try:
+                client = await connect(f"127.0.0.1:{port}")
+                break
+            except ConnectionError:
+                if time.monotonic() > deadline:
+                    raise CliFailure(
+                        f"the Temporal dev server did not answer on port {port} within 30 s",
+                        ExitCode.FAILURE,
+                    ) from None
+                await asyncio.sleep(0.2)
+        yield client
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+            try:
+                await asyncio.wait_for(proc.wait(), 10)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
 
 
 def _shown(url: str) -> str:
