@@ -171,6 +171,7 @@ async def test_a_stopped_worker_resumed_after_a_takeover_writes_nothing(
                 stale.signal(signal.SIGCONT)
                 proxies[index].release()
                 await until(lambda: _said(stale, "LeaseLostError"), 30)
+                assert "LeaseLostError: LeaseLostError" not in stale.output()  # said once
                 await assert_each_row_once(sim, url)
                 # it carries on: alone now, it serves every organization's next pass
                 other.signal(signal.SIGKILL)
