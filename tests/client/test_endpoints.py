@@ -218,7 +218,7 @@ async def test_a_create_under_faults_never_makes_two_hotspots(make_sim: Any) -> 
 async def test_an_object_quota_is_never_written_past_nor_written_twice(make_sim: Any) -> None:
     async with make_sim(object_limits={"hotspots": 1}) as sim:
         other = client_for(sim)
-        async with other, client_for(sim, on_quota_exhausted="raise") as first:
+        async with other, client_for(sim, limits=Limits(on_exhausted="raise")) as first:
             await other.login()  # another process, which will not see the quota go
             await first.hotspots.create(new_hotspot(201))
             sent = sim.counters.requests

@@ -469,7 +469,7 @@ class TestQuotas:
 
         run(clock, main)
 
-    def test_max_quota_wait_bounds_the_wait(self) -> None:
+    def test_max_wait_bounds_the_wait(self) -> None:
         clock = VirtualClock(START)
 
         async def main() -> None:

@@ -3,7 +3,7 @@
 Run as ``python -m tests.soak.soak_worker '<json config>'`` (the soak test does it). The
 interactive loop (segments, hotspots), the contacts export and the event backfill run
 concurrently on one client until the day quota is spent (``QuotaExhaustedError`` from
-``max_quota_wait``), or until ``max_jobs`` each. Writes one JSON document to
+``Limits.max_wait``), or until ``max_jobs`` each. Writes one JSON document to
 ``cfg["out"]``: the ids each export delivered, whether it completed, and the client's
 figures; the parent checks them against the simulator's data.
 """
