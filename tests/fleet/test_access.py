@@ -147,14 +147,21 @@ def test_the_worker_database_aborts_idle_transactions() -> None:
 
 
 async def test_postgresql_aborts_a_frozen_workers_transaction() -> None:
+    from tests.sync.conftest import pg_lock, require_postgres
+
+    require_postgres()
+    with pg_lock(exclusive=False):  # not while a test restarts the server
+        await _a_frozen_transaction_is_aborted()
+
+
+async def _a_frozen_transaction_is_aborted() -> None:
     import asyncio
     import time
 
     import asyncpg
 
-    from tests.sync.conftest import PG_ADMIN, require_postgres
+    from tests.sync.conftest import PG_ADMIN
 
-    require_postgres()
     frozen = await asyncpg.connect(fleet_database_url(PG_ADMIN, 0.5))
     other = await asyncpg.connect(PG_ADMIN)
     try:
