@@ -214,14 +214,17 @@ async def fleet_status(client: TemporalClient) -> list[OrganizationStatus]:
 
 
 def status_line(status: OrganizationStatus, now: datetime | None = None) -> str:
-    """One line of ``asyncwifi fleet status``: state, last pass, lag behind the newest
-    event stored, requests today, last error."""
+    """One line of ``asyncwifi fleet status``: state (failing: why, and until when), last
+    pass, lag behind the newest event stored, requests today, last error."""
     now = now or datetime.now(UTC)
     lag = "-"
     if status.newest_event is not None:
         newest = read_instant(status.newest_event)
         lag = _duration((now - newest).total_seconds())
-    state = status.state if status.failure is None else f"{status.state} ({status.failure})"
+    state = status.state
+    if status.failure is not None:  # what failed, and when the next pass tries again
+        state += f" ({status.failure})"
+        state += "" if status.next_pass is None else f" until {status.next_pass}"
     requests = "-" if status.requests_today is None else f"{status.requests_today:,}"
     return (
         f"{status.organization}  {state}  last pass {status.last_pass or '-'}  lag {lag}  "

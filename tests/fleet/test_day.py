@@ -84,7 +84,7 @@ async def test_a_spent_day_waits_for_the_reset_and_status_says_so(
                     if org != spent:
                         assert (await stored(url, org, "events"))[1] == SIZES["events"], org
                 lines = await asyncio.to_thread(status_lines, target, orgs, capsys)
-                assert "failing (quota)" in lines[spent]
+                assert f"failing (quota) until {status.next_pass}" in lines[spent]
                 assert "last error the day's quota is spent" in lines[spent]
                 for org in orgs:
                     if org != spent:
