@@ -66,6 +66,7 @@ def test_ctrl_c_ends_fleet_dev_cleanly(temporal_target: str, tmp_path: Path) -> 
     with out.open("wb") as stdout, err.open("wb") as stderr:
         # a terminal's process group of its own: Ctrl-C reaches every process in it
         proc = subprocess.Popen(argv, stdout=stdout, stderr=stderr, process_group=0)
+    servers: set[int] = set()  # the dev server, in a session of its own
     try:
         deadline = time.monotonic() + 40
         while "Ctrl-C to stop" not in out.read_text():
@@ -75,7 +76,7 @@ def test_ctrl_c_ends_fleet_dev_cleanly(temporal_target: str, tmp_path: Path) -> 
         banner = out.read_text()
         assert f"Temporal: 127.0.0.1:{port}" in banner
         assert f"asyncwifi fleet status --temporal 127.0.0.1:{port}" in banner
-        servers = children(proc.pid)
+        servers |= children(proc.pid)
         assert servers, "no dev server child"
 
         while not rows_arrived(database):
@@ -95,9 +96,11 @@ def test_ctrl_c_ends_fleet_dev_cleanly(temporal_target: str, tmp_path: Path) -> 
         errors = err.read_text()
         assert "Traceback" not in errors, errors[-3000:]
         assert "retry" not in errors.lower(), errors[-3000:]  # no activity result to a dead server
-    finally:
+    finally:  # whatever the test found: nothing of it left running
+        servers |= children(proc.pid) if proc.poll() is None else set()
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-        for pid in children(proc.pid) if proc.poll() is None else ():
-            os.kill(pid, signal.SIGKILL)
+        for pid in servers:  # not in the killed group: its own session
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
