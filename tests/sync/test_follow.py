@@ -105,7 +105,7 @@ async def test_new_events_are_stored_exactly_once_as_they_appear(
     db_url: str, shape: str, runner: str
 ) -> None:
     async with following(shape) as (sim, api):
-        reader = open_destination(db_url)
+        reader = open_destination(db_url, organization=sim.organization)
         await reader.open()
         try:
             await follow(sim, api, db_url, reader, runner)

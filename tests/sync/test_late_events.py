@@ -89,7 +89,7 @@ CASES = [("sqlite", "nested"), ("sqlite", "flat"), ("postgresql", "flat")]
 async def test_events_five_minutes_late_are_stored_exactly_once(db_url: str, shape: str) -> None:
     # the run: 6,000 events, 500 of them appearing 5 minutes after their own time
     async with platform(shape, events=5_500) as sim, sim.client() as api:
-        reader = open_destination(db_url)
+        reader = open_destination(db_url, organization=sim.organization)
         await reader.open()
         store = Watching(open_destination(db_url))
         options = SyncOptions(since=SINCE, poll_interval=1.0, refresh_every=1e9)
@@ -162,7 +162,7 @@ async def test_an_event_later_than_the_lookback_is_counted_shown_and_stored(
     caplog.set_level(logging.INFO, logger="asyncwifi.sync")
     async with platform(shape, events=300) as sim, sim.client() as api:
         url = f"sqlite:///{tmp_path / 'late.db'}"
-        reader = open_destination(url)
+        reader = open_destination(url, organization=sim.organization)
         await reader.open()
         store = Recording(open_destination(url))
         # a one-minute lookback: an event 100 s late is beyond it (but within two)
