@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from asyncwifi.errors import AsyncWifiError
+from asyncwifi.errors import AsyncWifiError, ConfigurationError
 from asyncwifi.models._identity import record_id
 from asyncwifi.sync._feeds import BadRecord, Batch
-from asyncwifi.sync._schema import TABLES
+from asyncwifi.sync._schema import NO_ORGANIZATION, TABLES
 
 __all__ = [
     "Destination",
@@ -125,6 +125,20 @@ class Destination(abc.ABC):
     organization: str = ""
     #: the fencing token of :meth:`take_lease`, or None (writes unchecked)
     lease: int | None = None
+
+    def adopt(self, organization: str | None) -> Destination:
+        """This destination, for a client of ``organization`` (None: any): one opened for
+        no organization takes it on; one of another organization, or holding a lease, is
+        refused (``ConfigurationError``)."""
+        if organization is None or self.organization == organization:
+            return self
+        if self.organization != NO_ORGANIZATION or self.lease is not None:
+            raise ConfigurationError(
+                f"the destination is organization {self.organization!r}'s (lease "
+                f"{self.lease}), the client's organization is {organization!r}"
+            )
+        self.organization = organization
+        return self
 
     def for_organization(self, organization: str) -> Destination:
         """A destination for ``organization`` on the same database and connections (closing

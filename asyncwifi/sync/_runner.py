@@ -38,12 +38,11 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from asyncwifi._backoff import retry_while
 from asyncwifi._client import Client
 from asyncwifi._instant import format_instant
-from asyncwifi.errors import ConfigurationError, QuotaExhaustedError
+from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.sync._budget import Budget
 from asyncwifi.sync._destination import Destination, DestinationUnavailableError, Write
 from asyncwifi.sync._feeds import Batch, EventFeed
 from asyncwifi.sync._options import FIRST_RUN, SyncOptions, SyncStats
-from asyncwifi.sync._schema import NO_ORGANIZATION
 from asyncwifi.sync._snapshots import ContactFeed, snapshot
 
 __all__ = ["SyncOptions", "SyncStats", "Syncer"]
@@ -79,19 +78,6 @@ def _stoppable(
     return run
 
 
-def _organizations(destination: Destination, organization: str | None) -> Destination:
-    """``destination``, the client's ``organization``'s (module docstring)."""
-    if organization is None or destination.organization == organization:
-        return destination
-    if destination.organization != NO_ORGANIZATION or destination.lease is not None:
-        raise ConfigurationError(
-            f"the destination is organization {destination.organization!r}'s (lease "
-            f"{destination.lease}), the client's organization is {organization!r}"
-        )
-    destination.organization = organization
-    return destination
-
-
 class Syncer:
     """Keeps ``destination`` in step with the organization behind ``api`` (module docstring)."""
 
@@ -105,7 +91,7 @@ class Syncer:
         on_write: Callable[[str, int], None] | None = None,
     ) -> None:
         self.api = api
-        self.destination = _organizations(destination, api.organization)
+        self.destination = destination.adopt(api.organization)
         self.options = options or SyncOptions()
         self.budget = budget
         self.stats = SyncStats()
