@@ -166,6 +166,12 @@ _READERS: dict[str, Any] = {}
 _NEWEST = "SELECT organization_id, max(time), count(*) FROM events GROUP BY organization_id"
 
 
+async def connections(urls: Sequence[str]) -> int:
+    """Connections to the PostgreSQL databases of ``urls`` now (none for SQLite)."""
+    sql = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+    return sum([int(await _READERS[u].fetchval(sql)) for u in urls if u in _READERS])
+
+
 async def newest_events(urls: Sequence[str]) -> dict[str, tuple[float, int]]:
     """Each organization's newest stored event time (epoch) and event count, read from every
     database of ``urls`` (a table not made yet counts as nothing)."""
@@ -216,6 +222,8 @@ class Result:
     others_cpu: dict[str, float] = field(default_factory=dict)
     warmup: float = 0.0
     behind: int = 0  # organizations not caught up when the warm-up timed out
+    #: PostgreSQL: the most connections to the database seen (the reader's included)
+    connections: int = 0
 
     def quantile(self, q: float) -> float:
         if not self.lags:
@@ -269,6 +277,7 @@ async def measure(
         for org in orgs:
             per_org[org].append(now - newest[org][0] if org in newest else now - began)
         rss.append(sum(rss_mb(p) for p in pids))
+        result.connections = max(result.connections, await connections(urls))
     result.cpu = sum(cpu_seconds(p) for p in pids) - cpu0
     result.others_cpu = {name: cpu_seconds(pid) - others0[name] for name, pid in others.items()}
     result.events = sum(newest.get(o, (0.0, 0))[1] for o in orgs) - events0
@@ -393,6 +402,7 @@ def report(args: argparse.Namespace, fleet: list[Result], separate: list[Result]
         print(
             f"  {r.label} N={r.n}, CPU over {args.seconds:g} s: "
             + ", ".join(f"{name} {cpu:.1f} s" for name, cpu in r.others_cpu.items())
+            + (f"; at most {r.connections} database connections" if r.connections else "")
         )
     if len(fleet) >= 2:
         lo, hi = fleet[0], fleet[-1]
