@@ -141,24 +141,43 @@ def temporal_server(workdir: Path) -> Iterator[tuple[str, int]]:
 # -- databases ----------------------------------------------------------------------------------
 
 
-@contextlib.asynccontextmanager
-async def pg_database() -> AsyncIterator[str]:
+async def _admin(sql: str) -> None:
+    """One statement on the server's ``postgres`` database (a connection of its own: the
+    server may have restarted meanwhile)."""
     import asyncpg
 
-    name = f"asyncwifi_bench_{uuid.uuid4().hex[:10]}"
     conn = await asyncpg.connect(ADMIN)
     try:
-        await conn.execute(f"CREATE DATABASE {name}")
-        url = f"postgresql://postgres@127.0.0.1:5432/{name}"
-        # the lag reader's connection, taken before the contenders may take every other
-        _READERS[url] = await asyncpg.connect(url)
-        try:
-            yield url
-        finally:
-            await _READERS.pop(url).close()
+        await conn.execute(sql)
     finally:
-        await conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         await conn.close()
+
+
+@contextlib.asynccontextmanager
+async def pg_database() -> AsyncIterator[str]:
+    """A fresh database, dropped afterwards, with the lag reader's connection to it."""
+    name = f"asyncwifi_bench_{uuid.uuid4().hex[:10]}"
+    await _admin(f"CREATE DATABASE {name}")
+    url = f"postgresql://postgres@127.0.0.1:5432/{name}"
+    try:
+        # the lag reader's connection, taken before the contenders may take every other
+        await _reader(url)
+        yield url
+    finally:
+        reader = _READERS.pop(url, None)
+        if reader is not None:
+            reader.terminate()
+        await _admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+async def _reader(url: str) -> Any:
+    """The benchmark's connection to ``url``, opened again if the server dropped it."""
+    import asyncpg
+
+    conn = _READERS.get(url)
+    if conn is None or conn.is_closed():
+        conn = _READERS[url] = await asyncpg.connect(url)
+    return conn
 
 
 #: the benchmark's own connection to each PostgreSQL database it made
@@ -169,7 +188,7 @@ _NEWEST = "SELECT organization_id, max(time), count(*) FROM events GROUP BY orga
 async def connections(urls: Sequence[str]) -> int:
     """Connections to the PostgreSQL databases of ``urls`` now (none for SQLite)."""
     sql = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-    return sum([int(await _READERS[u].fetchval(sql)) for u in urls if u in _READERS])
+    return sum([int(await (await _reader(u)).fetchval(sql)) for u in urls if u in _READERS])
 
 
 async def newest_events(urls: Sequence[str]) -> dict[str, tuple[float, int]]:
@@ -192,7 +211,7 @@ async def newest_events(urls: Sequence[str]) -> dict[str, tuple[float, int]]:
             import asyncpg
 
             with contextlib.suppress(asyncpg.UndefinedTableError):
-                rows = list(await _READERS[url].fetch(_NEWEST))
+                rows = list(await (await _reader(url)).fetch(_NEWEST))
         for org, newest, count in rows:
             if newest is None:
                 continue
