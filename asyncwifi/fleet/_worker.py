@@ -98,6 +98,9 @@ async def run_worker(
         identity=identity,
         # a pass mostly waits on its key's limits: every organization may have one running
         max_concurrent_activities=max(10, len(config)),
+        # every organization's workflow stays cached (about 0.1 MB each, benchmarks/fleet.py):
+        # an evicted one is replayed from its history at its next pass, which costs CPU
+        max_cached_workflows=max(1000, len(config)),
         graceful_shutdown_timeout=timedelta(seconds=opts.graceful_stop),
         # a workflow cached on a worker that died moves to another after this, not 10 s
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=2),
