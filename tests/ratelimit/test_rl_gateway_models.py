@@ -17,20 +17,12 @@ from asyncwifi._clock import ScaledClock
 from asyncwifi.backfill import Progress
 from asyncwifi.cli._progress import _requests_sent
 from asyncwifi.testing import Simulator
+from tests._windows import most_in_window
 
 N = 10
 PERIOD = 60.0
 MINUTES = 4
 START = 1_709_294_400.0 - 0.5
-
-
-def most_in_window(times: list[float], span: float) -> int:
-    ts, best, j = sorted(times), 0, 0
-    for i, t in enumerate(ts):
-        while ts[j] <= t - span:
-            j += 1
-        best = max(best, i - j + 1)
-    return best
 
 
 async def backlog(model: str) -> tuple[Simulator, list[float], Client]:

@@ -23,6 +23,7 @@ from asyncwifi import Client, Limits, RetryPolicy, ScaledClock
 from asyncwifi.ratelimit import RedisStore, ThrottleEvent
 from asyncwifi.testing import Faults, Simulator
 from tests._proxy import CuttableProxy
+from tests._windows import most_in_window
 from tests.soak._leaks import no_leaks
 
 pytestmark = pytest.mark.soak
@@ -200,6 +201,7 @@ async def test_a_redis_outage_falls_back_to_a_conservative_limit_never_none(
 ) -> None:
     prefix = f"asyncwifi:test:soak:{uuid.uuid4().hex[:10]}:"
     events: list[ThrottleEvent] = []
+    admitted: list[float] = []
     snapshots = []
     with no_leaks(caplog):
         store = RedisStore(
@@ -218,7 +220,14 @@ async def test_a_redis_outage_falls_back_to_a_conservative_limit_never_none(
                 faults=Faults(seed=8, error_rate=0.05),
                 **DATA,
             ) as sim,
-            client_for(sim, rate_store=store, hooks={"throttle": events.append}) as api,
+            client_for(
+                sim,
+                rate_store=store,
+                hooks={
+                    "throttle": events.append,
+                    "request": lambda info: admitted.append(info.admitted_at),
+                },
+            ) as api,
         ):
             stream = api.events.list(size=100)
             ids = []
@@ -235,7 +244,9 @@ async def test_a_redis_outage_falls_back_to_a_conservative_limit_never_none(
             final = api.quota
         c = sim.counters
         assert c.rate_limited == 0
-        assert c.max_in_any_window <= 60  # never no limit, in any sliding minute
+        # never no limit, in any sliding minute of the admissions (what the limiter counts:
+        # arrivals at the simulator shift with event-loop lag on a starved machine)
+        assert most_in_window(admitted, 60.0) <= 60
         kinds = [e.kind for e in events]
         assert "fallback" in kinds
         assert "restored" in kinds
