@@ -175,6 +175,9 @@ def apply_command(
               show_default=True,
               help="Seconds PostgreSQL lets a transaction sit idle (a frozen worker's) "
               "before it aborts it, freeing its locks.")  # fmt: skip
+@click.option("--max-db-connections", type=click.IntRange(1), default=20, show_default=True,
+              help="The most PostgreSQL connections this worker opens, all organizations "
+              "together.")  # fmt: skip
 # a scaled time line shared with a test's simulator (``AnchoredClock.describe``)
 @click.option("--clock", "clock_line", type=(float, float, float), default=None, hidden=True)
 def worker_command(
@@ -186,6 +189,7 @@ def worker_command(
     metrics_port: int | None,
     store_patience: float,
     idle_transaction_timeout: float,
+    max_db_connections: int,
     clock_line: tuple[float, float, float] | None,
 ) -> None:
     """Run a worker: it syncs the organizations Temporal hands it, until SIGTERM."""
@@ -211,7 +215,8 @@ def worker_command(
             clock = AnchoredClock(*clock_line)
         options = WorkerOptions(task_queue=task_queue, rate_store=rate_store, clock=clock,
                                 store_patience=store_patience,
-                                idle_transaction_timeout=idle_transaction_timeout)  # fmt: skip
+                                idle_transaction_timeout=idle_transaction_timeout,
+                                max_db_connections=max_db_connections)  # fmt: skip
         click.echo(f"fleet worker: {len(config)} organizations, task queue {task_queue}; "
                    "SIGTERM to stop", err=True)  # fmt: skip
         await run_worker(client, config, url, options=options, stop=stop)

@@ -54,6 +54,9 @@ class WorkerOptions:
     #: PostgreSQL aborts a transaction left idle this long (a frozen worker's), freeing
     #: its locks; None: the server's setting
     idle_transaction_timeout: float | None = 90.0
+    #: the most PostgreSQL connections the worker opens, all organizations together (a
+    #: database server's are few: 100 by default)
+    max_db_connections: int = 20
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
@@ -79,7 +82,10 @@ async def run_worker(
 
     opts = options or WorkerOptions()
     identity = opts.identity or f"{socket.gethostname()}:{os.getpid()}"
-    destination = open_destination(fleet_database_url(database_url, opts.idle_transaction_timeout))
+    destination = open_destination(
+        fleet_database_url(database_url, opts.idle_transaction_timeout),
+        max_connections=opts.max_db_connections,
+    )
     clients = ClientPool(rate_store=opts.rate_store, clock=opts.clock)
     activities = PassActivities(
         config,

@@ -10,10 +10,17 @@ from asyncwifi.sync._destination import Destination
 __all__ = ["open_destination"]
 
 
-def open_destination(url: str, *, organization: str | None = None, writers: int = 2) -> Destination:
+def open_destination(
+    url: str,
+    *,
+    organization: str | None = None,
+    writers: int = 2,
+    max_connections: int | None = None,
+) -> Destination:
     """The destination for ``sqlite:///PATH`` or ``postgresql://...`` (not connected yet),
     reading and writing ``organization``'s rows (none: a ``Syncer`` writes its client's);
-    ``writers``: PostgreSQL connections loading event batches side by side."""
+    ``writers``: PostgreSQL connections loading event batches side by side;
+    ``max_connections``: the most PostgreSQL connections open at once, views included."""
     if url.startswith("sqlite:///"):
         from asyncwifi.sync._sqlite import SqliteDestination
 
@@ -24,7 +31,9 @@ def open_destination(url: str, *, organization: str | None = None, writers: int 
     if url.startswith(("postgresql://", "postgres://")):
         from asyncwifi.sync._postgres import PostgresDestination
 
-        return PostgresDestination(url, organization=organization, writers=writers)
+        return PostgresDestination(
+            url, organization=organization, writers=writers, max_connections=max_connections
+        )
     raise ValidationError(
         "the database URL must be sqlite:///PATH or postgresql://USER@HOST/DB, got "
         f"{redact_url(url)!r}"

@@ -14,7 +14,9 @@ parses and indexes one batch while it receives the next. Each transaction writes
 checkpoint, and commits, only after the previous batch committed, so the order the
 checkpoints reach the database is the feed's.
 
-Views for other organizations (``for_organization``) share the pool of connections. With a
+Views for other organizations (``for_organization``) share the pool of connections;
+``max_connections`` bounds it (callers queue, first come first served, so a batch that
+waits for the one before it never holds up that one's connection). With a
 lease taken, each write locks the organization's ``sync_leases`` row (an ``UPDATE .. WHERE
 token = $2``) once the write before it committed, just before its own deletes, dead letters
 and checkpoint: no row means the lease was taken over, and the transaction is undone; a
@@ -31,7 +33,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from asyncwifi._auth import check_url, hide_password, redact_url
-from asyncwifi._protocol import require_text
+from asyncwifi._protocol import require_positive, require_text
 from asyncwifi._sqlite import pending
 from asyncwifi.errors import ValidationError
 from asyncwifi.sync._destination import (
@@ -96,15 +98,20 @@ class PostgresDestination(Destination):
         organization: str | None = None,
         connect_timeout: float = 10.0,
         writers: int = 2,
+        max_connections: int | None = None,
     ) -> None:
         if not isinstance(writers, int) or writers < 1:
             raise ValidationError(f"writers must be a positive integer, got {writers!r}")
+        if max_connections is not None:
+            require_positive(max_connections, "max_connections", integer=True)
         check_url(url, "PostgreSQL")
         self.url = url
         self.organization = check_organization(organization)
         self.connect_timeout = connect_timeout
         self.concurrency = writers
         self._idle: list[_Session] = []  # shared with the views
+        #: the connections open at once, views included (None: as many as asked for)
+        self._slots = None if max_connections is None else asyncio.Semaphore(max_connections)
         self._owner = True  # a view (``for_organization``) does not close the pool
 
     def __repr__(self) -> str:
@@ -138,8 +145,15 @@ class PostgresDestination(Destination):
         return _Session(conn)
 
     async def _call(self, fn: Callable[[_Session], Awaitable[T]]) -> T:
-        """Run ``fn`` on a connection of its own; a lost connection becomes
-        ``DestinationUnavailableError`` (and the idle ones are dropped: the server went away)."""
+        """Run ``fn`` on a connection of its own (within ``max_connections``); a lost
+        connection becomes ``DestinationUnavailableError`` (and the idle ones are dropped:
+        the server went away)."""
+        if self._slots is None:
+            return await self._run(fn)
+        async with self._slots:
+            return await self._run(fn)
+
+    async def _run(self, fn: Callable[[_Session], Awaitable[T]]) -> T:
         session = await self._session()
         try:
             result = await fn(session)
