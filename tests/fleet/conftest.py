@@ -33,6 +33,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def stop_process(proc: subprocess.Popen[Any]) -> None:
+    """SIGTERM, then SIGKILL after 10 s: a server the test started ends with it."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def _wait_for_port(port: int, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -68,12 +79,7 @@ def temporal_target() -> Iterator[str]:
             _skip_or_fail("the Temporal dev server did not start within 30 s")
         yield f"127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 @pytest.fixture

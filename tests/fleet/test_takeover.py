@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from asyncwifi.fleet._workflow import workflow_id
 from asyncwifi.testing import Faults, Simulator
 from tests.fleet._procs import (
     HoldingProxy,
+    WorkerProcess,
     holder_pid,
     lease_holders,
     through,
@@ -56,6 +57,25 @@ async def fleet(tmp_path: Path, organizations: int) -> AsyncIterator[tuple[Simul
                       faults=Faults(latency=0.3 * SPEED), **SIZES) as sim,
         ):  # fmt: skip
             yield sim, url, write_config(tmp_path / "fleet.toml", sim)
+
+
+async def mid_pass_holder(
+    procs: Sequence[WorkerProcess], url: str, orgs: list[str]
+) -> tuple[str, int]:
+    """Once an organization's events are stored in part: it, and the pid of the worker
+    holding its lease (every worker checked alive meanwhile)."""
+    victim: list[str] = []
+
+    async def caught_mid_pass() -> bool:
+        for proc in procs:
+            proc.check()
+        org = await part_stored(url, orgs)
+        if org is not None:
+            victim.append(org)
+        return org is not None
+
+    await until(caught_mid_pass, 30)
+    return victim[0], holder_pid((await lease_holders(url))[victim[0]])
 
 
 async def part_stored(url: str, organizations: list[str]) -> str | None:
@@ -95,25 +115,14 @@ async def test_a_worker_killed_mid_pass_another_continues(
         target = temporal.service_client.config.target_host
         with worker_processes([url, url], path, target, task_queue, sim.clock, tmp_path) as procs:
             await apply_fleet(temporal, config, task_queue=task_queue, heartbeat_timeout=HEARTBEAT)
-            victim: list[str] = []
-
-            async def caught_mid_pass() -> bool:
-                for proc in procs:
-                    proc.check()
-                org = await part_stored(url, orgs)
-                if org is not None:
-                    victim.append(org)
-                return org is not None
-
-            await until(caught_mid_pass, 30)
-            pid = holder_pid((await lease_holders(url))[victim[0]])
+            victim, pid = await mid_pass_holder(procs, url, orgs)
             killed = next(p for p in procs if p.pid == pid)
             killed.signal(signal.SIGKILL)
             survivor = next(p for p in procs if p is not killed)
             await until(lambda: all_stored(sim, url), 30)
             await assert_each_row_once(sim, url)
             holders = await lease_holders(url)
-            assert holder_pid(holders[victim[0]]) == survivor.pid  # it continued the pass
+            assert holder_pid(holders[victim]) == survivor.pid  # it continued the pass
 
             async def all_ok() -> bool:
                 found = await statuses(temporal, config)
@@ -142,18 +151,7 @@ async def test_a_stopped_worker_resumed_after_a_takeover_writes_nothing(
                 await apply_fleet(
                     temporal, config, task_queue=task_queue, heartbeat_timeout=HEARTBEAT
                 )
-                victim: list[str] = []
-
-                async def caught_mid_pass() -> bool:
-                    for proc in procs:
-                        proc.check()
-                    org = await part_stored(url, orgs)
-                    if org is not None:
-                        victim.append(org)
-                    return org is not None
-
-                await until(caught_mid_pass, 30)
-                pid = holder_pid((await lease_holders(url))[victim[0]])
+                victim, pid = await mid_pass_holder(procs, url, orgs)
                 index = next(i for i, p in enumerate(procs) if p.pid == pid)
                 stale, other = procs[index], procs[1 - index]
                 # its next write waits in the proxy; then it freezes, heartbeats and all
@@ -163,9 +161,7 @@ async def test_a_stopped_worker_resumed_after_a_takeover_writes_nothing(
 
                 async def taken_over() -> bool:
                     holders = await lease_holders(url)
-                    return holder_pid(holders[victim[0]]) == other.pid and await all_stored(
-                        sim, url
-                    )
+                    return holder_pid(holders[victim]) == other.pid and await all_stored(sim, url)
 
                 await until(taken_over, 45)
                 stale.signal(signal.SIGCONT)

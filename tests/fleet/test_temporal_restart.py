@@ -21,7 +21,7 @@ from asyncwifi.fleet._control import apply_fleet, temporal_cli
 from asyncwifi.fleet._worker import WorkerOptions, run_worker
 from asyncwifi.fleet._workflow import workflow_id
 from asyncwifi.testing import Simulator
-from tests.fleet.conftest import _wait_for_port, connect_when_healthy, free_port
+from tests.fleet.conftest import _wait_for_port, connect_when_healthy, free_port, stop_process
 from tests.fleet.test_fleet_sync import SIZES, config_of, statuses, stored, until
 
 NEW = 40
@@ -41,13 +41,7 @@ def dev_server(cli: str, port: int, database: Path, log: Path) -> Iterator[subpr
         assert _wait_for_port(port, 30), log.read_text(errors="replace")[-2000:]
         yield proc
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc)
 
 
 async def test_the_fleet_carries_on_after_the_temporal_server_restarts(
