@@ -97,12 +97,12 @@ class ClientPool:
         if self._rate_store is None:
             return None
         from asyncwifi.ratelimit import RedisStore
-        from asyncwifi.ratelimit._redis import key_name
+        from asyncwifi.ratelimit._redis import key_name, redis_asyncio
 
-        if self._redis is None:
-            from redis.asyncio import Redis
-
-            self._redis = Redis.from_url(self._rate_store)
+        if self._redis is None:  # one connection pool for every key's store
+            self._redis = redis_asyncio("fleet worker --rate-store").Redis.from_url(
+                self._rate_store
+            )
         return RedisStore(self._redis, key=key_name(client_key))
 
     async def aclose(self) -> None:
