@@ -214,8 +214,9 @@ class OrganizationWorkflow:
         status.failures += 1
         if result.failure == "quota" and result.retry_after is not None:
             return max(1.0, result.retry_after)  # the reset: nothing can be done before it
-        base = 1.0 if result.failure == LOST else max(1.0, start.poll)
-        backoff: float = min(MAX_BACKOFF, base * 2 ** min(status.failures - 1, 16))
+        if result.failure == LOST:  # no fault of the organization's: again at once, elsewhere
+            return 1.0
+        backoff: float = min(MAX_BACKOFF, max(1.0, start.poll) * 2 ** min(status.failures - 1, 16))
         return max(backoff, result.retry_after or 0.0)
 
     @workflow.signal
