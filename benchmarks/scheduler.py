@@ -144,8 +144,8 @@ def ours(
         async def enter() -> Any:
             return await sched.acquire()
 
-        async def leave(p: Any) -> None:
-            p.release()
+        async def leave(seq: Any) -> None:
+            sched.release(seq)
 
         return enter, leave  # type: ignore[return-value]
 

@@ -37,17 +37,11 @@ class Limit:
             raise ValidationError(f"Limit count must be an integer >= 1, got {self.count!r}")
         object.__setattr__(self, "period", _seconds(self.period, "Limit period", zero=False))
 
-    @property
-    def interval(self) -> float:
-        """Seconds between two admissions when paced evenly: ``period / count``."""
-        return self.period / self.count
-
 
 @dataclass(slots=True)
 class WindowSpec:
-    """One enforced window: at most ``count`` in any ``span`` = period + margin. A ``quota``
-    (a day or longer) can be spent, the others only pace; a store's copy may be lowered or
-    ``paced`` (admissions ``span / count`` apart) as the server says."""
+    """One enforced window: at most ``count`` in any ``span`` (period + margin); a ``quota``
+    (a day or longer) can be spent; ``paced``: admissions ``span / count`` apart."""
 
     name: str
     count: int
@@ -63,16 +57,14 @@ class WindowSpec:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """The windows of one API key (minute, day, any ``others``) and what to do when they bind.
+    """The windows of one API key (minute, day, ``others`` by the gateway's period names) and
+    what to do when they bind.
 
-    The gateway counts a request when it arrives, the client when it sends it: a margin
-    widens each window (N in any ``period + margin``) so jitter never puts N + 1 into one
-    server window; margins are written for 60 s and 86,400 s and scale down with the period.
-    ``others`` names more windows by the gateway's period names (``{"hour": Limit(...)}``).
-    On a spent quota, ``on_exhausted="wait"`` waits for its reset (at most ``max_wait`` s,
-    else ``QuotaExhaustedError``), ``"raise"`` raises at once; ``max_in_flight`` bounds the
-    requests between admission and release (None: no bound); ``max_connections`` bounds the
-    default transport's connection pool (httpx's ``Limits`` meaning).
+    A margin widens each window (N in any ``period + margin``: the gateway counts at arrival,
+    the client at send), written for 60 s and 86,400 s, scaled down with the period. On a
+    spent quota ``on_exhausted="wait"`` waits for its reset (at most ``max_wait`` s), "raise"
+    raises ``QuotaExhaustedError``; ``max_in_flight`` bounds the requests admitted and not
+    released (None: no bound); ``max_connections`` the default transport's pool.
     """
 
     minute: Limit | None = Limit(60, MINUTE)

@@ -1,5 +1,5 @@
-"""What a caller holds (a ``Lane``, a ``Permit``), what a request asks for (``Ask``) and its
-place in the queue (``Waiter``)."""
+"""What a request asks for (``Ask``, its ``Lane``), its place in the queue (``Waiter``) and
+the ``Permit`` that ``async with scheduler.slot()`` holds."""
 
 from __future__ import annotations
 
@@ -33,27 +33,24 @@ PLAIN: dict[Lane, Ask] = {lane: (lane, "other", None, None, None) for lane in La
 
 class Waiter(NamedTuple):
     """A queued request, ordered by its unique key (deadline tier, then arrival plus the
-    lane's handicap, then arrival order)."""
+    lane's handicap, then arrival order); ``fut`` gets its admission number."""
 
     key: tuple[int, float, int]
-    fut: asyncio.Future[Permit]
-    permit: Permit
+    fut: asyncio.Future[int]
+    ask: Ask
 
 
 class Permit:
-    """One request's admission: ``async with sched.slot(...) as permit`` (released on exit), or
-    ``await sched.acquire(...)`` then ``permit.release()``. Once admitted, ``sent_at`` is its
-    clock time, ``seq`` this process's admission number, ``ticket`` the store's handle."""
+    """One admission held by ``async with sched.slot(...) as permit`` (released on exit):
+    ``seq`` is its admission number, ``sent_at`` its clock time."""
 
-    __slots__ = ("_ask", "_released", "_sched", "sent_at", "seq", "ticket")
+    __slots__ = ("_ask", "_sched", "sent_at", "seq")
 
     def __init__(self, sched: Scheduler, ask: Ask) -> None:
         self._sched = sched
         self._ask = ask
-        self._released = False
-        self.sent_at: float
-        self.seq: int
-        self.ticket: object
+        self.seq = 0
+        self.sent_at = 0.0
 
     def observe(self, status: int, headers: Mapping[str, str] | RateLimitHeaders | None) -> None:
         """Feed the response back: remaining counts, a 429's pause, object quotas."""
@@ -61,17 +58,15 @@ class Permit:
 
     def refund(self) -> None:
         """Give the admission back: only when the request certainly never left the process."""
-        self._sched._refund(self)
-
-    def release(self) -> None:
-        """End the request (frees its in-flight place); ``slot()`` does this on exit."""
-        self._sched._release(self)
+        self._sched.refund(self.seq)
 
     async def __aenter__(self) -> Permit:
-        return await self._sched._admit(self, True)
+        self.seq = seq = await self._sched._acquire(self._ask)
+        self.sent_at = self._sched.sent_at(seq)
+        return self
 
     async def __aexit__(self, *exc: object) -> None:
-        self._sched._release(self)
+        self._sched.release(self.seq)
 
     def __repr__(self) -> str:
-        return f"<Permit #{getattr(self, 'seq', '-')} {self._ask[1]}>"
+        return f"<Permit #{self.seq or '-'} {self._ask[1]}>"

@@ -1,7 +1,8 @@
 """The asyncio scheduler: every request waits here for its admission (DESIGN "Rate limits").
 
-One admission path (``_admit``: what the server said, then the store), one queue and one
-timer. A caller that may go at once never queues; the others wait in one heap: deadlines
+One admission path (``_gate``: what the server said, then the store, then ``_admitted``),
+one queue and one timer. A caller that may go at once never queues (a store with I/O is
+asked by the timer alone); the others wait in one heap: deadlines
 first, earliest first (DESIGN 5: a scroll continuation must leave within 60 s), then by
 arrival plus the lane's handicap (``lane * aging`` s), so a lower lane goes first among
 requests of similar age but none starves (DESIGN 6); ties keep arrival order. The timer
@@ -18,14 +19,14 @@ import logging
 import math
 import uuid
 from collections.abc import Callable, Coroutine, Mapping
-from typing import Literal, overload
+from typing import overload
 
 from asyncwifi._clock import Clock, SystemClock
 from asyncwifi.errors import ClientStateError, QuotaExhaustedError, ValidationError
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._keepalive import KeepAlive
 from asyncwifi.ratelimit._limits import Limits
-from asyncwifi.ratelimit._permit import PLAIN, Lane, Permit, Waiter
+from asyncwifi.ratelimit._permit import PLAIN, Ask, Lane, Permit, Waiter
 from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent, fmt_time, take_snapshot
 from asyncwifi.ratelimit._store import Answer, MemoryStore, RateStore
 from asyncwifi.ratelimit._truth import NOW, Reason, ServerTruth
@@ -78,7 +79,11 @@ class Scheduler:
         self.in_flight = 0  # admitted and not yet released
         self._refunded = 0  # admissions given back: the others are every request sent
         self._closed = self._draining = False
-        self._busy = 0  # store calls under way
+        #: admission number -> its clock time until released, and the store's ticket and the
+        #: tag where they are not that time and "other": plain admissions allocate no object
+        #: the garbage collector tracks (10,000 in flight would each cost it a visit)
+        self._open: dict[int, float] = {}
+        self._booked: dict[int, tuple[object, str]] = {}
         #: the store's last refusal (why, for which scroll): not asked again before the time
         self._hold_until, self._hold = -_INF, _NO_HOLD
         self._timer: asyncio.Task[None] | None = None
@@ -103,14 +108,7 @@ class Scheduler:
         (``"hotspots"``); ``keepalive`` the open scroll it belongs to (:meth:`keepalive`).
         Bad arguments raise ``ValidationError`` here, before anything is spent.
         """
-        if type(lane) is Lane and tag is None and deadline is None and not (objects or keepalive):
-            return Permit(self, PLAIN[lane])  # one shared ask per lane
-        if deadline is not None and not math.isfinite(deadline):
-            raise ValidationError(f"deadline must be a finite clock time, got {deadline!r}")
-        if tag is not None and (type(tag) is not str or not tag):
-            raise ValidationError(f"a tag must be a non-empty string, got {tag!r}")
-        objects = objects.lower() if objects else None
-        return Permit(self, (Lane(lane), tag or "other", deadline, objects, keepalive))
+        return Permit(self, self._ask_for(lane, tag, deadline, objects, keepalive))
 
     def acquire(
         self,
@@ -120,85 +118,82 @@ class Scheduler:
         deadline: float | None = None,
         objects: str | None = None,
         keepalive: KeepAlive | None = None,
-    ) -> Coroutine[None, None, Permit]:
-        """As :meth:`slot`, awaited, without a context manager: ``permit.release()`` after."""
-        if type(lane) is Lane and tag is None and deadline is None and not (objects or keepalive):
-            return self._admit(Permit(self, PLAIN[lane]), True)  # the hot path: no checks
-        p = self.slot(lane, tag=tag, deadline=deadline, objects=objects, keepalive=keepalive)
-        return self._admit(p, True)
+    ) -> Coroutine[None, None, int]:
+        """As :meth:`slot`, without a context manager: the admission's number, for
+        :meth:`release` (and :meth:`observe`, :meth:`refund`) after. A plain int, so that
+        thousands of callers in flight leave nothing for the garbage collector to walk."""
+        return self._acquire(self._ask_for(lane, tag, deadline, objects, keepalive))
 
-    @overload
-    async def _admit(self, p: Permit, caller: Literal[True]) -> Permit: ...
-    @overload
-    async def _admit(self, p: Permit, caller: Literal[False]) -> Permit | tuple[float, Reason]: ...
-    async def _admit(self, p: Permit, caller: bool) -> Permit | tuple[float, Reason]:
-        """The one admission path: the permit, admitted, or when to ask again and why. A
-        ``caller`` admits itself only when nobody waits, else (or when refused) it queues."""
-        if caller:
-            if self._closed:
-                raise ClientStateError("the rate-limit scheduler is closed")
-            if self._heap or self._busy or self.in_flight >= self._mif:
-                return await self._wait(p, None, None)
-        now, truth, ask = self.clock.now(), self._truth, p._ask
-        keepalive = ask[4]
+    @staticmethod
+    def _ask_for(
+        lane: Lane,
+        tag: str | None,
+        deadline: float | None,
+        objects: str | None,
+        keepalive: KeepAlive | None,
+    ) -> Ask:
+        if type(lane) is Lane and tag is None and deadline is None and not (objects or keepalive):
+            return PLAIN[lane]  # one shared ask per lane: the hot path, nothing to check
+        if deadline is not None and not math.isfinite(deadline):
+            raise ValidationError(f"deadline must be a finite clock time, got {deadline!r}")
+        if tag is not None and (type(tag) is not str or not tag):
+            raise ValidationError(f"a tag must be a non-empty string, got {tag!r}")
+        return (
+            Lane(lane),
+            tag or "other",
+            deadline,
+            objects.lower() if objects else None,
+            keepalive,
+        )
+
+    async def _acquire(self, ask: Ask) -> int:
+        if self._closed:
+            raise ClientStateError("the rate-limit scheduler is closed")
+        now = self.clock.now()
+        if self._take is None or self._heap or self.in_flight >= self._mif:
+            return await self._wait(ask, None, now)  # a store with I/O is asked by the timer
+        got = self._gate(ask, now) or self._admitted(ask, now, self._take(now, ask[1], ask[4]))
+        return got if type(got) is int else await self._wait(ask, got, now)  # type: ignore[arg-type]
+
+    def _gate(self, ask: Ask, now: float) -> tuple[float, Reason] | None:
+        """What the server said (or the store last answered) holding ``ask`` back; None:
+        only the store can tell."""
+        truth = self._truth
         if truth.paced_until:
             self._apply(truth.tick(now), now)
-        refused: tuple[float, Reason]
         gated = truth.pause_until > now or truth.seq >= truth.cap_floor or ask[3] is not None
         if gated and (refused := truth.gate(now, ask[3]))[0] > now:
-            pass  # what the server said holds it back
-        elif now < self._hold_until and self._hold[1] is keepalive:
-            refused = self._hold_until, self._hold[0]  # so does the store's last answer
-        else:
-            if self._take is not None:
-                ticket, at, name = self._take(now, ask[1], keepalive)
-                arrived = None
-            else:  # a caller refused queues where it arrived, before those who came meanwhile
-                arrived = (now, next(self._arrivals)) if caller else None
-                ticket, at, name = await self._ask_store(now, ask[1], keepalive)
-            if ticket is not None:
-                self.in_flight += 1
-                truth.seq = p.seq = truth.seq + 1
-                p.sent_at = at = now if at < now else at  # the store's may be ahead of ours
-                p.ticket = ticket
-                truth.recent.append(at)
-                return p
+            return refused
+        if now < self._hold_until and self._hold[1] is ask[4]:
+            return self._hold_until, self._hold[0]
+        return None
+
+    def _admitted(self, ask: Ask, now: float, answer: Answer) -> int | tuple[float, Reason]:
+        """Book the store's answer: the admission's number, or when to ask again and why."""
+        ticket, at, name = answer
+        if ticket is None:
             why = Reason(name) if name in ("", "pause", "keepalive") else Reason("window", name)
-            self._hold_until, self._hold = at, (why, keepalive)
-            refused = at, why
-            if caller:
-                return await self._wait(p, refused, arrived or (now, next(self._arrivals)))
-        return await self._wait(p, refused, None) if caller else refused
+            self._hold_until, self._hold = at, (why, ask[4])
+            return at, why
+        truth = self._truth
+        self.in_flight += 1
+        truth.seq = seq = truth.seq + 1
+        at = now if at < now else at  # the store's clock may be ahead of ours
+        self._open[seq] = at
+        if ticket != at or ask[1] != "other":
+            self._booked[seq] = (ticket, ask[1])
+        truth.recent.append(at)
+        return seq
 
-    async def _ask_store(self, now: float, tag: str, keepalive: KeepAlive | None) -> Answer:
-        self._busy += 1
-        try:
-            answer = await self.store.acquire(now, tag, keepalive)
-        finally:
-            self._busy -= 1
-            if self._heap and not self._draining:  # others queued while the store decided
-                self._arm(self.clock.now())
-        if self.store.degraded is not self._degraded:  # went to its fallback, or came back
-            was, self._degraded = self._degraded, self.store.degraded
-            why = f"rate-limit store back: the shared store is reachable again (was: {was})"
-            if self._degraded is not None:
-                why = "rate-limit store unavailable, using a conservative local limit: "
-                why += self._degraded
-            self._apply([ThrottleEvent("restored" if was else "fallback", now, reason=why)], now)
-        return answer
-
-    async def _wait(
-        self, p: Permit, refused: tuple[float, Reason] | None, arrived: tuple[float, int] | None
-    ) -> Permit:
-        now, seq = arrived or (self.clock.now(), next(self._arrivals))
-        t, why = self._truth.gate(now, p._ask[3]) if refused is None else refused
+    async def _wait(self, ask: Ask, refused: tuple[float, Reason] | None, now: float) -> int:
+        t, why = self._truth.gate(now, ask[3]) if refused is None else refused
         err = self._exhausted(now, t, why)
         if err is not None:
             raise err
         now = self._last_arrival = max(now, self._last_arrival)  # a clock stepping back
-        lane, deadline = p._ask[0], p._ask[2]
-        key = (0, deadline, seq) if deadline is not None else (1, now + lane * self._aging, seq)
-        w = Waiter(key, asyncio.get_running_loop().create_future(), p)
+        seq, deadline = next(self._arrivals), ask[2]
+        key = (0, deadline, seq) if deadline is not None else (1, now + ask[0] * self._aging, seq)
+        w = Waiter(key, asyncio.get_running_loop().create_future(), ask)
         if why.kind == "object":
             self._parked.append(w)
         else:
@@ -209,25 +204,32 @@ class Scheduler:
             return await w.fut
         except asyncio.CancelledError:
             if w.fut.done() and not w.fut.cancelled() and w.fut.exception() is None:
-                self._refund(p)  # granted, then cancelled before it resumed
-                self._release(p)
+                self.refund(w.fut.result())  # granted, then cancelled before it resumed
             w.fut.cancel()
             self._arm(self.clock.now())
             raise
 
-    def _release(self, p: Permit) -> None:
-        if not p._released:
-            p._released = True
+    def sent_at(self, seq: int) -> float:
+        """The clock time admission ``seq`` (still in flight) was admitted at."""
+        return self._open[seq]
+
+    def release(self, seq: int) -> None:
+        """End admission ``seq``'s request (frees its in-flight place); again: no effect."""
+        if self._open.pop(seq, None) is not None:
+            if self._booked:
+                self._booked.pop(seq, None)
             self.in_flight -= 1
             if self._heap and self.in_flight + 1 >= self._mif:
                 self._arm(self.clock.now())
 
-    def _refund(self, p: Permit) -> None:
-        if p.ticket is not None:
-            ticket, p.ticket = p.ticket, None
+    def refund(self, seq: int) -> None:
+        """Give admission ``seq`` back and end it: only when the request never left."""
+        if seq in self._open:
+            ticket, tag = self._booked.get(seq) or (self._open[seq], "other")
             self._refunded += 1
-            self.store.refund(ticket, p._ask[1])
+            self.store.refund(ticket, tag)
             self._hold_until = -_INF
+            self.release(seq)
             self._arm(self.clock.now())
 
     def _exhausted(self, now: float, t: float, why: Reason) -> QuotaExhaustedError | None:
@@ -255,8 +257,7 @@ class Scheduler:
             await self.clock.sleep(at - self.clock.now())  # _arm may cancel it here
         self._draining, wake = True, _INF  # from here on, _arm leaves it be
         try:
-            if not self._busy:  # else the caller's admission re-arms it when done
-                wake = await self._drain()
+            wake = await self._drain()
         except Exception as exc:
             _log.exception("rate-limit store failed; failing the waiting requests")
             self._fail(exc)
@@ -271,7 +272,7 @@ class Scheduler:
         while not self._closed:
             now, wake, parked, self._parked = self.clock.now(), _INF, self._parked, []
             for w in parked:  # waiters whose object quota is back rejoin the queue
-                t, why = truth.gate(now, w.permit._ask[3])
+                t, why = truth.gate(now, w.ask[3])
                 if why.kind == "object" and t > now and not w.fut.done():
                     self._parked.append(w)
                     wake = min(wake, t)
@@ -282,13 +283,14 @@ class Scheduler:
             if not heap or self.in_flight >= self._mif:
                 return wake  # a release re-arms the timer
             w = heap[0]
-            got = await self._admit(w.permit, False)
+            got = self._gate(w.ask, now) or self._admitted(
+                w.ask, now, await self._ask_store(w.ask, now)
+            )
             err = None
-            if isinstance(got, Permit) and w.fut.done():  # cancelled while the store decided
-                self._refund(got)
-                self._release(got)
+            if type(got) is int and w.fut.done():  # cancelled while the store decided
+                self.refund(got)
                 continue
-            if not isinstance(got, Permit):
+            if type(got) is tuple:
                 if got[0] <= now:
                     return now  # the store asks to decide again: on the next turn of the loop
                 err = self._exhausted(now, *got)
@@ -299,13 +301,26 @@ class Scheduler:
             else:  # a newcomer went ahead while the store decided
                 heap.remove(w)
                 heapq.heapify(heap)
-            if isinstance(got, Permit):
+            if type(got) is int:
                 w.fut.set_result(got)
             elif err is not None:
                 w.fut.set_exception(err)
             else:
                 self._parked.append(w)
         return _INF
+
+    async def _ask_store(self, ask: Ask, now: float) -> Answer:
+        if self._take is not None:
+            return self._take(now, ask[1], ask[4])
+        answer = await self.store.acquire(now, ask[1], ask[4])
+        if self.store.degraded is not self._degraded:  # went to its fallback, or came back
+            was, self._degraded = self._degraded, self.store.degraded
+            why = f"rate-limit store back: the shared store is reachable again (was: {was})"
+            if self._degraded is not None:
+                why = "rate-limit store unavailable, using a conservative local limit: "
+                why += self._degraded
+            self._apply([ThrottleEvent("restored" if was else "fallback", now, reason=why)], now)
+        return answer
 
     def _fail(self, exc: Exception) -> None:
         """Every waiter gets ``exc`` (a closed scheduler, a failing store): none hangs."""

@@ -23,8 +23,7 @@ ThrottleKind = Literal[
 
 @dataclass(frozen=True, slots=True)
 class ThrottleEvent:
-    """Passed to ``on_throttle`` whenever the scheduler slows down, stops or recovers
-    (``count``: the limit the server reported, for a "limit" event)."""
+    """Passed to ``on_throttle`` whenever the scheduler slows down, stops or recovers."""
 
     kind: ThrottleKind
     at: float
@@ -36,9 +35,8 @@ class ThrottleEvent:
 
 @dataclass(frozen=True, slots=True)
 class WindowSnapshot:
-    """One limit (or object quota) at ``QuotaSnapshot.taken_at``: ``remaining`` is the lower
-    of the local log's figure and the server's last report (``source`` says which), back in
-    full at ``reset_at`` (the server's window end, or the newest admission plus the span)."""
+    """One limit (or object quota): ``remaining``, the lower of the local log's figure and
+    the server's last report (``source`` says which), back in full at ``reset_at``."""
 
     name: str
     limit: int | None
@@ -50,10 +48,9 @@ class WindowSnapshot:
 
 @dataclass(frozen=True, slots=True)
 class QuotaSnapshot:
-    """What the scheduler knows of the quota: limits, remaining per window, and from where;
-    a 429's pause; "paced" after an unexpected 429 (admissions evenly spaced), else "exact";
-    the store in use and why it runs a local fallback (or None); and the requests admitted
-    by this scheduler and not given back (every request sent, logins and retries included)."""
+    """What the scheduler knows of the quota: remaining per window and from where, a 429's
+    pause, "paced" after an unexpected 429, the store (and why it runs a local fallback), and
+    the requests this scheduler admitted and did not give back (logins, retries included)."""
 
     taken_at: float
     limits: Limits
@@ -85,8 +82,7 @@ def fmt_time(t: float) -> str:
 def take_snapshot(
     now: float, limits: Limits, truth: ServerTruth, store: RateStore, admitted: int
 ) -> QuotaSnapshot:
-    """The quota as known at ``now``: per window the lower of the local figure (the store's
-    log and the shared store's last counts) and the server's report."""
+    """The quota at ``now``: per window the lower of the local figure and the server's."""
     log, caps = store.log, truth.caps(now)
     newest = log.times[-1] if log.times else None
     windows = {}

@@ -46,7 +46,7 @@ def test_the_smallest_limits_are_accepted_and_the_period_is_a_float() -> None:
     assert limit.count == 1
     assert limit.period == 2.0
     assert isinstance(limit.period, float)
-    assert Limit(1, 0.001).interval == 0.001
+    assert Limit(1, 0.001).period == 0.001
 
 
 @pytest.mark.parametrize("field", ["minute_margin", "day_margin"])

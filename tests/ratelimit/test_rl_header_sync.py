@@ -31,9 +31,8 @@ def scheduler(clock: VirtualClock) -> Scheduler:
 
 
 async def admit(s: Scheduler, out: list[float]) -> Any:
-    p = await s.acquire()
-    out.append(p.sent_at)
-    p.release()
+    async with s.slot() as p:
+        out.append(p.sent_at)
     return p
 
 

@@ -216,7 +216,7 @@ def test_deadlines_are_met_whenever_feasible(
     async def main() -> None:
         sched = Scheduler(replace(lim, max_in_flight=None), clock=clock)
         for _ in range(used):
-            (await sched.acquire()).release()
+            sched.release(await sched.acquire())
         tasks = []
         # deadlines enter in increasing order, so no later arrival overtakes an earlier one
         # and can_meet() must predict each outcome exactly

@@ -170,8 +170,7 @@ class TestAdmission:
             s = Scheduler(limits(2, 10.0), clock=clock)
             assert s.earliest_admission() == START
             for _ in range(2):
-                p = await s.acquire()
-                p.release()
+                s.release(await s.acquire())
             span = 10.0 + 10.0 / 60.0
             assert s.earliest_admission() == pytest.approx(START + span)
             assert not s.can_meet(START + 5.0)
@@ -183,7 +182,7 @@ class TestAdmission:
             assert s.can_meet(START + 2 * span + 1e-6)
             assert s.earliest_admission(Lane.BULK) == pytest.approx(START + 2 * span)
             for w in waiters:
-                (await w).release()
+                s.release(await w)
             await s.aclose()
 
         run(clock, main)
@@ -243,7 +242,7 @@ class TestInFlightAndCancellation:
             b = asyncio.create_task(take(s, out, "b"))
             c = asyncio.create_task(take(s, out, "c"))
             await asyncio.sleep(0)
-            holder.release()  # hands the slot to b synchronously...
+            s.release(holder)  # hands the slot to b synchronously...
             b.cancel()  # ...and b is cancelled before it ever resumes
             await asyncio.gather(b, c, return_exceptions=True)
             assert b.cancelled()
@@ -345,8 +344,8 @@ class TestServerTruth:
         async def main() -> None:
             s = Scheduler(Limits(), clock=clock)
             p = await s.acquire()
-            p.observe(200, {"X-RateLimit-Remaining-Minute": "0"})  # another process used it
-            p.release()
+            s.observe(200, {"X-RateLimit-Remaining-Minute": "0"}, seq=p)  # another process
+            s.release(p)
             s.observe(429, {"Retry-After": "40"}, sent_at=START)
             assert s.quota.mode == "exact"
             assert s.quota.paused_until == START + 40
@@ -412,7 +411,7 @@ class TestServerTruth:
         async def main() -> None:
             s = Scheduler(limits(60, 60.0, max_in_flight=None), clock=clock)
             for _ in range(3):
-                (await s.acquire()).release()
+                s.release(await s.acquire())
             # the first of the three reports 1 left: the two sent after it used more than that
             s.observe(200, {"X-RateLimit-Remaining-Minute": "1"}, sent_at=START)
             assert s.quota.minute is not None
@@ -446,7 +445,7 @@ class TestQuotas:
         async def main() -> None:
             s = Scheduler(limits(60, 60.0, day=3, on_exhausted="raise"), clock=clock)
             for _ in range(3):
-                (await s.acquire()).release()
+                s.release(await s.acquire())
             with pytest.raises(QuotaExhaustedError) as ei:
                 await s.acquire()
             assert ei.value.reset_at == START + 86_400 + 60
@@ -462,9 +461,9 @@ class TestQuotas:
         async def main() -> None:
             s = Scheduler(limits(60, 60.0, day=3), clock=clock)
             for _ in range(3):
-                (await s.acquire()).release()
+                s.release(await s.acquire())
             p = await s.acquire()
-            assert p.sent_at == START + 86_460
+            assert s.sent_at(p) == START + 86_460
             await s.aclose()
 
         run(clock, main)
@@ -474,7 +473,7 @@ class TestQuotas:
 
         async def main() -> None:
             s = Scheduler(limits(60, 60.0, day=1, max_wait=3600.0), clock=clock)
-            (await s.acquire()).release()
+            s.release(await s.acquire())
             with pytest.raises(QuotaExhaustedError):
                 await s.acquire()
             await s.aclose()
@@ -493,7 +492,7 @@ class TestQuotas:
             assert s.quota.day is not None
             assert s.quota.day.source == "server"
             p2 = await s.acquire()
-            assert p2.sent_at == DAY0  # the next 00:00 UTC
+            assert s.sent_at(p2) == DAY0  # the next 00:00 UTC
             await s.aclose()
 
         run(clock, main)

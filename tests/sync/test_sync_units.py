@@ -123,7 +123,7 @@ async def test_budget_divides_the_share_and_events_take_what_is_left() -> None:
     assert budget.allowance("hotspots", {}) == 375
     assert budget.allowance("events", {}) == 7_500
     for _ in range(2_000):
-        (await scheduler.acquire(tag="contacts")).release()
+        scheduler.release(await scheduler.acquire(tag="contacts"))
     assert await budget.remaining("contacts") == 250
     assert await budget.remaining("events") == 5_500  # never starved by the others' reserve
     with pytest.raises(ValidationError):
