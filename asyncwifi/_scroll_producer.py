@@ -23,9 +23,19 @@ from asyncwifi.errors import ConflictError, ScrollExpiredError
 from asyncwifi.models import ItemError
 from asyncwifi.models._chunks import chunk_page
 from asyncwifi.models._decode import decode_page
-from asyncwifi.ratelimit import Lane
+from asyncwifi.ratelimit import Lane, Scheduler
 
-__all__ = ["Producer"]
+__all__ = ["Producer", "scroll_start_wait"]
+
+
+def scroll_start_wait(scheduler: Scheduler, now: float, window: float) -> float:
+    """Seconds until a new scroll could be kept alive (its next request admitted within half
+    its ``window``), 0.0 if now: the one rule the streams and the backfill wait on."""
+    deadline = now + window * 0.5
+    if scheduler.earliest_admission(Lane.SCROLL, deadline=deadline) <= deadline:
+        return 0.0
+    return scheduler.earliest_admission(Lane.SCROLL) - now
+
 
 log = logging.getLogger("asyncwifi.scroll")
 
@@ -296,10 +306,8 @@ class Producer:
 
     async def _await_room(self) -> None:
         """Do not start a scroll that the budget cannot keep alive: wait for room."""
-        scheduler = self.api.scheduler
         clock = self.api.clock
-        while not scheduler.can_meet(clock.now() + self.spec.window * 0.5, lane=Lane.SCROLL):
-            wait = scheduler.earliest_admission(lane=Lane.SCROLL) - clock.now()
+        while wait := scroll_start_wait(self.api.scheduler, clock.now(), self.spec.window):
             if wait > self.spec.window:
                 # not congestion but a spent quota or a pause: the first request's own
                 # admission waits for it, or raises in on_exhausted="raise" mode

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from asyncwifi._instant import MS
 from asyncwifi._resources._contacts import PageSize
 from asyncwifi._resources._contacts import page_size as contacts_page_size
+from asyncwifi._scroll_producer import scroll_start_wait
 from asyncwifi.backfill._contract import Reporter
 from asyncwifi.backfill._engine import ExportJob, Opened, Part
 from asyncwifi.backfill._plan import Slice, even_slice_size, plan_slices
@@ -63,15 +64,12 @@ def _refuse_if_spent(api: Client) -> None:
     after the day's quota is spent means waiting for the reset inside the stream, silently.
     The job pauses (exit 75, or its own wait with progress shown) instead.
     """
-    scheduler = api.scheduler
     now = api.clock.now()
     # the client's own scroll window (``Client(scroll_window=...)``), not a copy of it
-    if scheduler.can_meet(now + api.events.scroll_window * 0.5, lane=Lane.SCROLL):
-        return
-    at = scheduler.earliest_admission(lane=Lane.SCROLL)
-    if at - now > START_WAIT_LIMIT:
+    wait = scroll_start_wait(api.scheduler, now, api.events.scroll_window)
+    if wait > START_WAIT_LIMIT:
         raise QuotaExhaustedError(
-            "too little of the day's quota is left to start a scroll", reset_at=at
+            "too little of the day's quota is left to start a scroll", reset_at=now + wait
         )
 
 

@@ -385,20 +385,20 @@ class Scheduler:
         self._hold_until = -_INF
         self._arm(self.clock.now())
 
-    def earliest_admission(self, lane: Lane = Lane.DEFAULT, *, objects: str | None = None) -> float:
-        """Clock time at which a request entering now in ``lane`` could be admitted: an
-        estimate from the waiters ahead, each going as early as the limits allow (it cannot
-        foresee responses, 429s or newer arrivals)."""
+    def earliest_admission(
+        self,
+        lane: Lane = Lane.DEFAULT,
+        *,
+        deadline: float | None = None,
+        objects: str | None = None,
+    ) -> float:
+        """Clock time at which a request entering now (in ``lane``, or with ``deadline``) could
+        be admitted, were the waiters ahead each to go as early as the limits allow: an
+        estimate (it cannot foresee responses, 429s or later arrivals)."""
         now = self.clock.now()
-        return self._project(now, (1, now + int(lane) * self._aging, _LAST), objects)
-
-    def can_meet(
-        self, deadline: float, lane: Lane = Lane.SCROLL, *, objects: str | None = None
-    ) -> bool:
-        """Could a request with this deadline, entering now, be admitted before it?"""
-        return self._project(self.clock.now(), (0, deadline, _LAST), objects) <= deadline
-
-    def _project(self, now: float, key: tuple[int, float, int], objects: str | None) -> float:
+        key = (
+            (1, now + int(lane) * self._aging, _LAST) if deadline is None else (0, deadline, _LAST)
+        )
         ahead = sum(1 for w in self._heap if w.key < key and not w.fut.done())
         # the store's last refusal holds for anyone unless it was one scroll's own
         hint = self._hold_until if self._hold[1] is None else -_INF

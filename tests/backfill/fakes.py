@@ -11,6 +11,7 @@ that ends a scroll, and can run out of quota, repeat records or lapse, on demand
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -142,8 +143,8 @@ class FakeEvents:
 
 
 class FakeScheduler:
-    def can_meet(self, *_: Any, **__: Any) -> bool:
-        return True
+    def earliest_admission(self, *_: Any, **__: Any) -> float:
+        return -math.inf  # always room
 
 
 class FakeApi:

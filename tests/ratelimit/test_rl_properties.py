@@ -219,9 +219,9 @@ def test_deadlines_are_met_whenever_feasible(
             sched.release(await sched.acquire())
         tasks = []
         # deadlines enter in increasing order, so no later arrival overtakes an earlier one
-        # and can_meet() must predict each outcome exactly
+        # and earliest_admission(deadline=) must predict each outcome exactly
         for i, d in enumerate(sorted(deadlines)):
-            predicted[i] = sched.can_meet(START + d)
+            predicted[i] = sched.earliest_admission(deadline=START + d) <= START + d
             tasks.append(asyncio.create_task(one(sched, i, d)))
             await asyncio.sleep(0)
         tasks += [asyncio.create_task(one(sched, -1, None, lane)) for lane in noise]

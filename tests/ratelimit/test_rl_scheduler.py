@@ -163,7 +163,7 @@ class TestAdmission:
         run(clock, main)
         assert [tag for tag, _ in out] == ["first", "d+20", "d+50", "interactive"]
 
-    def test_can_meet_and_earliest_admission(self) -> None:
+    def test_earliest_admission_in_a_lane_or_with_a_deadline(self) -> None:
         clock = VirtualClock(START)
 
         async def main() -> None:
@@ -173,13 +173,13 @@ class TestAdmission:
                 s.release(await s.acquire())
             span = 10.0 + 10.0 / 60.0
             assert s.earliest_admission() == pytest.approx(START + span)
-            assert not s.can_meet(START + 5.0)
-            assert s.can_meet(START + span)
+            assert s.earliest_admission(deadline=START + 5.0) > START + 5.0
+            assert s.earliest_admission(deadline=START + span) <= START + span
             # two deadline waiters ahead take the next window's two places
             waiters = [asyncio.create_task(s.acquire(deadline=START + 11 + i)) for i in range(2)]
             await asyncio.sleep(0)
-            assert not s.can_meet(START + 12.0)
-            assert s.can_meet(START + 2 * span + 1e-6)
+            assert s.earliest_admission(deadline=START + 12.0) > START + 12.0
+            assert s.earliest_admission(deadline=START + 2 * span + 1e-6) <= START + 2 * span + 1e-6
             assert s.earliest_admission(Lane.BULK) == pytest.approx(START + 2 * span)
             for w in waiters:
                 s.release(await w)
