@@ -1,12 +1,11 @@
 """``RedisStore``: one key's admission log in Redis, shared by processes on several hosts.
 
-Each window is a sorted set of admissions; one Lua script (``_redis_scripts``) decides and
-records atomically on Redis' own clock (``TIME``; ``use_redis_time=False`` passes the
-client's, which tests in scaled time need), so hosts with skewed clocks share one time line.
-Keys expire by themselves. If Redis cannot be reached, the store falls back to a
-conservative local limit (each window's count times ``fallback_fraction``, the shortest
-paced), seeded with this process's recent admissions, says so (``degraded``), retries every
-``reconnect_interval`` clock seconds, and on return writes the admissions made meanwhile.
+One Lua script (``_redis_scripts``) decides and records atomically on Redis' own clock
+(``TIME``; ``use_redis_time=False`` passes the client's, which tests in scaled time need), so
+hosts with skewed clocks share one time line. If Redis cannot be reached, a conservative local
+limit takes over (each window's count times ``fallback_fraction``, the shortest paced) on this
+process's recent admissions, says so (``degraded``), retries every ``reconnect_interval``
+clock seconds, and on return writes the admissions made meanwhile.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ import itertools
 import math
 import uuid
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from asyncwifi._auth import check_url, hide_password
 from asyncwifi.errors import ClientStateError, ConfigurationError, ValidationError
@@ -76,7 +75,7 @@ class RedisStore(RateStore):
             raise ValidationError(f"fallback_fraction must be in (0, 1], got {fallback_fraction!r}")
         if not reconnect_interval > 0 or not op_timeout > 0:
             raise ValidationError("reconnect_interval and op_timeout must be > 0")
-        redis_asyncio("RedisStore")
+        self._redis = redis_asyncio("RedisStore")
         if isinstance(url_or_client, str):
             check_url(url_or_client, "Redis")
         self._url = url_or_client if isinstance(url_or_client, str) else None
@@ -84,15 +83,13 @@ class RedisStore(RateStore):
         self.key, self.prefix, self.use_redis_time = key, prefix, use_redis_time
         self.fallback_fraction, self.reconnect_interval = fallback_fraction, reconnect_interval
         self.op_timeout = op_timeout
-        from redis.exceptions import RedisError
-
         # what sends the store to its fallback: any Redis failure, the network's or a script's
-        self._errors = (RedisError, OSError, asyncio.TimeoutError)
+        self._errors = (self._redis.RedisError, OSError, asyncio.TimeoutError)
         base = f"{prefix}{{{key}}}:"
-        self._keys: list[str] = []  # the windows' sorted sets
+        self._zset = base  # the log: one sorted set, named after the longest window
         self._pause, self._hwm, self._scrolls = base + "pause", base + "hwm", base + "keepalive"
         self._own = Log([])  # this process's admissions at the full counts (estimates)
-        self._fallback = MemoryStore()  # ... at the reduced counts (decisions when degraded)
+        self._fallback = MemoryStore()  # the same admissions at the reduced counts
         self._member = f"{uuid.uuid4().hex[:12]}:{{}}:{{}}"  # token:number:tag
         self._ids = itertools.count()
         self._retry_at = -math.inf
@@ -101,7 +98,7 @@ class RedisStore(RateStore):
         self._scripts: dict[str, Any] = {}
 
     def _setup(self, specs: list[WindowSpec]) -> None:
-        self._keys = [f"{self.prefix}{{{self.key}}}:{s.name}" for s in specs]
+        self._zset += max(specs, key=lambda s: s.span).name if specs else ""
         self.log = self._own = Log(specs)
         shortest = min((s.period for s in specs), default=0.0)
         reduced = [copy.copy(s) for s in specs]
@@ -109,27 +106,23 @@ class RedisStore(RateStore):
             s.count = max(1, math.floor(s.count * self.fallback_fraction))
             s.paced = s.period == shortest  # pacing the day would space requests for nothing
         self._fallback.bind(reduced)
+        # one log, two views: the deques are shared; the view in ``self.log`` is kept fresh
+        self._fallback.log.times, self._fallback.log.tags = self._own.times, self._own.tags
 
     def configure(self, name: str, *, count: int | None = None, paced: bool | None = None) -> None:
         configure(self._own, name, count, paced)
         if count is not None:
             configure(self._fallback.log, name, math.floor(count * self.fallback_fraction), None)
 
-    async def _call(self, name: str, body: str, keys: list[str], args: list[Any]) -> Any:
+    async def _call(self, body: str, keys: list[str], args: list[Any]) -> Any:
         if self._client is None:
-            from redis.asyncio import Redis as _Redis
-
-            assert self._url is not None
-            timeout = self.op_timeout
-            self._client = _Redis.from_url(
-                self._url,
-                socket_timeout=timeout,
-                socket_connect_timeout=timeout,
-                retry_on_timeout=False,
+            t = self.op_timeout
+            self._client = self._redis.Redis.from_url(
+                self._url, socket_timeout=t, socket_connect_timeout=t, retry_on_timeout=False
             )
-        script = self._scripts.get(name)
+        script = self._scripts.get(body)
         if script is None or script.registered_client is not self._client:
-            script = self._scripts[name] = self._client.register_script(body)
+            script = self._scripts[body] = self._client.register_script(body)
         async with asyncio.timeout(self.op_timeout):
             return await script(keys=keys, args=args)
 
@@ -148,8 +141,6 @@ class RedisStore(RateStore):
         self._bg.add(task)
         task.add_done_callback(self._bg.discard)
 
-    # -- admission -------------------------------------------------------------------------
-
     async def acquire(self, now: float, tag: str, keepalive: KeepAlive | None = None) -> Answer:
         if self._shape is None:
             raise ClientStateError("RedisStore.acquire() before bind(): give it to a Scheduler")
@@ -158,9 +149,9 @@ class RedisStore(RateStore):
                 answer = self._fallback.take(now, tag, keepalive)
                 if answer[0] is None:
                     return answer
-                member = self._member.format(next(self._ids), tag)
-                self._pending.append((self._own.record(now, tag), member))
-                return (answer[0], member), now, ""
+                t, member = cast(float, answer[0]), self._member.format(next(self._ids), tag)
+                self._pending.append((t, member))
+                return (t, member), now, ""
             if not await self._restore(now):
                 return None, now, ""  # time passed in the attempt: decide again
         call = asyncio.ensure_future(self._admit(now, tag, keepalive))
@@ -186,8 +177,8 @@ class RedisStore(RateStore):
             args += [w.count, math.ceil(w.span * _US), math.ceil(pace * _US), int(w in kept)]
         args += [keepalive.token, round(keepalive.horizon * _US)] if keepalive else ["", 0]
         try:
-            keys = [*self._keys, self._pause, self._hwm, self._scrolls]
-            ok, r_now, r_wait, why, *used = await self._call("acquire", ACQUIRE, keys, args)
+            keys = [self._zset, self._pause, self._hwm, self._scrolls]
+            ok, r_now, r_wait, why, *used = await self._call(ACQUIRE, keys, args)
         except self._errors as exc:
             self._enter_fallback(now, exc)
             return None, now, ""  # time passed in the attempt: decide again
@@ -197,7 +188,7 @@ class RedisStore(RateStore):
         at = now if self.use_redis_time else int(r_now) / _US
         if int(ok):
             t = self._own.record(at, tag)
-            self._fallback.note(at, tag, keepalive)
+            self._fallback.keepalives.admitted(keepalive, t)
             return (t, member), at, ""
         i, n = int(why), len(specs)
         name = specs[i - 1].name if 0 < i <= n else "pause" if i == n + 1 else "keepalive"
@@ -213,36 +204,36 @@ class RedisStore(RateStore):
                 " of each window, paced"
             )
             self.log, self.seen = self._fallback.log, {}
+            self.log.refresh()
 
     async def _restore(self, now: float) -> bool:
         """Try Redis again; on success write the fallback's admissions into it first."""
         self._retry_at = now + self.reconnect_interval
         try:
-            r_now = await self._call("pause", PAUSE, [self._pause], [self._now(now), 0])
+            r_now = await self._call(PAUSE, [self._pause], [self._now(now), 0])
             if self._pending and self._client is not None:
                 offset = round(int(r_now) - now * _US)  # client time -> Redis' time line
+                span = max(w.span for w in self._own.specs)
                 pipe = self._client.pipeline(transaction=False)
-                for key, w in zip(self._keys, self._own.specs, strict=False):
-                    pipe.zadd(key, {m: round(t * _US) + offset for t, m in self._pending})
-                    pipe.pexpire(key, math.ceil(w.span * 1000) + 1000)  # the window and a second
+                pipe.zadd(self._zset, {m: round(t * _US) + offset for t, m in self._pending})
+                pipe.pexpire(self._zset, math.ceil(span * 1000) + 1000)  # the window and a second
                 async with asyncio.timeout(self.op_timeout):
                     await pipe.execute()
         except self._errors:
             return False
         self._pending.clear()
         self.degraded, self.log = None, self._own
+        self.log.refresh()
         return True
 
     def refund(self, ticket: object, tag: str) -> None:
         # on failure the entry expires with its window: counting it is the safe side
         if isinstance(ticket, tuple):
             t, member = ticket
-            self._own.remove(t, tag)
-            self._fallback.refund(t, tag)
+            self.log.remove(t, tag)
             self._pending = [(pt, m) for pt, m in self._pending if m != member]
             if self.degraded is None and self._client is not None:
-                client = self._client
-                self._spawn(asyncio.gather(*(client.zrem(k, member) for k in self._keys)))
+                self._spawn(self._client.zrem(self._zset, member))
 
     def drop_keepalive(self, token: str) -> None:
         self._fallback.drop_keepalive(token)
@@ -254,21 +245,21 @@ class RedisStore(RateStore):
         little after the 429 was seen, which errs on the safe side)."""
         if until > now and self.degraded is None:
             args = [self._now(now), round((until - now) * _US)]
-            self._spawn(self._call("pause", PAUSE, [self._pause], args))
+            self._spawn(self._call(PAUSE, [self._pause], args))
 
     async def tally(self, now: float, window: str) -> dict[str, int]:
         """Every process's admissions per tag; while Redis is unreachable, this process's."""
+        span = self.log.spec(window).span
         if self.degraded is None:
-            i = [w.name for w in self._own.specs].index(window)
-            span = math.ceil(self._own.specs[i].span * _US)
             try:
-                flat = await self._call("tally", TALLY, [self._keys[i]], [self._now(now), span])
+                args = [self._now(now), math.ceil(span * _US)]
+                flat = await self._call(TALLY, [self._zset], args)
             except self._errors as exc:
                 self._enter_fallback(now, exc)
             else:
                 text = [v.decode() if isinstance(v, bytes) else v for v in flat[::2]]
                 return {t: int(c) for t, c in zip(text, flat[1::2], strict=True)}
-        return self._own.tally(now, self._own.spec(window).span)
+        return self.log.tally(now, span)
 
     @property
     def status(self) -> str:

@@ -23,47 +23,40 @@ local function us(x) return string.format('%.0f', x) end
 local function ttl(span) return math.ceil(span / 1000) + 1000 end
 """
 
-# KEYS: n window sets, pause key, high-water mark, keep-alive due times.
-# ARGV: now_us|"", member, n, then n x (count, span, pace, checked), token|"", horizon_us.
-# Returns ok, now, retry-at, why (window i, n + 1: the pause, n + 2: a kept place), used...
+# KEYS: the log (one sorted set, kept for the longest window), pause, high-water mark,
+# keep-alive due times. ARGV: now_us|"", member, n, then n x (count, span, pace, checked),
+# token|"", horizon_us. Returns ok, now, retry-at, why (window i, n + 1: the pause, n + 2: a
+# kept place), then each window's count.
 ACQUIRE = (
     _NOW
     + """
-local n = tonumber(ARGV[3])
+local log, n = KEYS[1], tonumber(ARGV[3])
 local function arg(i, j) return tonumber(ARGV[j + 4 * i]) end  -- j: 0 count, 1 span, 2 pace
 local function checked(i) return ARGV[3 + 4 * i] == '1' end
-local function oldest(i, idx)  -- score of the idx-th oldest entry (1-based) of window i
-  return tonumber(redis.call('ZRANGE', KEYS[i], idx - 1, idx - 1, 'WITHSCORES')[2])
-end
 -- time never goes back: a caller whose reading is older than one already used decides and
 -- records at the newest time, or its check would miss entries a newer caller pruned
-local hwm = tonumber(redis.call('GET', KEYS[n + 2]) or '0')
-if hwm and hwm > now then now = hwm end
+now = math.max(now, tonumber(redis.call('GET', KEYS[3]) or '0') or 0)
 local longest = 0
 for i = 1, n do longest = math.max(longest, arg(i, 1)) end
-redis.call('SET', KEYS[n + 2], us(now), 'PX', ttl(longest))
-local wait, why = now, 0
-local p = tonumber(redis.call('GET', KEYS[n + 1]) or '0')
-if p and p > wait then wait = p; why = n + 1 end
-local used = {}
+redis.call('SET', KEYS[3], us(now), 'PX', ttl(longest))
+redis.call('ZREMRANGEBYSCORE', log, '-inf', us(now - longest))
+local total, used, wait, why = redis.call('ZCARD', log), {}, now, 0
+local function oldest(i, idx)  -- score of the idx-th oldest entry (1-based) of window i
+  local r = total - used[i] + idx - 1
+  return tonumber(redis.call('ZRANGE', log, r, r, 'WITHSCORES')[2])
+end
+local function hold(t, w) if t > wait then wait, why = t, w end end
+hold(tonumber(redis.call('GET', KEYS[2]) or '0') or 0, n + 1)
 for i = 1, n do
   local count, span, pace = arg(i, 0), arg(i, 1), arg(i, 2)
-  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', us(now - span))
-  local c = redis.call('ZCARD', KEYS[i])
-  if c >= count then
-    local t = oldest(i, c - count + 1) + span
-    if t > wait then wait = t; why = i end
-  end
-  if pace > 0 and c > 0 then
-    local t = oldest(i, c) + pace
-    if t > wait then wait = t; why = i end
-  end
-  used[i] = c
+  used[i] = redis.call('ZCOUNT', log, '(' .. us(now - span), '+inf')
+  if used[i] >= count then hold(oldest(i, used[i] - count + 1) + span, i) end
+  if pace > 0 and used[i] > 0 then hold(oldest(i, used[i]) + pace, i) end
 end
 -- the keep-alive rule (_keepalive.py): no other open scroll's next request may be left
 -- without a place by its due time; a scroll's own request waits, while its due time
 -- allows, until its successor will have a place in time
-local kkey, token, horizon = KEYS[n + 3], ARGV[4 + 4 * n], tonumber(ARGV[5 + 4 * n])
+local kkey, token, horizon = KEYS[4], ARGV[4 + 4 * n], tonumber(ARGV[5 + 4 * n])
 if wait <= now then
   redis.call('ZREMRANGEBYSCORE', kkey, '-inf', '(' .. us(now))
   local all = redis.call('ZRANGE', kkey, 0, -1, 'WITHSCORES')
@@ -112,19 +105,15 @@ end
 local ok = 0
 if wait <= now then
   ok = 1
-  for i = 1, n do
-    redis.call('ZADD', KEYS[i], us(now), ARGV[2])
-    redis.call('PEXPIRE', KEYS[i], ttl(arg(i, 1)))
-    used[i] = used[i] + 1
-  end
+  redis.call('ZADD', log, us(now), ARGV[2])
+  redis.call('PEXPIRE', log, ttl(longest))
+  for i = 1, n do used[i] = used[i] + 1 end
   if token ~= '' then
     redis.call('ZADD', kkey, us(now + horizon), token)
     redis.call('PEXPIRE', kkey, ttl(horizon))
   end
 end
-local out = {ok, us(now), us(wait), why}
-for i = 1, n do out[#out + 1] = used[i] end
-return out
+return {ok, us(now), us(wait), why, unpack(used)}
 """
 )
 
@@ -140,7 +129,7 @@ return us(now)
 """
 )
 
-# KEYS: one window set.  ARGV: now_us|"", span_us.  Returns tag, count, tag, count...
+# KEYS: the log.  ARGV: now_us|"", span_us.  Returns tag, count, tag, count...
 TALLY = (
     _NOW
     + """
