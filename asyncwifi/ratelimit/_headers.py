@@ -1,10 +1,8 @@
 """Parse the gateway's rate-limit headers, tolerantly (gateway.md, spec §8).
 
-``X-RateLimit-(Limit|Remaining)-<Period>`` per counted period and ``-<Object>-Day`` per object,
-``RateLimit-Limit``, ``RateLimit-Remaining`` and ``RateLimit-Reset`` for the most constrained
-period, ``Retry-After`` on a 429. Names match in any case; a value that is not a number is
-ignored (a response is evidence, not a contract); of a repeated header the conservative
-reading wins (the lowest remaining, the longest wait).
+``X-RateLimit-(Limit|Remaining)-<Period>`` and ``-<Object>-Day``, ``RateLimit-*`` (the most
+constrained period) and ``Retry-After``, in any case. A value that is not a number is ignored
+(a response is evidence, not a contract); of a repeated header the conservative reading wins.
 """
 
 from __future__ import annotations
@@ -22,8 +20,8 @@ PERIODS = {"second": 1.0, "minute": 60.0, "hour": 3_600.0, "day": 86_400.0}
 PERIODS |= {"month": 2_592_000.0, "year": 31_536_000.0}
 
 _FIRST = frozenset("xXrR \t")  # first letters of the headers read here
-#: the other headers read, by the field each fills
-_ONE = {"ratelimit-limit": "limit", "ratelimit-remaining": "remaining_any"}
+_KIND = {"limit": "limits", "remaining": "remaining"}  # X-RateLimit-<kind>-<period>: the field
+_ONE = {"ratelimit-limit": "limit", "ratelimit-remaining": "remaining_any"}  # and their fields
 _ONE |= {"ratelimit-reset": "reset", "retry-after": "retry_after"}
 _WAITS = ("reset", "retry_after", "retry_after_at")  # of these the longest wins, else the lowest
 
@@ -81,15 +79,13 @@ class RateLimitHeaders:
             if not isinstance(key, str) or key[:1] not in _FIRST or not isinstance(raw, str):
                 continue
             lk = key.strip().lower()
-            if lk.startswith("x-ratelimit-"):
+            if lk.startswith(("x-ratelimit-limit-", "x-ratelimit-remaining-")):
                 # spec §8: X-Ratelimit-(Limit|Remaining)-Minute / -Day, and -<object>-Day
                 kind, _, tail = lk[12:].partition("-")
                 name, _, period = tail.rpartition("-")
-                if kind not in ("limit", "remaining") or period not in PERIODS:
+                if period not in PERIODS or (name and period != "day"):
                     continue
-                if name and period != "day":
-                    continue
-                slot = ("object_" + kind, name) if name else (kind, period)
+                slot = ("object_" + kind, name) if name else (_KIND[kind], period)
             elif lk in _ONE:
                 slot = (_ONE[lk], "")
             else:
@@ -105,20 +101,15 @@ class RateLimitHeaders:
             got[slot] = min(old, value) if least else max(old, value)
         if not got:
             return _EMPTY
-
-        def each(kind: str) -> dict[str, int]:
-            return {n: int(v) for (k, n), v in got.items() if k == kind and n}
-
-        lim, rem = each("object_limit"), each("object_remaining")
-        one: dict[str, Any] = {k: v for (k, n), v in got.items() if not n}
-        return cls(
-            limits=each("limit"),
-            remaining=each("remaining"),
-            objects={
-                n: ObjectCounts(lim.get(n), rem.get(n)) for n in sorted(lim.keys() | rem.keys())
-            },
-            **one,
-        )
+        fields: dict[str, Any] = {}
+        for (f, n), v in got.items():
+            if n:
+                fields.setdefault(f, {})[n] = v
+            else:
+                fields[f] = v
+        lim, rem = fields.pop("object_limit", {}), fields.pop("object_remaining", {})
+        objects = {n: ObjectCounts(lim.get(n), rem.get(n)) for n in sorted(lim.keys() | rem.keys())}
+        return cls(objects=objects, **fields)
 
     @property
     def empty(self) -> bool:
@@ -137,13 +128,8 @@ class RateLimitHeaders:
         """``RateLimit-Reset`` if it describes ``period`` (it describes the most constrained
         one): when ``RateLimit-Limit`` is that period's limit and no other period's, or
         (without ``RateLimit-Limit``) when that period alone has nothing left."""
-        if self.reset is None:
-            return None
-        if self.limit is not None:
-            same = [p for p, v in self.limits.items() if v == self.limit]
-        else:
-            same = [p for p, v in self.remaining.items() if v == 0]
-        return self.reset if same == [period] else None
+        counts, want = (self.limits, self.limit) if self.limit is not None else (self.remaining, 0)
+        return self.reset if [p for p, v in counts.items() if v == want] == [period] else None
 
     def spent_periods(self) -> list[str]:
         """Periods the server reported with nothing left, shortest first."""
