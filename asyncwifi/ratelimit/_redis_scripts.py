@@ -1,9 +1,8 @@
 """The Lua scripts of ``RedisStore``: each decides and records atomically in Redis.
 
-Times are integer microseconds; a window is a sorted set of admissions (members
-``token:number:tag``). ``ACQUIRE`` mirrors the rules of ``_log`` (the windows) and
-``_keepalive`` (a place kept for each open scroll), generic over the windows it is given;
-tests/ratelimit/test_rl_lua_mirror.py holds them to the same decisions.
+Times are integer microseconds; the log is one sorted set of admissions (members
+``token:number:tag``). ``ACQUIRE`` mirrors ``_log.bound`` and ``_keepalive`` over the windows
+it is given: tests/ratelimit/test_rl_lua_mirror.py holds them to the same decisions.
 """
 
 from __future__ import annotations
@@ -12,13 +11,8 @@ __all__ = ["ACQUIRE", "PAUSE", "TALLY"]
 
 #: every script's clock: ARGV[1] (the client's time, microseconds) or, when empty, Redis' own
 _NOW = """
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-end
+local now = tonumber(ARGV[1])
+if ARGV[1] == '' then local t = redis.call('TIME'); now = t[1] * 1000000 + t[2] end
 local function us(x) return string.format('%.0f', x) end
 local function ttl(span) return math.ceil(span / 1000) + 1000 end
 """
@@ -59,37 +53,29 @@ end
 local kkey, token, horizon = KEYS[4], ARGV[4 + 4 * n], tonumber(ARGV[5 + 4 * n])
 if wait <= now then
   redis.call('ZREMRANGEBYSCORE', kkey, '-inf', '(' .. us(now))
-  local all = redis.call('ZRANGE', kkey, 0, -1, 'WITHSCORES')
-  local others, own = {}, nil
+  local all, others, own = redis.call('ZRANGE', kkey, 0, -1, 'WITHSCORES'), {}, nil
   for j = 1, #all, 2 do
-    if all[j] == token then own = tonumber(all[j + 1])
-    else others[#others + 1] = tonumber(all[j + 1]) end
+    local due = tonumber(all[j + 1])
+    if all[j] == token then own = due else others[#others + 1] = due end
   end
   local function place(k, extra)  -- when the k-th next could go; whether waiting helps
     local at, movable = now, true
     for i = 1, n do
       local idx = used[i] + extra + k - arg(i, 0)
-      if checked(i) and idx > used[i] then
-        at, movable = math.max(at, now + arg(i, 1)), false
-      elseif checked(i) and idx > 0 then
-        at = math.max(at, oldest(i, idx) + arg(i, 1))
-      end
+      if checked(i) and idx > used[i] then at, movable = math.max(at, now + arg(i, 1)), false
+      elseif checked(i) and idx > 0 then at = math.max(at, oldest(i, idx) + arg(i, 1)) end
     end
     return at, movable
   end
-  local function short(extra)
+  local function short(extra)  -- how many others would find no place by their due time
     local s = 0
-    for k = 1, #others do
-      if place(k, extra) > others[k] then s = s + 1 end
-    end
+    for k = 1, #others do if place(k, extra) > others[k] then s = s + 1 end end
     return s
   end
   if #others > 0 and short(1) > short(0) then
     -- ask again when the answer may change: a window's oldest leaves, a due time passes
     local retry = math.huge
-    for j = 1, #others do
-      if others[j] > now then retry = math.min(retry, others[j]) end
-    end
+    for j = 1, #others do if others[j] > now then retry = math.min(retry, others[j]) end end
     for i = 1, n do
       if checked(i) and used[i] > 0 then retry = math.min(retry, oldest(i, 1) + arg(i, 1))
       elseif checked(i) then retry = math.min(retry, now + arg(i, 1)) end
@@ -97,14 +83,12 @@ if wait <= now then
     wait, why = retry, n + 2
   elseif token ~= '' then
     local at, movable = place(#others + 1, 1)
-    local retry = at - horizon
-    if own ~= nil and own < retry then retry = own end
+    local retry = math.min(at - horizon, own or math.huge)
     if movable and retry > now then wait, why = retry, n + 2 end
   end
 end
-local ok = 0
-if wait <= now then
-  ok = 1
+local ok = wait <= now and 1 or 0
+if ok == 1 then
   redis.call('ZADD', log, us(now), ARGV[2])
   redis.call('PEXPIRE', log, ttl(longest))
   for i = 1, n do used[i] = used[i] + 1 end
@@ -134,8 +118,7 @@ TALLY = (
     _NOW
     + """
 local counts, out = {}, {}
-local edge = '(' .. us(now - tonumber(ARGV[2]))
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], edge, '+inf')) do
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. us(now - ARGV[2]), '+inf')) do
   local tag = string.match(m, '^[^:]*:[^:]*:(.*)$') or ''
   counts[tag] = (counts[tag] or 0) + 1
 end
