@@ -1,11 +1,8 @@
 """``RedisStore``: one key's admission log in Redis, shared by processes on several hosts.
 
-One Lua script (``_redis_scripts``) decides and records atomically on Redis' own clock
-(``TIME``; ``use_redis_time=False`` passes the client's, which tests in scaled time need), so
-hosts with skewed clocks share one time line. If Redis cannot be reached, a conservative local
-limit takes over (each window's count times ``fallback_fraction``, the shortest paced) on this
-process's recent admissions, says so (``degraded``), retries every ``reconnect_interval``
-clock seconds, and on return writes the admissions made meanwhile.
+Lua scripts (``_redis_scripts``) decide and record atomically on Redis' clock (or the
+client's: ``use_redis_time=False``), so skewed hosts share one time line. Without Redis a
+conservative local limit on this process's admissions takes over until Redis is back.
 """
 
 from __future__ import annotations
@@ -55,7 +52,10 @@ def redis_asyncio(owner: str) -> Any:
 class RedisStore(RateStore):
     """The admission log of API key ``key`` in Redis, shared by all users: ``url_or_client``
     is a ``redis://`` URL (the store owns that client) or a ``redis.asyncio.Redis`` (left
-    open); ``op_timeout`` (real seconds) bounds each call before the fallback takes over."""
+    open); ``op_timeout`` (real seconds) bounds each call. Without Redis the limit is each
+    window's count times ``fallback_fraction`` (the shortest paced), said in ``degraded``;
+    Redis is tried every ``reconnect_interval`` clock seconds and, once back, given the
+    admissions made meanwhile."""
 
     def __init__(
         self,
@@ -91,8 +91,7 @@ class RedisStore(RateStore):
         self._own = Log([])  # this process's admissions at the full counts (estimates)
         self._fallback = MemoryStore()  # the same admissions at the reduced counts
         self._member = f"{uuid.uuid4().hex[:12]}:{{}}:{{}}"  # token:number:tag
-        self._ids = itertools.count()
-        self._retry_at = -math.inf
+        self._ids, self._retry_at = itertools.count(), -math.inf
         self._pending: list[tuple[float, str]] = []  # fallback admissions not yet in Redis
         self._bg: set[asyncio.Task[None]] = set()
         self._scripts: dict[str, Any] = {}
@@ -152,8 +151,7 @@ class RedisStore(RateStore):
                 t, member = cast(float, answer[0]), self._member.format(next(self._ids), tag)
                 self._pending.append((t, member))
                 return (t, member), now, ""
-            if not await self._restore(now):
-                return None, now, ""  # time passed in the attempt: decide again
+            self._retry_at = now + self.reconnect_interval  # one attempt at a time
         call = asyncio.ensure_future(self._admit(now, tag, keepalive))
         try:
             return await asyncio.shield(call)
@@ -176,12 +174,19 @@ class RedisStore(RateStore):
             # whole microseconds, rounded up: the window enforced is never shorter than asked
             args += [w.count, math.ceil(w.span * _US), math.ceil(pace * _US), int(w in kept)]
         args += [keepalive.token, round(keepalive.horizon * _US)] if keepalive else ["", 0]
+        sent = self._pending[:]  # the fallback's admissions not yet in Redis go first
+        if sent:
+            args += [round(now * _US), *(x for t, m in sent for x in (m, round(t * _US)))]
         try:
             keys = [self._zset, self._pause, self._hwm, self._scrolls]
             ok, r_now, r_wait, why, *used = await self._call(ACQUIRE, keys, args)
         except self._errors as exc:
             self._enter_fallback(now, exc)
             return None, now, ""  # time passed in the attempt: decide again
+        self._pending = [p for p in self._pending if p not in sent]
+        if self.degraded is not None:  # back, with the admissions made meanwhile
+            self.degraded, self.log = None, self._own
+            self.log.refresh()
         self.seen = {w.name: int(u) for w, u in zip(specs, used, strict=False)}
         # on the client's time line the script's time is absolute; on Redis' own clock only
         # differences carry over
@@ -205,26 +210,6 @@ class RedisStore(RateStore):
             )
             self.log, self.seen = self._fallback.log, {}
             self.log.refresh()
-
-    async def _restore(self, now: float) -> bool:
-        """Try Redis again; on success write the fallback's admissions into it first."""
-        self._retry_at = now + self.reconnect_interval
-        try:
-            r_now = await self._call(PAUSE, [self._pause], [self._now(now), 0])
-            if self._pending and self._client is not None:
-                offset = round(int(r_now) - now * _US)  # client time -> Redis' time line
-                span = max(w.span for w in self._own.specs)
-                pipe = self._client.pipeline(transaction=False)
-                pipe.zadd(self._zset, {m: round(t * _US) + offset for t, m in self._pending})
-                pipe.pexpire(self._zset, math.ceil(span * 1000) + 1000)  # the window and a second
-                async with asyncio.timeout(self.op_timeout):
-                    await pipe.execute()
-        except self._errors:
-            return False
-        self._pending.clear()
-        self.degraded, self.log = None, self._own
-        self.log.refresh()
-        return True
 
     def refund(self, ticket: object, tag: str) -> None:
         # on failure the entry expires with its window: counting it is the safe side
@@ -266,8 +251,7 @@ class RedisStore(RateStore):
         return "redis-fallback" if self.degraded is not None else "redis"
 
     async def aclose(self) -> None:
-        if self._bg:
-            await asyncio.gather(*list(self._bg), return_exceptions=True)
+        await asyncio.gather(*self._bg, return_exceptions=True)
         if self._url is not None and self._client is not None:
             client, self._client = self._client, None
             await client.aclose()

@@ -19,19 +19,24 @@ local function ttl(span) return math.ceil(span / 1000) + 1000 end
 
 # KEYS: the log (one sorted set, kept for the longest window), pause, high-water mark,
 # keep-alive due times. ARGV: now_us|"", member, n, then n x (count, span, pace, checked),
-# token|"", horizon_us. Returns ok, now, retry-at, why (window i, n + 1: the pause, n + 2: a
-# kept place), then each window's count.
+# token|"", horizon_us, then (after an outage) the client's now_us and the fallback's
+# admissions: member, time_us pairs. Returns ok, now, retry-at, why (window i, n + 1: the
+# pause, n + 2: a kept place), then each window's count.
 ACQUIRE = (
     _NOW
     + """
 local log, n = KEYS[1], tonumber(ARGV[3])
 local function arg(i, j) return tonumber(ARGV[j + 4 * i]) end  -- j: 0 count, 1 span, 2 pace
 local function checked(i) return ARGV[3 + 4 * i] == '1' end
+local longest = 0
+for i = 1, n do longest = math.max(longest, arg(i, 1)) end
+for j = 7 + 4 * n, #ARGV, 2 do  -- the fallback's admissions, onto this time line
+  redis.call('ZADD', log, us(ARGV[j + 1] - ARGV[6 + 4 * n] + now), ARGV[j])
+  redis.call('PEXPIRE', log, ttl(longest))
+end
 -- time never goes back: a caller whose reading is older than one already used decides and
 -- records at the newest time, or its check would miss entries a newer caller pruned
 now = math.max(now, tonumber(redis.call('GET', KEYS[3]) or '0') or 0)
-local longest = 0
-for i = 1, n do longest = math.max(longest, arg(i, 1)) end
 redis.call('SET', KEYS[3], us(now), 'PX', ttl(longest))
 redis.call('ZREMRANGEBYSCORE', log, '-inf', us(now - longest))
 local total, used, wait, why = redis.call('ZCARD', log), {}, now, 0
