@@ -1,9 +1,5 @@
-"""``RedisStore``: one key's admission log in Redis, shared by processes on several hosts.
-
-Lua scripts (``_redis_scripts``) decide and record atomically on Redis' clock (or the
-client's: ``use_redis_time=False``), so skewed hosts share one time line. Without Redis a
-conservative local limit on this process's admissions takes over until Redis is back.
-"""
+"""``RedisStore``: one key's admission log in Redis, shared by processes on several hosts;
+Lua scripts (``_redis_scripts``) decide and record atomically, on one time line."""
 
 from __future__ import annotations
 
@@ -113,7 +109,9 @@ class RedisStore(RateStore):
         if count is not None:
             configure(self._fallback.log, name, math.floor(count * self.fallback_fraction), None)
 
-    async def _call(self, body: str, keys: list[str], args: list[Any]) -> Any:
+    async def _call(self, now: float, body: str, keys: list[str], args: list[Any]) -> Any:
+        """Run a script at ``now`` (its ARGV[1]; "" for Redis' clock); None when Redis fails,
+        which sends the store to its fallback."""
         if self._client is None:
             t = self.op_timeout
             self._client = self._redis.Redis.from_url(
@@ -122,11 +120,13 @@ class RedisStore(RateStore):
         script = self._scripts.get(body)
         if script is None or script.registered_client is not self._client:
             script = self._scripts[body] = self._client.register_script(body)
-        async with asyncio.timeout(self.op_timeout):
-            return await script(keys=keys, args=args)
-
-    def _now(self, now: float) -> str:
-        return "" if self.use_redis_time else str(round(now * _US))
+        args = ["" if self.use_redis_time else round(now * _US), *args]
+        try:
+            async with asyncio.timeout(self.op_timeout):
+                return await script(keys=keys, args=args)
+        except self._errors as exc:
+            self._enter_fallback(now, exc)
+            return None
 
     def _spawn(self, call: Awaitable[Any]) -> None:
         """Run ``call`` in the background; a failure is the safe side (see each caller)."""
@@ -168,7 +168,7 @@ class RedisStore(RateStore):
         specs = self._own.specs
         member = self._member.format(next(self._ids), tag)
         kept = checked(specs)
-        args: list[Any] = [self._now(now), member, len(specs)]
+        args: list[Any] = [member, len(specs)]
         for w in specs:
             pace = w.span / w.count if w.paced else 0.0
             # whole microseconds, rounded up: the window enforced is never shorter than asked
@@ -177,12 +177,10 @@ class RedisStore(RateStore):
         sent = self._pending[:]  # the fallback's admissions not yet in Redis go first
         if sent:
             args += [round(now * _US), *(x for t, m in sent for x in (m, round(t * _US)))]
-        try:
-            keys = [self._zset, self._pause, self._hwm, self._scrolls]
-            ok, r_now, r_wait, why, *used = await self._call(ACQUIRE, keys, args)
-        except self._errors as exc:
-            self._enter_fallback(now, exc)
+        keys = [self._zset, self._pause, self._hwm, self._scrolls]
+        if (reply := await self._call(now, ACQUIRE, keys, args)) is None:
             return None, now, ""  # time passed in the attempt: decide again
+        ok, r_now, r_wait, why, *used = reply
         self._pending = [p for p in self._pending if p not in sent]
         if self.degraded is not None:  # back, with the admissions made meanwhile
             self.degraded, self.log = None, self._own
@@ -229,19 +227,14 @@ class RedisStore(RateStore):
         """Share the pause: with Redis time it lands ``until - now`` after Redis' TIME (a
         little after the 429 was seen, which errs on the safe side)."""
         if until > now and self.degraded is None:
-            args = [self._now(now), round((until - now) * _US)]
-            self._spawn(self._call(PAUSE, [self._pause], args))
+            self._spawn(self._call(now, PAUSE, [self._pause], [round((until - now) * _US)]))
 
     async def tally(self, now: float, window: str) -> dict[str, int]:
         """Every process's admissions per tag; while Redis is unreachable, this process's."""
         span = self.log.spec(window).span
         if self.degraded is None:
-            try:
-                args = [self._now(now), math.ceil(span * _US)]
-                flat = await self._call(TALLY, [self._zset], args)
-            except self._errors as exc:
-                self._enter_fallback(now, exc)
-            else:
+            flat = await self._call(now, TALLY, [self._zset], [math.ceil(span * _US)])
+            if flat is not None:
                 text = [v.decode() if isinstance(v, bytes) else v for v in flat[::2]]
                 return {t: int(c) for t, c in zip(text, flat[1::2], strict=True)}
         return self.log.tally(now, span)

@@ -1,9 +1,5 @@
-"""The Lua scripts of ``RedisStore``: each decides and records atomically in Redis.
-
-Times are integer microseconds; the log is one sorted set of admissions (members
-``token:number:tag``). ``ACQUIRE`` mirrors ``_log.bound`` and ``_keepalive`` over the windows
-it is given: tests/ratelimit/test_rl_lua_mirror.py holds them to the same decisions.
-"""
+"""``RedisStore``'s Lua scripts, each atomic, in integer microseconds. ``ACQUIRE`` mirrors
+``_log.bound`` and ``_keepalive``: tests/ratelimit/test_rl_lua_mirror.py holds them alike."""
 
 from __future__ import annotations
 
@@ -106,7 +102,7 @@ return {ok, us(now), us(wait), why, unpack(used)}
 """
 )
 
-# KEYS: pause key.  ARGV: now_us|"", delay_us.  Returns now.
+# KEYS: pause key.  ARGV: now_us|"", delay_us.
 PAUSE = (
     _NOW
     + """
@@ -114,11 +110,10 @@ local untl = now + tonumber(ARGV[2])
 if untl > tonumber(redis.call('GET', KEYS[1]) or '0') then
   redis.call('SET', KEYS[1], us(untl), 'PX', ttl(tonumber(ARGV[2])))
 end
-return us(now)
 """
 )
 
-# KEYS: the log.  ARGV: now_us|"", span_us.  Returns tag, count, tag, count...
+# KEYS: the log.  ARGV: now_us|"", span_us.  Returns tag, count... (members token:number:tag)
 TALLY = (
     _NOW
     + """
