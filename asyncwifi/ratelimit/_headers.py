@@ -1,9 +1,6 @@
-"""Parse the gateway's rate-limit headers, tolerantly (gateway.md, spec §8).
-
-``X-RateLimit-(Limit|Remaining)-<Period>`` and ``-<Object>-Day``, ``RateLimit-*`` (the most
-constrained period) and ``Retry-After``, in any case. A value that is not a number is ignored
-(a response is evidence, not a contract); of a repeated header the conservative reading wins.
-"""
+"""Parse the gateway's rate-limit headers tolerantly (gateway.md, spec §8): in any case, a
+value that is not a number ignored (a response is evidence, not a contract), of a repeated
+header the conservative reading (the lowest remaining, the longest wait)."""
 
 from __future__ import annotations
 
@@ -118,11 +115,9 @@ class RateLimitHeaders:
 
     def delay(self, now: float) -> float | None:
         """The wait the server named, in seconds from ``now``: Retry-After, else RateLimit-Reset."""
-        if self.retry_after is not None:
-            return self.retry_after
-        if self.retry_after_at is not None:
+        if self.retry_after is None and self.retry_after_at is not None:
             return max(0.0, self.retry_after_at - now)
-        return self.reset
+        return self.reset if self.retry_after is None else self.retry_after
 
     def reset_for(self, period: str) -> float | None:
         """``RateLimit-Reset`` if it describes ``period`` (it describes the most constrained

@@ -8,6 +8,7 @@ import contextlib
 import copy
 import hashlib
 import itertools
+import json
 import math
 import uuid
 from collections.abc import Awaitable
@@ -165,18 +166,15 @@ class RedisStore(RateStore):
             raise
 
     async def _admit(self, now: float, tag: str, keepalive: KeepAlive | None) -> Answer:
-        specs = self._own.specs
-        member = self._member.format(next(self._ids), tag)
-        kept = checked(specs)
-        args: list[Any] = [member, len(specs)]
+        specs, member = self._own.specs, self._member.format(next(self._ids), tag)
+        kept, args = checked(specs), [member, len(specs)]
         for w in specs:
             pace = w.span / w.count if w.paced else 0.0
             # whole microseconds, rounded up: the window enforced is never shorter than asked
             args += [w.count, math.ceil(w.span * _US), math.ceil(pace * _US), int(w in kept)]
         args += [keepalive.token, round(keepalive.horizon * _US)] if keepalive else ["", 0]
         sent = self._pending[:]  # the fallback's admissions not yet in Redis go first
-        if sent:
-            args += [round(now * _US), *(x for t, m in sent for x in (m, round(t * _US)))]
+        args += [round(now * _US), *(x for t, m in sent for x in (m, round(t * _US)))]
         keys = [self._zset, self._pause, self._hwm, self._scrolls]
         if (reply := await self._call(now, ACQUIRE, keys, args)) is None:
             return None, now, ""  # time passed in the attempt: decide again
@@ -235,8 +233,7 @@ class RedisStore(RateStore):
         if self.degraded is None:
             flat = await self._call(now, TALLY, [self._zset], [math.ceil(span * _US)])
             if flat is not None:
-                text = [v.decode() if isinstance(v, bytes) else v for v in flat[::2]]
-                return {t: int(c) for t, c in zip(text, flat[1::2], strict=True)}
+                return cast(dict[str, int], json.loads(flat))
         return self.log.tally(now, span)
 
     @property

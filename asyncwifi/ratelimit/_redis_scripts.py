@@ -113,16 +113,15 @@ end
 """
 )
 
-# KEYS: the log.  ARGV: now_us|"", span_us.  Returns tag, count... (members token:number:tag)
+# KEYS: the log.  ARGV: now_us|"", span_us.  Returns {"tag": count...} (members token:number:tag)
 TALLY = (
     _NOW
     + """
-local counts, out = {}, {}
+local counts = {}
 for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. us(now - ARGV[2]), '+inf')) do
   local tag = string.match(m, '^[^:]*:[^:]*:(.*)$') or ''
   counts[tag] = (counts[tag] or 0) + 1
 end
-for tag, c in pairs(counts) do out[#out + 1] = tag; out[#out + 1] = c end
-return out
+return cjson.encode(counts)
 """
 )
