@@ -37,8 +37,7 @@ def _http_date(raw: str) -> float | None:
         parsed = parsedate_to_datetime(raw.strip())
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    stamp = parsed.timestamp() if parsed.tzinfo is not None else math.nan
-    return stamp if math.isfinite(stamp) else None
+    return parsed.timestamp() if parsed.tzinfo is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,11 +98,8 @@ class RateLimitHeaders:
         if not got:
             return _EMPTY
         fields: dict[str, Any] = {}
-        for (f, n), v in got.items():
-            if n:
-                fields.setdefault(f, {})[n] = v
-            else:
-                fields[f] = v
+        for (f, n), v in got.items():  # by period or object into a field's map, else the field
+            fields[f] = (fields.get(f, {}) | {n: v}) if n else v
         lim, rem = fields.pop("object_limit", {}), fields.pop("object_remaining", {})
         objects = {n: ObjectCounts(lim.get(n), rem.get(n)) for n in sorted(lim.keys() | rem.keys())}
         return cls(objects=objects, **fields)

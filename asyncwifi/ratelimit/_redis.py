@@ -134,8 +134,7 @@ class RedisStore(RateStore):
 
         async def quiet() -> None:
             with contextlib.suppress(*self._errors):
-                async with asyncio.timeout(self.op_timeout):
-                    await call
+                await asyncio.wait_for(call, self.op_timeout)
 
         task = asyncio.get_running_loop().create_task(quiet())
         self._bg.add(task)
@@ -184,8 +183,7 @@ class RedisStore(RateStore):
             self.degraded, self.log = None, self._own
             self.log.refresh()
         self.seen = {w.name: int(u) for w, u in zip(specs, used, strict=False)}
-        # on the client's time line the script's time is absolute; on Redis' own clock only
-        # differences carry over
+        # the script's time: absolute on the client's time line; on Redis' clock, differences
         at = now if self.use_redis_time else int(r_now) / _US
         if int(ok):
             t = self._own.record(at, tag)
