@@ -1,11 +1,6 @@
-"""Parse the gateway's rate-limit headers, tolerantly (gateway.md, spec §8).
-
-``X-RateLimit-(Limit|Remaining)-<Period>`` per counted period and ``-<Object>-Day`` per object,
-``RateLimit-Limit``, ``RateLimit-Remaining`` and ``RateLimit-Reset`` for the most constrained
-period, ``Retry-After`` on a 429. Names match in any case; a value that is not a number is
-ignored (a response is evidence, not a contract); of a repeated header the conservative
-reading wins (the lowest remaining, the longest wait).
-"""
+"""Parse the gateway's rate-limit headers tolerantly (gateway.md, spec §8): in any case, a
+value that is not a number ignored (a response is evidence, not a contract), of a repeated
+header the conservative reading (the lowest remaining, the longest wait)."""
 
 from __future__ import annotations
 
@@ -13,6 +8,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
+from typing import Any
 
 __all__ = ["PERIODS", "ObjectCounts", "RateLimitHeaders"]
 
@@ -20,8 +16,11 @@ __all__ = ["PERIODS", "ObjectCounts", "RateLimitHeaders"]
 PERIODS = {"second": 1.0, "minute": 60.0, "hour": 3_600.0, "day": 86_400.0}
 PERIODS |= {"month": 2_592_000.0, "year": 31_536_000.0}
 
-_PREFIX = "x-ratelimit-"
 _FIRST = frozenset("xXrR \t")  # first letters of the headers read here
+_KIND = {"limit": "limits", "remaining": "remaining"}  # X-RateLimit-<kind>-<period>: the field
+_ONE = {"ratelimit-limit": "limit", "ratelimit-remaining": "remaining_any"}  # and their fields
+_ONE |= {"ratelimit-reset": "reset", "retry-after": "retry_after"}
+_WAITS = ("reset", "retry_after", "retry_after_at")  # of these the longest wins, else the lowest
 
 
 def _number(raw: str) -> float | None:
@@ -33,31 +32,12 @@ def _number(raw: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _count(raw: str) -> int | None:
-    """A count; a negative one reads as 0 (the conservative reading)."""
-    value = _number(raw)
-    return None if value is None else max(0, int(value))
-
-
-def _seconds(raw: str) -> float | None:
-    value = _number(raw)
-    return None if value is None or value < 0 else value
-
-
 def _http_date(raw: str) -> float | None:
     try:
         parsed = parsedate_to_datetime(raw.strip())
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    stamp = parsed.timestamp() if parsed.tzinfo is not None else math.nan
-    return stamp if math.isfinite(stamp) else None
-
-
-def _keep(into: dict[str, float], key: str, value: float | None, least: bool) -> None:
-    """Keep the conservative reading of a repeated header: the least, or the most."""
-    if value is not None:
-        old = into.get(key, value)
-        into[key] = min(old, value) if least else max(old, value)
+    return parsed.timestamp() if parsed.tzinfo is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,44 +68,41 @@ class RateLimitHeaders:
         cls, headers: Mapping[str, str] | Iterable[tuple[str, str]] | None
     ) -> RateLimitHeaders:
         """Read a response's headers (a dict in any case, or aiohttp's CIMultiDictProxy)."""
-        found: dict[str, dict[str, float]] = {k: {} for k in ("limit", "remaining", "one")}
-        objs: dict[str, dict[str, float]] = {"limit": {}, "remaining": {}}
+        got: dict[tuple[str, str], float] = {}  # (field, period or object) -> the reading kept
         pairs = headers.items() if isinstance(headers, Mapping) else headers or ()
-        for key, value in pairs:
+        for key, raw in pairs:
             # most headers (Content-*, Date, Server...) are passed over on their first letter
-            if not isinstance(key, str) or key[:1] not in _FIRST or not isinstance(value, str):
+            if not isinstance(key, str) or key[:1] not in _FIRST or not isinstance(raw, str):
                 continue
             lk = key.strip().lower()
-            if lk.startswith(_PREFIX):
-                kind, _, tail = lk[len(_PREFIX) :].partition("-")
+            if lk.startswith(("x-ratelimit-limit-", "x-ratelimit-remaining-")):
+                # spec §8: X-Ratelimit-(Limit|Remaining)-Minute / -Day, and -<object>-Day
+                kind, _, tail = lk[12:].partition("-")
                 name, _, period = tail.rpartition("-")
-                if kind in objs and period in PERIODS and (name == "" or period == "day"):
-                    # spec §8: X-Ratelimit-(Limit|Remaining)-Minute / -Day, and -<object>-Day
-                    _keep((objs if name else found)[kind], name or period, _count(value), True)
-            elif lk in ("ratelimit-limit", "ratelimit-remaining"):
-                _keep(found["one"], lk[10:], _count(value), True)
-            elif lk == "ratelimit-reset":
-                _keep(found["one"], "reset", _seconds(value), False)
-            elif lk == "retry-after" and (delay := _seconds(value)) is not None:
-                _keep(found["one"], "after", delay, False)
-            elif lk == "retry-after":
-                _keep(found["one"], "at", _http_date(value), False)
-        one = found["one"]
-        if not any((found["limit"], found["remaining"], one, *objs.values())):
+                if period not in PERIODS or (name and period != "day"):
+                    continue
+                slot = ("object_" + kind, name) if name else (_KIND[kind], period)
+            elif lk in _ONE:
+                slot = (_ONE[lk], "")
+            else:
+                continue
+            value = _number(raw)
+            if slot[0] == "retry_after" and (value is None or value < 0):
+                slot, value = ("retry_after_at", ""), _http_date(raw)
+            if value is None or (slot[0] == "reset" and value < 0):
+                continue
+            least = slot[0] not in _WAITS
+            value = max(0, int(value)) if least else value  # a negative count reads as 0
+            old = got.setdefault(slot, value)
+            got[slot] = min(old, value) if least else max(old, value)
+        if not got:
             return _EMPTY
-        return cls(
-            limits={k: int(v) for k, v in found["limit"].items()},
-            remaining={k: int(v) for k, v in found["remaining"].items()},
-            objects={
-                n: ObjectCounts(*(_int(objs[k].get(n)) for k in ("limit", "remaining")))
-                for n in sorted(objs["limit"].keys() | objs["remaining"].keys())
-            },
-            limit=_int(one.get("limit")),
-            remaining_any=_int(one.get("remaining")),
-            reset=one.get("reset"),
-            retry_after=one.get("after"),
-            retry_after_at=one.get("at"),
-        )
+        fields: dict[str, Any] = {}
+        for (f, n), v in got.items():  # by period or object into a field's map, else the field
+            fields[f] = (fields.get(f, {}) | {n: v}) if n else v
+        lim, rem = fields.pop("object_limit", {}), fields.pop("object_remaining", {})
+        objects = {n: ObjectCounts(lim.get(n), rem.get(n)) for n in sorted(lim.keys() | rem.keys())}
+        return cls(objects=objects, **fields)
 
     @property
     def empty(self) -> bool:
@@ -134,23 +111,16 @@ class RateLimitHeaders:
 
     def delay(self, now: float) -> float | None:
         """The wait the server named, in seconds from ``now``: Retry-After, else RateLimit-Reset."""
-        if self.retry_after is not None:
-            return self.retry_after
-        if self.retry_after_at is not None:
+        if self.retry_after is None and self.retry_after_at is not None:
             return max(0.0, self.retry_after_at - now)
-        return self.reset
+        return self.reset if self.retry_after is None else self.retry_after
 
     def reset_for(self, period: str) -> float | None:
         """``RateLimit-Reset`` if it describes ``period`` (it describes the most constrained
         one): when ``RateLimit-Limit`` is that period's limit and no other period's, or
         (without ``RateLimit-Limit``) when that period alone has nothing left."""
-        if self.reset is None:
-            return None
-        if self.limit is not None:
-            same = [p for p, v in self.limits.items() if v == self.limit]
-        else:
-            same = [p for p, v in self.remaining.items() if v == 0]
-        return self.reset if same == [period] else None
+        counts, want = (self.limits, self.limit) if self.limit is not None else (self.remaining, 0)
+        return self.reset if [p for p, v in counts.items() if v == want] == [period] else None
 
     def spent_periods(self) -> list[str]:
         """Periods the server reported with nothing left, shortest first."""
@@ -159,10 +129,6 @@ class RateLimitHeaders:
     def spent_objects(self) -> list[str]:
         """Objects the server reported with nothing left today."""
         return [n for n, c in self.objects.items() if c.remaining is not None and c.remaining <= 0]
-
-
-def _int(value: float | None) -> int | None:
-    return None if value is None else int(value)
 
 
 _EMPTY = RateLimitHeaders()

@@ -1,13 +1,5 @@
-"""``RedisStore``: one key's admission log in Redis, shared by processes on several hosts.
-
-Each window is a sorted set of admissions; one Lua script (``_redis_scripts``) decides and
-records atomically on Redis' own clock (``TIME``; ``use_redis_time=False`` passes the
-client's, which tests in scaled time need), so hosts with skewed clocks share one time line.
-Keys expire by themselves. If Redis cannot be reached, the store falls back to a
-conservative local limit (each window's count times ``fallback_fraction``, the shortest
-paced), seeded with this process's recent admissions, says so (``degraded``), retries every
-``reconnect_interval`` clock seconds, and on return writes the admissions made meanwhile.
-"""
+"""``RedisStore``: one key's admission log in Redis, shared by processes on several hosts;
+Lua scripts (``_redis_scripts``) decide and record atomically, on one time line."""
 
 from __future__ import annotations
 
@@ -16,10 +8,11 @@ import contextlib
 import copy
 import hashlib
 import itertools
+import json
 import math
 import uuid
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from asyncwifi._auth import check_url, hide_password
 from asyncwifi.errors import ClientStateError, ConfigurationError, ValidationError
@@ -56,7 +49,10 @@ def redis_asyncio(owner: str) -> Any:
 class RedisStore(RateStore):
     """The admission log of API key ``key`` in Redis, shared by all users: ``url_or_client``
     is a ``redis://`` URL (the store owns that client) or a ``redis.asyncio.Redis`` (left
-    open); ``op_timeout`` (real seconds) bounds each call before the fallback takes over."""
+    open); ``op_timeout`` (real seconds) bounds each call. Without Redis the limit is each
+    window's count times ``fallback_fraction`` (the shortest paced), said in ``degraded``;
+    Redis is tried every ``reconnect_interval`` clock seconds and, once back, given the
+    admissions made meanwhile."""
 
     def __init__(
         self,
@@ -76,7 +72,7 @@ class RedisStore(RateStore):
             raise ValidationError(f"fallback_fraction must be in (0, 1], got {fallback_fraction!r}")
         if not reconnect_interval > 0 or not op_timeout > 0:
             raise ValidationError("reconnect_interval and op_timeout must be > 0")
-        redis_asyncio("RedisStore")
+        self._redis = redis_asyncio("RedisStore")
         if isinstance(url_or_client, str):
             check_url(url_or_client, "Redis")
         self._url = url_or_client if isinstance(url_or_client, str) else None
@@ -84,24 +80,21 @@ class RedisStore(RateStore):
         self.key, self.prefix, self.use_redis_time = key, prefix, use_redis_time
         self.fallback_fraction, self.reconnect_interval = fallback_fraction, reconnect_interval
         self.op_timeout = op_timeout
-        from redis.exceptions import RedisError
-
         # what sends the store to its fallback: any Redis failure, the network's or a script's
-        self._errors = (RedisError, OSError, asyncio.TimeoutError)
+        self._errors = (self._redis.RedisError, OSError, asyncio.TimeoutError)
         base = f"{prefix}{{{key}}}:"
-        self._keys: list[str] = []  # the windows' sorted sets
+        self._zset = base  # the log: one sorted set, named after the longest window
         self._pause, self._hwm, self._scrolls = base + "pause", base + "hwm", base + "keepalive"
         self._own = Log([])  # this process's admissions at the full counts (estimates)
-        self._fallback = MemoryStore()  # ... at the reduced counts (decisions when degraded)
+        self._fallback = MemoryStore()  # the same admissions at the reduced counts
         self._member = f"{uuid.uuid4().hex[:12]}:{{}}:{{}}"  # token:number:tag
-        self._ids = itertools.count()
-        self._retry_at = -math.inf
+        self._ids, self._retry_at = itertools.count(), -math.inf
         self._pending: list[tuple[float, str]] = []  # fallback admissions not yet in Redis
         self._bg: set[asyncio.Task[None]] = set()
         self._scripts: dict[str, Any] = {}
 
     def _setup(self, specs: list[WindowSpec]) -> None:
-        self._keys = [f"{self.prefix}{{{self.key}}}:{s.name}" for s in specs]
+        self._zset += max(specs, key=lambda s: s.span).name if specs else ""
         self.log = self._own = Log(specs)
         shortest = min((s.period for s in specs), default=0.0)
         reduced = [copy.copy(s) for s in specs]
@@ -109,46 +102,43 @@ class RedisStore(RateStore):
             s.count = max(1, math.floor(s.count * self.fallback_fraction))
             s.paced = s.period == shortest  # pacing the day would space requests for nothing
         self._fallback.bind(reduced)
+        # one log, two views: the deques are shared; the view in ``self.log`` is kept fresh
+        self._fallback.log.times, self._fallback.log.tags = self._own.times, self._own.tags
 
     def configure(self, name: str, *, count: int | None = None, paced: bool | None = None) -> None:
         configure(self._own, name, count, paced)
         if count is not None:
             configure(self._fallback.log, name, math.floor(count * self.fallback_fraction), None)
 
-    async def _call(self, name: str, body: str, keys: list[str], args: list[Any]) -> Any:
+    async def _call(self, now: float, body: str, keys: list[str], args: list[Any]) -> Any:
+        """Run a script at ``now`` (its ARGV[1]; "" for Redis' clock); None when Redis fails,
+        which sends the store to its fallback."""
         if self._client is None:
-            from redis.asyncio import Redis as _Redis
-
-            assert self._url is not None
-            timeout = self.op_timeout
-            self._client = _Redis.from_url(
-                self._url,
-                socket_timeout=timeout,
-                socket_connect_timeout=timeout,
-                retry_on_timeout=False,
+            t = self.op_timeout
+            self._client = self._redis.Redis.from_url(
+                self._url, socket_timeout=t, socket_connect_timeout=t, retry_on_timeout=False
             )
-        script = self._scripts.get(name)
+        script = self._scripts.get(body)
         if script is None or script.registered_client is not self._client:
-            script = self._scripts[name] = self._client.register_script(body)
-        async with asyncio.timeout(self.op_timeout):
-            return await script(keys=keys, args=args)
-
-    def _now(self, now: float) -> str:
-        return "" if self.use_redis_time else str(round(now * _US))
+            script = self._scripts[body] = self._client.register_script(body)
+        args = ["" if self.use_redis_time else round(now * _US), *args]
+        try:
+            async with asyncio.timeout(self.op_timeout):
+                return await script(keys=keys, args=args)
+        except self._errors as exc:
+            self._enter_fallback(now, exc)
+            return None
 
     def _spawn(self, call: Awaitable[Any]) -> None:
         """Run ``call`` in the background; a failure is the safe side (see each caller)."""
 
         async def quiet() -> None:
             with contextlib.suppress(*self._errors):
-                async with asyncio.timeout(self.op_timeout):
-                    await call
+                await asyncio.wait_for(call, self.op_timeout)
 
         task = asyncio.get_running_loop().create_task(quiet())
         self._bg.add(task)
         task.add_done_callback(self._bg.discard)
-
-    # -- admission -------------------------------------------------------------------------
 
     async def acquire(self, now: float, tag: str, keepalive: KeepAlive | None = None) -> Answer:
         if self._shape is None:
@@ -158,11 +148,10 @@ class RedisStore(RateStore):
                 answer = self._fallback.take(now, tag, keepalive)
                 if answer[0] is None:
                     return answer
-                member = self._member.format(next(self._ids), tag)
-                self._pending.append((self._own.record(now, tag), member))
-                return (answer[0], member), now, ""
-            if not await self._restore(now):
-                return None, now, ""  # time passed in the attempt: decide again
+                t, member = cast(float, answer[0]), self._member.format(next(self._ids), tag)
+                self._pending.append((t, member))
+                return (t, member), now, ""
+            self._retry_at = now + self.reconnect_interval  # one attempt at a time
         call = asyncio.ensure_future(self._admit(now, tag, keepalive))
         try:
             return await asyncio.shield(call)
@@ -176,28 +165,29 @@ class RedisStore(RateStore):
             raise
 
     async def _admit(self, now: float, tag: str, keepalive: KeepAlive | None) -> Answer:
-        specs = self._own.specs
-        member = self._member.format(next(self._ids), tag)
-        kept = checked(specs)
-        args: list[Any] = [self._now(now), member, len(specs)]
+        specs, member = self._own.specs, self._member.format(next(self._ids), tag)
+        kept, args = checked(specs), [member, len(specs)]
         for w in specs:
             pace = w.span / w.count if w.paced else 0.0
             # whole microseconds, rounded up: the window enforced is never shorter than asked
             args += [w.count, math.ceil(w.span * _US), math.ceil(pace * _US), int(w in kept)]
         args += [keepalive.token, round(keepalive.horizon * _US)] if keepalive else ["", 0]
-        try:
-            keys = [*self._keys, self._pause, self._hwm, self._scrolls]
-            ok, r_now, r_wait, why, *used = await self._call("acquire", ACQUIRE, keys, args)
-        except self._errors as exc:
-            self._enter_fallback(now, exc)
+        sent = self._pending[:]  # the fallback's admissions not yet in Redis go first
+        args += [round(now * _US), *(x for t, m in sent for x in (m, round(t * _US)))]
+        keys = [self._zset, self._pause, self._hwm, self._scrolls]
+        if (reply := await self._call(now, ACQUIRE, keys, args)) is None:
             return None, now, ""  # time passed in the attempt: decide again
+        ok, r_now, r_wait, why, *used = reply
+        self._pending = [p for p in self._pending if p not in sent]
+        if self.degraded is not None:  # back, with the admissions made meanwhile
+            self.degraded, self.log = None, self._own
+            self.log.refresh()
         self.seen = {w.name: int(u) for w, u in zip(specs, used, strict=False)}
-        # on the client's time line the script's time is absolute; on Redis' own clock only
-        # differences carry over
+        # the script's time: absolute on the client's time line; on Redis' clock, differences
         at = now if self.use_redis_time else int(r_now) / _US
         if int(ok):
             t = self._own.record(at, tag)
-            self._fallback.note(at, tag, keepalive)
+            self._fallback.keepalives.admitted(keepalive, t)
             return (t, member), at, ""
         i, n = int(why), len(specs)
         name = specs[i - 1].name if 0 < i <= n else "pause" if i == n + 1 else "keepalive"
@@ -213,36 +203,16 @@ class RedisStore(RateStore):
                 " of each window, paced"
             )
             self.log, self.seen = self._fallback.log, {}
-
-    async def _restore(self, now: float) -> bool:
-        """Try Redis again; on success write the fallback's admissions into it first."""
-        self._retry_at = now + self.reconnect_interval
-        try:
-            r_now = await self._call("pause", PAUSE, [self._pause], [self._now(now), 0])
-            if self._pending and self._client is not None:
-                offset = round(int(r_now) - now * _US)  # client time -> Redis' time line
-                pipe = self._client.pipeline(transaction=False)
-                for key, w in zip(self._keys, self._own.specs, strict=False):
-                    pipe.zadd(key, {m: round(t * _US) + offset for t, m in self._pending})
-                    pipe.pexpire(key, math.ceil(w.span * 1000) + 1000)  # the window and a second
-                async with asyncio.timeout(self.op_timeout):
-                    await pipe.execute()
-        except self._errors:
-            return False
-        self._pending.clear()
-        self.degraded, self.log = None, self._own
-        return True
+            self.log.refresh()
 
     def refund(self, ticket: object, tag: str) -> None:
         # on failure the entry expires with its window: counting it is the safe side
         if isinstance(ticket, tuple):
             t, member = ticket
-            self._own.remove(t, tag)
-            self._fallback.refund(t, tag)
+            self.log.remove(t, tag)
             self._pending = [(pt, m) for pt, m in self._pending if m != member]
             if self.degraded is None and self._client is not None:
-                client = self._client
-                self._spawn(asyncio.gather(*(client.zrem(k, member) for k in self._keys)))
+                self._spawn(self._client.zrem(self._zset, member))
 
     def drop_keepalive(self, token: str) -> None:
         self._fallback.drop_keepalive(token)
@@ -253,30 +223,23 @@ class RedisStore(RateStore):
         """Share the pause: with Redis time it lands ``until - now`` after Redis' TIME (a
         little after the 429 was seen, which errs on the safe side)."""
         if until > now and self.degraded is None:
-            args = [self._now(now), round((until - now) * _US)]
-            self._spawn(self._call("pause", PAUSE, [self._pause], args))
+            self._spawn(self._call(now, PAUSE, [self._pause], [round((until - now) * _US)]))
 
     async def tally(self, now: float, window: str) -> dict[str, int]:
         """Every process's admissions per tag; while Redis is unreachable, this process's."""
+        span = self.log.spec(window).span
         if self.degraded is None:
-            i = [w.name for w in self._own.specs].index(window)
-            span = math.ceil(self._own.specs[i].span * _US)
-            try:
-                flat = await self._call("tally", TALLY, [self._keys[i]], [self._now(now), span])
-            except self._errors as exc:
-                self._enter_fallback(now, exc)
-            else:
-                text = [v.decode() if isinstance(v, bytes) else v for v in flat[::2]]
-                return {t: int(c) for t, c in zip(text, flat[1::2], strict=True)}
-        return self._own.tally(now, self._own.spec(window).span)
+            flat = await self._call(now, TALLY, [self._zset], [math.ceil(span * _US)])
+            if flat is not None:
+                return cast(dict[str, int], json.loads(flat))
+        return self.log.tally(now, span)
 
     @property
     def status(self) -> str:
         return "redis-fallback" if self.degraded is not None else "redis"
 
     async def aclose(self) -> None:
-        if self._bg:
-            await asyncio.gather(*list(self._bg), return_exceptions=True)
+        await asyncio.gather(*self._bg, return_exceptions=True)
         if self._url is not None and self._client is not None:
             client, self._client = self._client, None
             await client.aclose()

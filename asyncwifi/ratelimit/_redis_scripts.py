@@ -1,10 +1,5 @@
-"""The Lua scripts of ``RedisStore``: each decides and records atomically in Redis.
-
-Times are integer microseconds; a window is a sorted set of admissions (members
-``token:number:tag``). ``ACQUIRE`` mirrors the rules of ``_log`` (the windows) and
-``_keepalive`` (a place kept for each open scroll), generic over the windows it is given;
-tests/ratelimit/test_rl_lua_mirror.py holds them to the same decisions.
-"""
+"""``RedisStore``'s Lua scripts, each atomic, in integer microseconds. ``ACQUIRE`` mirrors
+``_log.bound`` and ``_keepalive``: tests/ratelimit/test_rl_lua_mirror.py holds them alike."""
 
 from __future__ import annotations
 
@@ -12,91 +7,76 @@ __all__ = ["ACQUIRE", "PAUSE", "TALLY"]
 
 #: every script's clock: ARGV[1] (the client's time, microseconds) or, when empty, Redis' own
 _NOW = """
-local now
-if ARGV[1] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[1])
-end
+local now = tonumber(ARGV[1])
+if ARGV[1] == '' then local t = redis.call('TIME'); now = t[1] * 1000000 + t[2] end
 local function us(x) return string.format('%.0f', x) end
 local function ttl(span) return math.ceil(span / 1000) + 1000 end
 """
 
-# KEYS: n window sets, pause key, high-water mark, keep-alive due times.
-# ARGV: now_us|"", member, n, then n x (count, span, pace, checked), token|"", horizon_us.
-# Returns ok, now, retry-at, why (window i, n + 1: the pause, n + 2: a kept place), used...
+# KEYS: the log (one sorted set, kept for the longest window), pause, high-water mark,
+# keep-alive due times. ARGV: now_us|"", member, n, then n x (count, span, pace, checked),
+# token|"", horizon_us, then (after an outage) the client's now_us and the fallback's
+# admissions: member, time_us pairs. Returns ok, now, retry-at, why (window i, n + 1: the
+# pause, n + 2: a kept place), then each window's count.
 ACQUIRE = (
     _NOW
     + """
-local n = tonumber(ARGV[3])
+local log, n = KEYS[1], tonumber(ARGV[3])
 local function arg(i, j) return tonumber(ARGV[j + 4 * i]) end  -- j: 0 count, 1 span, 2 pace
 local function checked(i) return ARGV[3 + 4 * i] == '1' end
-local function oldest(i, idx)  -- score of the idx-th oldest entry (1-based) of window i
-  return tonumber(redis.call('ZRANGE', KEYS[i], idx - 1, idx - 1, 'WITHSCORES')[2])
+local longest = 0
+for i = 1, n do longest = math.max(longest, arg(i, 1)) end
+for j = 7 + 4 * n, #ARGV, 2 do  -- the fallback's admissions, onto this time line
+  redis.call('ZADD', log, us(ARGV[j + 1] - ARGV[6 + 4 * n] + now), ARGV[j])
+  redis.call('PEXPIRE', log, ttl(longest))
 end
 -- time never goes back: a caller whose reading is older than one already used decides and
 -- records at the newest time, or its check would miss entries a newer caller pruned
-local hwm = tonumber(redis.call('GET', KEYS[n + 2]) or '0')
-if hwm and hwm > now then now = hwm end
-local longest = 0
-for i = 1, n do longest = math.max(longest, arg(i, 1)) end
-redis.call('SET', KEYS[n + 2], us(now), 'PX', ttl(longest))
-local wait, why = now, 0
-local p = tonumber(redis.call('GET', KEYS[n + 1]) or '0')
-if p and p > wait then wait = p; why = n + 1 end
-local used = {}
+now = math.max(now, tonumber(redis.call('GET', KEYS[3]) or '0') or 0)
+redis.call('SET', KEYS[3], us(now), 'PX', ttl(longest))
+redis.call('ZREMRANGEBYSCORE', log, '-inf', us(now - longest))
+local total, used, wait, why = redis.call('ZCARD', log), {}, now, 0
+local function oldest(i, idx)  -- score of the idx-th oldest entry (1-based) of window i
+  local r = total - used[i] + idx - 1
+  return tonumber(redis.call('ZRANGE', log, r, r, 'WITHSCORES')[2])
+end
+local function hold(t, w) if t > wait then wait, why = t, w end end
+hold(tonumber(redis.call('GET', KEYS[2]) or '0') or 0, n + 1)
 for i = 1, n do
   local count, span, pace = arg(i, 0), arg(i, 1), arg(i, 2)
-  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', us(now - span))
-  local c = redis.call('ZCARD', KEYS[i])
-  if c >= count then
-    local t = oldest(i, c - count + 1) + span
-    if t > wait then wait = t; why = i end
-  end
-  if pace > 0 and c > 0 then
-    local t = oldest(i, c) + pace
-    if t > wait then wait = t; why = i end
-  end
-  used[i] = c
+  used[i] = redis.call('ZCOUNT', log, '(' .. us(now - span), '+inf')
+  if used[i] >= count then hold(oldest(i, used[i] - count + 1) + span, i) end
+  if pace > 0 and used[i] > 0 then hold(oldest(i, used[i]) + pace, i) end
 end
 -- the keep-alive rule (_keepalive.py): no other open scroll's next request may be left
 -- without a place by its due time; a scroll's own request waits, while its due time
 -- allows, until its successor will have a place in time
-local kkey, token, horizon = KEYS[n + 3], ARGV[4 + 4 * n], tonumber(ARGV[5 + 4 * n])
+local kkey, token, horizon = KEYS[4], ARGV[4 + 4 * n], tonumber(ARGV[5 + 4 * n])
 if wait <= now then
   redis.call('ZREMRANGEBYSCORE', kkey, '-inf', '(' .. us(now))
-  local all = redis.call('ZRANGE', kkey, 0, -1, 'WITHSCORES')
-  local others, own = {}, nil
+  local all, others, own = redis.call('ZRANGE', kkey, 0, -1, 'WITHSCORES'), {}, nil
   for j = 1, #all, 2 do
-    if all[j] == token then own = tonumber(all[j + 1])
-    else others[#others + 1] = tonumber(all[j + 1]) end
+    local due = tonumber(all[j + 1])
+    if all[j] == token then own = due else others[#others + 1] = due end
   end
   local function place(k, extra)  -- when the k-th next could go; whether waiting helps
     local at, movable = now, true
     for i = 1, n do
       local idx = used[i] + extra + k - arg(i, 0)
-      if checked(i) and idx > used[i] then
-        at, movable = math.max(at, now + arg(i, 1)), false
-      elseif checked(i) and idx > 0 then
-        at = math.max(at, oldest(i, idx) + arg(i, 1))
-      end
+      if checked(i) and idx > used[i] then at, movable = math.max(at, now + arg(i, 1)), false
+      elseif checked(i) and idx > 0 then at = math.max(at, oldest(i, idx) + arg(i, 1)) end
     end
     return at, movable
   end
-  local function short(extra)
+  local function short(extra)  -- how many others would find no place by their due time
     local s = 0
-    for k = 1, #others do
-      if place(k, extra) > others[k] then s = s + 1 end
-    end
+    for k = 1, #others do if place(k, extra) > others[k] then s = s + 1 end end
     return s
   end
   if #others > 0 and short(1) > short(0) then
     -- ask again when the answer may change: a window's oldest leaves, a due time passes
     local retry = math.huge
-    for j = 1, #others do
-      if others[j] > now then retry = math.min(retry, others[j]) end
-    end
+    for j = 1, #others do if others[j] > now then retry = math.min(retry, others[j]) end end
     for i = 1, n do
       if checked(i) and used[i] > 0 then retry = math.min(retry, oldest(i, 1) + arg(i, 1))
       elseif checked(i) then retry = math.min(retry, now + arg(i, 1)) end
@@ -104,31 +84,25 @@ if wait <= now then
     wait, why = retry, n + 2
   elseif token ~= '' then
     local at, movable = place(#others + 1, 1)
-    local retry = at - horizon
-    if own ~= nil and own < retry then retry = own end
+    local retry = math.min(at - horizon, own or math.huge)
     if movable and retry > now then wait, why = retry, n + 2 end
   end
 end
-local ok = 0
-if wait <= now then
-  ok = 1
-  for i = 1, n do
-    redis.call('ZADD', KEYS[i], us(now), ARGV[2])
-    redis.call('PEXPIRE', KEYS[i], ttl(arg(i, 1)))
-    used[i] = used[i] + 1
-  end
+local ok = wait <= now and 1 or 0
+if ok == 1 then
+  redis.call('ZADD', log, us(now), ARGV[2])
+  redis.call('PEXPIRE', log, ttl(longest))
+  for i = 1, n do used[i] = used[i] + 1 end
   if token ~= '' then
     redis.call('ZADD', kkey, us(now + horizon), token)
     redis.call('PEXPIRE', kkey, ttl(horizon))
   end
 end
-local out = {ok, us(now), us(wait), why}
-for i = 1, n do out[#out + 1] = used[i] end
-return out
+return {ok, us(now), us(wait), why, unpack(used)}
 """
 )
 
-# KEYS: pause key.  ARGV: now_us|"", delay_us.  Returns now.
+# KEYS: pause key.  ARGV: now_us|"", delay_us.
 PAUSE = (
     _NOW
     + """
@@ -136,21 +110,18 @@ local untl = now + tonumber(ARGV[2])
 if untl > tonumber(redis.call('GET', KEYS[1]) or '0') then
   redis.call('SET', KEYS[1], us(untl), 'PX', ttl(tonumber(ARGV[2])))
 end
-return us(now)
 """
 )
 
-# KEYS: one window set.  ARGV: now_us|"", span_us.  Returns tag, count, tag, count...
+# KEYS: the log.  ARGV: now_us|"", span_us.  Returns {"tag": count...} (members token:number:tag)
 TALLY = (
     _NOW
     + """
-local counts, out = {}, {}
-local edge = '(' .. us(now - tonumber(ARGV[2]))
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], edge, '+inf')) do
+local counts = {}
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. us(now - ARGV[2]), '+inf')) do
   local tag = string.match(m, '^[^:]*:[^:]*:(.*)$') or ''
   counts[tag] = (counts[tag] or 0) + 1
 end
-for tag, c in pairs(counts) do out[#out + 1] = tag; out[#out + 1] = c end
-return out
+return cjson.encode(counts)
 """
 )
