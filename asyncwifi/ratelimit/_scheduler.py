@@ -22,7 +22,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import overload
 
 from asyncwifi._clock import Clock, SystemClock
-from asyncwifi.errors import ClientStateError, QuotaExhaustedError, ValidationError
+from asyncwifi.errors import ClientStateError, ValidationError
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._keepalive import KeepAlive
 from asyncwifi.ratelimit._limits import Limits
@@ -104,9 +104,8 @@ class Scheduler:
         """Wait for admission (``async with``); the permit's in-flight place ends on exit.
 
         ``tag`` says what the request is (see :meth:`used`); a ``deadline`` (clock time) puts
-        it in the earliest-deadline-first tier; ``objects`` names the object quota it spends
-        (``"hotspots"``); ``keepalive`` the open scroll it belongs to (:meth:`keepalive`).
-        Bad arguments raise ``ValidationError`` here, before anything is spent.
+        it in the earliest-deadline-first tier; ``objects`` names the object quota it spends;
+        ``keepalive`` the open scroll it belongs to. Bad arguments raise ``ValidationError``.
         """
         return Permit(self, self._ask_for(lane, tag, deadline, objects, keepalive))
 
@@ -119,9 +118,8 @@ class Scheduler:
         objects: str | None = None,
         keepalive: KeepAlive | None = None,
     ) -> Coroutine[None, None, int]:
-        """As :meth:`slot`, without a context manager: the admission's number, for
-        :meth:`release` (and :meth:`observe`, :meth:`refund`) after. A plain int, so that
-        thousands of callers in flight leave nothing for the garbage collector to walk."""
+        """As :meth:`slot`: the admission's number, for :meth:`release` after (a plain int:
+        thousands of callers in flight leave nothing for the garbage collector to walk)."""
         return self._acquire(self._ask_for(lane, tag, deadline, objects, keepalive))
 
     @staticmethod
@@ -138,13 +136,8 @@ class Scheduler:
             raise ValidationError(f"deadline must be a finite clock time, got {deadline!r}")
         if tag is not None and (type(tag) is not str or not tag):
             raise ValidationError(f"a tag must be a non-empty string, got {tag!r}")
-        return (
-            Lane(lane),
-            tag or "other",
-            deadline,
-            objects.lower() if objects else None,
-            keepalive,
-        )
+        objects = objects.lower() if objects else None
+        return Lane(lane), tag or "other", deadline, objects, keepalive
 
     async def _acquire(self, ask: Ask) -> int:
         if self._closed:
@@ -187,8 +180,7 @@ class Scheduler:
 
     async def _wait(self, ask: Ask, refused: tuple[float, Reason] | None, now: float) -> int:
         t, why = self._truth.gate(now, ask[3]) if refused is None else refused
-        err = self._exhausted(now, t, why)
-        if err is not None:
+        if err := self._truth.exhausted(now, t, why):
             raise err
         now = self._last_arrival = max(now, self._last_arrival)  # a clock stepping back
         seq, deadline = next(self._arrivals), ask[2]
@@ -231,13 +223,6 @@ class Scheduler:
             self._hold_until = -_INF
             self.release(seq)
             self._arm(self.clock.now())
-
-    def _exhausted(self, now: float, t: float, why: Reason) -> QuotaExhaustedError | None:
-        """The error to raise if ``why`` is a spent quota the policy will not wait for."""
-        err, note = self._truth.exhausted(now, t, why)
-        if note:
-            _log.warning("%s", note)
-        return err
 
     # -- the timer -------------------------------------------------------------------------
 
@@ -293,7 +278,7 @@ class Scheduler:
             if type(got) is tuple:
                 if got[0] <= now:
                     return now  # the store asks to decide again: on the next turn of the loop
-                err = self._exhausted(now, *got)
+                err = truth.exhausted(now, *got)
                 if err is None and got[1].kind != "object":
                     return min(got[0], wake)
             if heap[0] is w:

@@ -12,6 +12,7 @@ shortest span.
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 from collections import deque
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ from asyncwifi.ratelimit._snapshot import ThrottleEvent, fmt_time
 __all__ = ["NOW", "ObjectState", "Reason", "ServerTruth", "grid_end"]
 
 _NEVER = 1 << 62  # a sequence number no admission reaches
+_log = logging.getLogger("asyncwifi.ratelimit")
 
 
 class Reason(NamedTuple):
@@ -110,26 +112,24 @@ class ServerTruth:
             t, why = o.blocked_until, Reason("object", objects)
         return t, why
 
-    def exhausted(
-        self, now: float, t: float, why: Reason
-    ) -> tuple[QuotaExhaustedError | None, str]:
-        """If waiting until ``t`` for ``why`` is for a spent quota (an object's, or a quota
-        window's freeing later than the short windows' span) that the policy will not wait
-        for: the error to raise; and a note to log (once per reset)."""
+    def exhausted(self, now: float, t: float, why: Reason) -> QuotaExhaustedError | None:
+        """The error to raise if waiting until ``t`` for ``why`` is for a spent quota (an
+        object's, or a quota window's past the short windows' span) the policy will not
+        wait for; a wait it will is logged once per reset."""
         spec = self.specs.get(why.name)
         window = why.kind in ("window", "cap") and spec is not None and spec.quota
         if t <= now or not (why.kind == "object" or (window and t - now > self._pacing)):
-            return None, ""
+            return None
         what = f"{why.name} quota" if window else f"{why.name} object quota"
         back = f"{fmt_time(t)} (in {t - now:.0f} s)"
         max_wait = self.limits.max_wait
         if self.limits.on_exhausted == "wait" and (max_wait is None or t - now <= max_wait):
-            if not window or t <= self._noted:
-                return None, ""
-            self._noted = t
-            return None, f"{what} spent: requests wait until {back}"
+            if window and t > self._noted:
+                self._noted = t
+                _log.warning("%s spent: requests wait until %s", what, back)
+            return None
         msg = f"the {what} is spent; it is expected back at {back}; nothing was sent"
-        return QuotaExhaustedError(msg, reset_at=t, limit=why.name), ""
+        return QuotaExhaustedError(msg, reset_at=t, limit=why.name)
 
     def _current(self, name: str, now: float) -> _Cap | None:
         """The cap of ``name`` at ``now``: an ended cap becomes a probe, a lapsed probe goes."""
