@@ -7,6 +7,7 @@ means is :mod:`asyncwifi._response`'s.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
@@ -49,17 +50,21 @@ def require_positive(
     what: str,
     *,
     integer: bool = False,
+    zero: bool = False,
     error: type[AsyncWifiError] = ValidationError,
-) -> None:
-    """A positive number (an ``int`` when ``integer``; never a bool), else ``error``."""
+) -> float:
+    """``value``, a finite number > 0 (>= 0 with ``zero``; an ``int`` when ``integer``; never
+    a bool), else ``error``: the one check of counts and seconds given as options."""
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
         or (integer and not isinstance(value, int))
-        or not value > 0
+        or not math.isfinite(value)
+        or not (value >= 0 if zero else value > 0)
     ):
-        noun = "integer" if integer else "number"
-        raise error(f"{what} must be a positive {noun}, got {value!r}")
+        kind = ("non-negative " if zero else "positive ") + ("integer" if integer else "number")
+        raise error(f"{what} must be a finite {kind}, got {value!r}")
+    return value
 
 
 def path_segment(value: object, what: str) -> str:

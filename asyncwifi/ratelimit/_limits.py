@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -16,15 +15,6 @@ __all__ = ["DAY", "MINUTE", "Limit", "Limits", "WindowSpec"]
 MINUTE, DAY = 60.0, 86_400.0  # the reference periods the margins are written for
 
 
-def _seconds(value: object, what: str, *, zero: bool) -> float:
-    """``value`` as finite seconds (> 0, or >= 0 with ``zero``), else ``ValidationError``."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValidationError(f"{what} must be a number of seconds, got {value!r}")
-    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
-        raise ValidationError(f"{what} must be finite and {'>=' if zero else '>'} 0, got {value!r}")
-    return float(value)
-
-
 @dataclass(frozen=True, slots=True)
 class Limit:
     """At most ``count`` requests in any ``period`` seconds (of the scheduler's clock)."""
@@ -33,9 +23,8 @@ class Limit:
     period: float
 
     def __post_init__(self) -> None:
-        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
-            raise ValidationError(f"Limit count must be an integer >= 1, got {self.count!r}")
-        object.__setattr__(self, "period", _seconds(self.period, "Limit period", zero=False))
+        require_positive(self.count, "Limit count", integer=True)
+        object.__setattr__(self, "period", float(require_positive(self.period, "Limit period")))
 
 
 @dataclass(slots=True)
@@ -88,11 +77,13 @@ class Limits:
             if not isinstance(value, Limit):
                 raise ValidationError(f"Limits.others[{name!r}] must be a Limit, got {value!r}")
         for name in ("minute_margin", "day_margin"):
-            object.__setattr__(self, name, _seconds(getattr(self, name), name, zero=True))
+            margin = float(require_positive(getattr(self, name), name, zero=True))
+            object.__setattr__(self, name, margin)
         if self.on_exhausted not in ("wait", "raise"):
             raise ValidationError(f"on_exhausted must be 'wait' or 'raise': {self.on_exhausted!r}")
         if self.max_wait is not None:
-            object.__setattr__(self, "max_wait", _seconds(self.max_wait, "max_wait", zero=True))
+            max_wait = float(require_positive(self.max_wait, "max_wait", zero=True))
+            object.__setattr__(self, "max_wait", max_wait)
         if self.max_in_flight is not None:
             require_positive(self.max_in_flight, "max_in_flight", integer=True)
         require_positive(self.max_connections, "max_connections", integer=True)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import overload
 
 from asyncwifi._clock import Clock, SystemClock
+from asyncwifi._protocol import require_positive
 from asyncwifi.errors import ClientStateError, ValidationError
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._keepalive import KeepAlive
@@ -57,8 +58,7 @@ class Scheduler:
         aging: float | None = None,
         paced_recovery: float = 60.0,
     ) -> None:
-        if not (aging is None or aging > 0) or not paced_recovery > 0:
-            raise ValidationError(f"aging, paced_recovery must be > 0: {aging}, {paced_recovery}")
+        require_positive(paced_recovery, "paced_recovery")
         self.limits = limits = limits if limits is not None else Limits()
         specs = limits.windows()
         self._truth = ServerTruth(specs, limits, paced_recovery)
@@ -70,7 +70,8 @@ class Scheduler:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.on_throttle: list[Callable[..., None]] = []
         self._mif: float = _INF if limits.max_in_flight is None else limits.max_in_flight
-        self._aging = aging if aging is not None else (specs[0].period if specs else 60.0)
+        default_aging = specs[0].period if specs else 60.0
+        self._aging = default_aging if aging is None else require_positive(aging, "aging")
         self._longest = max(specs, key=lambda s: s.span).name if specs else ""  # for used()
         self._heap: list[Waiter] = []
         self._parked: list[Waiter] = []  # waiting for an object's quota: they hold no one up
@@ -360,9 +361,7 @@ class Scheduler:
         """A handle for one scroll: each request made with it keeps a place in the short
         windows for the scroll's next request, due ``horizon`` clock seconds later, until
         :meth:`drop_keepalive` (see ``_keepalive``; shared through the store)."""
-        if not (horizon > 0 and math.isfinite(horizon)):
-            raise ValidationError(f"a keep-alive horizon must be > 0 seconds, got {horizon!r}")
-        return KeepAlive(uuid.uuid4().hex[:16], horizon)
+        return KeepAlive(uuid.uuid4().hex[:16], require_positive(horizon, "a keep-alive horizon"))
 
     def drop_keepalive(self, keepalive: KeepAlive) -> None:
         """The scroll ended: its place goes back to everyone else."""

@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 
 from asyncwifi._clock import Clock
+from asyncwifi._protocol import require_positive
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.testing._tenant import Tenant
 
@@ -31,10 +32,9 @@ class LiveEvents:
     def __init__(
         self, tenants: Sequence[Tenant], clock: Clock, rate: float, tick: float | None = None
     ) -> None:
-        if not math.isfinite(rate) or rate <= 0:
-            raise ConfigurationError(f"the feed's rate must be a positive number, not {rate!r}")
-        if tick is not None and not (math.isfinite(tick) and tick > 0):
-            raise ConfigurationError(f"the feed's tick must be positive, not {tick!r}")
+        require_positive(rate, "the feed's rate", error=ConfigurationError)
+        if tick is not None:
+            require_positive(tick, "the feed's tick", error=ConfigurationError)
         self.tenants = list(tenants)
         self.clock = clock
         #: events per clock second, per organization

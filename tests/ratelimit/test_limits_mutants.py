@@ -19,7 +19,8 @@ def exactly(message: str) -> str:
 @pytest.mark.parametrize("count", [0, -1, True, 2.5, 2.0, "3", None])
 def test_a_count_that_is_not_a_whole_number_from_1_is_refused(count: object) -> None:
     with pytest.raises(
-        ValidationError, match=exactly(f"Limit count must be an integer >= 1, got {count!r}")
+        ValidationError,
+        match=exactly(f"Limit count must be a finite positive integer, got {count!r}"),
     ):
         Limit(count, 60.0)  # type: ignore[arg-type]
 
@@ -28,7 +29,7 @@ def test_a_count_that_is_not_a_whole_number_from_1_is_refused(count: object) -> 
 def test_a_period_that_is_not_a_number_is_refused(period: object) -> None:
     with pytest.raises(
         ValidationError,
-        match=exactly(f"Limit period must be a number of seconds, got {period!r}"),
+        match=exactly(f"Limit period must be a finite positive number, got {period!r}"),
     ):
         Limit(5, period)  # type: ignore[arg-type]
 
@@ -36,7 +37,8 @@ def test_a_period_that_is_not_a_number_is_refused(period: object) -> None:
 @pytest.mark.parametrize("period", [0, 0.0, -1.0, math.inf, -math.inf, math.nan])
 def test_a_period_that_is_not_finite_and_positive_is_refused(period: float) -> None:
     with pytest.raises(
-        ValidationError, match=exactly(f"Limit period must be finite and > 0, got {period!r}")
+        ValidationError,
+        match=exactly(f"Limit period must be a finite positive number, got {period!r}"),
     ):
         Limit(5, period)
 
@@ -53,7 +55,8 @@ def test_the_smallest_limits_are_accepted_and_the_period_is_a_float() -> None:
 @pytest.mark.parametrize("value", [True, "1", None])
 def test_a_margin_that_is_not_a_number_is_refused_by_name(field: str, value: object) -> None:
     with pytest.raises(
-        ValidationError, match=exactly(f"{field} must be a number of seconds, got {value!r}")
+        ValidationError,
+        match=exactly(f"{field} must be a finite non-negative number, got {value!r}"),
     ):
         Limits(**{field: value})  # type: ignore[arg-type]
 
@@ -64,7 +67,8 @@ def test_a_margin_that_is_negative_or_not_finite_is_refused_by_name(
     field: str, value: float
 ) -> None:
     with pytest.raises(
-        ValidationError, match=exactly(f"{field} must be finite and >= 0, got {value!r}")
+        ValidationError,
+        match=exactly(f"{field} must be a finite non-negative number, got {value!r}"),
     ):
         Limits(**{field: value})  # type: ignore[arg-type]
 
