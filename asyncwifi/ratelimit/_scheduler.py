@@ -2,11 +2,11 @@
 
 One admission path (``_gate``: what the server said, then the store, then ``_admitted``),
 one queue and one timer. A caller that may go at once never queues (a store with I/O is
-asked by the timer alone); the others wait in one heap: deadlines
-first, earliest first (DESIGN 5: a scroll continuation must leave within 60 s), then by
-arrival plus the lane's handicap (``lane * aging`` s), so a lower lane goes first among
-requests of similar age but none starves (DESIGN 6); ties keep arrival order. The timer
-grants the head whenever it may go; a release, a response or a refund re-arms it.
+asked by the timer alone); the others wait in one heap: deadlines first, earliest first
+(DESIGN 5: a scroll continuation must leave within 60 s), then by arrival plus the lane's
+handicap (``lane * aging`` s), so a lower lane goes first among requests of similar age but
+none starves (DESIGN 6); ties keep arrival order. The timer grants the head whenever it may
+go; a release, a response or a refund re-arms it.
 """
 
 from __future__ import annotations
@@ -326,13 +326,13 @@ class Scheduler:
         sent_at: float | None = None,
         seq: int | None = None,
     ) -> None:
-        """Apply a response's status and headers (``sent_at``: when it was admitted)."""
+        """Apply a response's status and headers (of admission ``seq``, sent at ``sent_at``)."""
         if not isinstance(headers, RateLimitHeaders):
             headers = RateLimitHeaders.from_headers(headers)
         if status != 429 and headers.empty:
             return
         now = self.clock.now()
-        sent = now if sent_at is None else sent_at
+        sent = sent_at if sent_at is not None else self._open.get(seq or 0, now)
         self._apply(self._truth.observe(now, status, headers, sent_at=sent, seq=seq), now)
         self._arm(now)
 

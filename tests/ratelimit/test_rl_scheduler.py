@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
@@ -267,6 +268,31 @@ class TestInFlightAndCancellation:
 
         run(clock, main)
 
+    def test_a_plain_admission_is_a_number_and_leaves_nothing_for_the_collector(self) -> None:
+        clock = VirtualClock(START)
+
+        async def main() -> None:
+            s = Scheduler(limits(10_000, 60.0, max_in_flight=None), clock=clock)
+            gc.collect()
+            before = len(gc.get_objects())
+            held = [await s.acquire() for _ in range(2_000)]
+            grown = len(gc.get_objects()) - before
+            assert all(type(n) is int for n in held)
+            assert len(set(held)) == 2_000
+            assert grown < 100  # no object per admission the collector would walk
+            assert s.in_flight == 2_000
+            assert s.sent_at(held[0]) == START
+            s.refund(held[0])  # given back and ended: a second release changes nothing
+            s.release(held[0])
+            for n in held[1:]:
+                s.release(n)
+                s.release(n)
+            assert s.in_flight == 0
+            assert s.quota.admitted == 1_999
+            await s.aclose()
+
+        run(clock, main)
+
     def test_aclose_wakes_waiters_with_a_clear_error(self) -> None:
         clock = VirtualClock(START)
 
@@ -345,6 +371,7 @@ class TestServerTruth:
             s = Scheduler(Limits(), clock=clock)
             p = await s.acquire()
             s.observe(200, {"X-RateLimit-Remaining-Minute": "0"}, seq=p)  # another process
+            assert s.sent_at(p) == START
             s.release(p)
             s.observe(429, {"Retry-After": "40"}, sent_at=START)
             assert s.quota.mode == "exact"
