@@ -29,7 +29,8 @@ from asyncwifi import ScaledClock
 from asyncwifi.testing import Simulator, SimulatorProcess
 from asyncwifi.testing._process import AnchoredClock
 
-pytestmark = [pytest.mark.soak, pytest.mark.redis]
+# the long run (--soak-long) takes up to 15 minutes: past the suite-wide 5-minute limit
+pytestmark = [pytest.mark.soak, pytest.mark.redis, pytest.mark.timeout(1200)]
 
 ROOT = Path(__file__).resolve().parents[2]
 #: 2025-01-01T00:00:10Z: the run stays inside one UTC day of the simulator's fixed windows

@@ -26,7 +26,7 @@ from tests._proxy import CuttableProxy
 from tests._windows import most_in_window
 from tests.soak._leaks import no_leaks
 
-pytestmark = pytest.mark.soak
+pytestmark = [pytest.mark.soak, pytest.mark.timeout(1200)]  # long runs past 5 minutes
 
 SPEED = 100.0  # a minute lasts 0.6 s
 #: the gateway counts at arrival, the client at send: 5 clock s (50 ms) of slack for lag
