@@ -20,7 +20,7 @@ from asyncwifi.ratelimit._keepalive import KeepAlive, checked
 from asyncwifi.ratelimit._limits import WindowSpec
 from asyncwifi.ratelimit._log import Log
 from asyncwifi.ratelimit._redis_scripts import ACQUIRE, PAUSE, TALLY
-from asyncwifi.ratelimit._store import Answer, MemoryStore, RateStore, configure
+from asyncwifi.ratelimit._store import Answer, MemoryStore, RateStore
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -106,9 +106,9 @@ class RedisStore(RateStore):
         self._fallback.log.times, self._fallback.log.tags = self._own.times, self._own.tags
 
     def configure(self, name: str, *, count: int | None = None, paced: bool | None = None) -> None:
-        configure(self._own, name, count, paced)
+        self._own.configure(name, count, paced)
         if count is not None:
-            configure(self._fallback.log, name, math.floor(count * self.fallback_fraction), None)
+            self._fallback.log.configure(name, math.floor(count * self.fallback_fraction), None)
 
     async def _call(self, now: float, body: str, keys: list[str], args: list[Any]) -> Any:
         """Run a script at ``now`` (its ARGV[1]; "" for Redis' clock); None when Redis fails,

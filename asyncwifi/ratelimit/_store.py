@@ -12,19 +12,11 @@ from asyncwifi.ratelimit._keepalive import KeepAlive, KeepAlives
 from asyncwifi.ratelimit._limits import WindowSpec
 from asyncwifi.ratelimit._log import Log
 
-__all__ = ["Answer", "MemoryStore", "RateStore", "configure"]
+__all__ = ["Answer", "MemoryStore", "RateStore"]
 
 #: ``acquire``'s answer: ``(ticket, at, "")`` when admitted at clock time ``at``, else
 #: ``(None, retry_at, why)``: the window that holds it back, "pause" or "keepalive"
 Answer = tuple[object | None, float, str]
-
-
-def configure(log: Log, name: str, count: int | None, paced: bool | None) -> None:
-    """Lower the count of ``log``'s window ``name`` (never raise it) or set its paced mode."""
-    w = log.spec(name)
-    w.count = w.count if count is None else max(1, min(w.count, count))
-    w.paced = w.paced if paced is None else paced
-    log.refresh()
 
 
 class RateStore(abc.ABC):
@@ -80,7 +72,7 @@ class RateStore(abc.ABC):
 
     def configure(self, name: str, *, count: int | None = None, paced: bool | None = None) -> None:
         """Lower a window's count (the server said so) or switch its paced mode."""
-        configure(self.log, name, count, paced)
+        self.log.configure(name, count, paced)
 
     def pause(self, until: float, now: float) -> None:  # noqa: B027 - optional hook
         """Share a server-ordered pause (until clock time ``until``) with other users."""
