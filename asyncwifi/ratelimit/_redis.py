@@ -186,8 +186,8 @@ class RedisStore(RateStore):
         # the script's time: absolute on the client's time line; on Redis' clock, differences
         at = now if self.use_redis_time else int(r_now) / _US
         if int(ok):
-            t = self._own.record(at, tag)
-            self._fallback.keepalives.admitted(keepalive, t)
+            # the fallback's log shares _own's deques: one record, and the scroll's due time
+            t = self._fallback.note(at, tag, keepalive)
             return (t, member), at, ""
         i, n = int(why), len(specs)
         name = specs[i - 1].name if 0 < i <= n else "pause" if i == n + 1 else "keepalive"

@@ -8,7 +8,7 @@ import copy
 from collections.abc import Sequence
 
 from asyncwifi.errors import ValidationError
-from asyncwifi.ratelimit._keepalive import KeepAlive, KeepAlives
+from asyncwifi.ratelimit._keepalive import KeepAlive, blocks
 from asyncwifi.ratelimit._limits import WindowSpec
 from asyncwifi.ratelimit._log import Log
 
@@ -92,7 +92,7 @@ class MemoryStore(RateStore):
 
     def __init__(self) -> None:
         super().__init__()
-        self.keepalives = KeepAlives()
+        self.due: dict[str, float] = {}  # open scroll -> the latest time its next may go at
 
     async def acquire(self, now: float, tag: str, keepalive: KeepAlive | None = None) -> Answer:
         return self.take(now, tag, keepalive)
@@ -102,18 +102,16 @@ class MemoryStore(RateStore):
         log = self.log
         if now < log.free:
             return None, log.free, log.why
-        if keepalive is not None or self.keepalives.due:
-            retry = self.keepalives.blocks(log, now, keepalive)
-            if retry is not None:
-                return None, retry, "keepalive"
-        if keepalive is None:  # the hot path
-            return log.record(now, tag), now, ""
+        if (keepalive or self.due) and (retry := blocks(log, self.due, now, keepalive)) is not None:
+            return None, retry, "keepalive"
         return self.note(now, tag, keepalive), now, ""
 
     def note(self, at: float, tag: str, keepalive: KeepAlive | None) -> float:
-        """Log an admission at ``at`` unconditionally; returns the time logged."""
+        """Log an admission at ``at`` unconditionally (a scroll's next is then due
+        ``horizon`` later); returns the time logged."""
         t = self.log.record(at, tag)
-        self.keepalives.admitted(keepalive, t)
+        if keepalive is not None:
+            self.due[keepalive.token] = t + keepalive.horizon
         return t
 
     def refund(self, ticket: object, tag: str) -> None:
@@ -121,7 +119,7 @@ class MemoryStore(RateStore):
             self.log.remove(ticket, tag)
 
     def drop_keepalive(self, token: str) -> None:
-        self.keepalives.drop(token)
+        self.due.pop(token, None)
 
     async def tally(self, now: float, window: str) -> dict[str, int]:
         return self.log.tally(now, self.log.spec(window).span)
