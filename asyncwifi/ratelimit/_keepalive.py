@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from asyncwifi.ratelimit._limits import WindowSpec
 from asyncwifi.ratelimit._log import Log
 
-__all__ = ["KeepAlive", "blocks", "checked", "place", "shortfall"]
+__all__ = ["KeepAlive", "blocked_until", "checked", "place", "shortfall"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,28 +60,26 @@ def shortfall(
     return sum(1 for k, d in enumerate(due, 1) if place(log, specs, now, extra + k)[0] > d)
 
 
-def blocks(
+def blocked_until(
     log: Log, due: dict[str, float], now: float, keepalive: KeepAlive | None
-) -> float | None:
-    """None when one admission at ``now`` (for ``keepalive``'s scroll, if given) may go, else
-    the clock time to ask again. ``due`` maps each open scroll's token to the latest time its
-    next request may go at (those past are dropped)."""
+) -> float:
+    """Until when one admission at ``now`` (for ``keepalive``'s scroll, if given) must wait: at
+    or before ``now``, it may go. ``due`` maps each open scroll's token to the latest time
+    its next request may go at (those past are dropped)."""
     for token in [t for t, d in due.items() if d < now]:
         del due[token]
     specs, mine = checked(log.specs), keepalive.token if keepalive else ""
     others = sorted(d for t, d in due.items() if t != mine)
-    if others and shortfall(log, specs, now, others, 1) > shortfall(log, specs, now, others, 0):
+    if shortfall(log, specs, now, others, 1) > shortfall(log, specs, now, others, 0):
         # ask again when the answer may change: a window's oldest leaves, a due time passes
         retry = min((d for d in others if d > now), default=math.inf)
         for w in specs:
             used = log.used(now, w.span)
             retry = min(retry, log.times[-used] + w.span if used else now + w.span)
         return retry
-    if keepalive is not None:
-        # this admission, every other scroll's next, then its own next: while its due time
-        # allows, it waits until that last one will have a place in time
-        at, movable = place(log, specs, now, len(others) + 2)
-        retry = min(at - keepalive.horizon, due.get(mine, math.inf))
-        if movable and retry > now:
-            return retry
-    return None
+    if keepalive is None:
+        return now
+    # this admission, every other scroll's next, then its own next: while its due time
+    # allows, it waits until that last one will have a place in time
+    at, movable = place(log, specs, now, len(others) + 2)
+    return min(at - keepalive.horizon, due.get(mine, math.inf)) if movable else now

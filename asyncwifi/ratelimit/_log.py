@@ -34,22 +34,17 @@ def bound(specs: Sequence[WindowSpec], times: Sequence[float]) -> tuple[float, s
 
 
 class Log:
-    """The admissions of one store, oldest first, kept as long as the longest window needs;
-    ``free`` and ``why`` cache :func:`bound`. An admission is logged no earlier than the
-    newest one, so a clock stepping back keeps the log sorted for refunds and bisection."""
+    """The admissions of one store, oldest first, kept as long as the longest window needs.
+    An admission is logged no earlier than the newest one, so a clock stepping back keeps
+    the log sorted for refunds and bisection."""
 
-    __slots__ = ("_keep", "free", "specs", "tags", "times", "why")
+    __slots__ = ("_keep", "specs", "tags", "times")
 
     def __init__(self, specs: Sequence[WindowSpec]) -> None:
-        self.specs = list(specs)  # counts and modes change only through configure()
+        self.specs = list(specs)
         self.times: deque[float] = deque()
         self.tags: deque[str] = deque()
         self._keep = max((w.span for w in self.specs), default=0.0)
-        self.refresh()
-
-    def refresh(self) -> None:
-        """Recompute ``free`` (after a count, a mode or the log changed)."""
-        self.free, self.why = bound(self.specs, self.times)
 
     def spec(self, name: str) -> WindowSpec:
         for w in self.specs:
@@ -62,7 +57,6 @@ class Log:
         w = self.spec(name)
         w.count = w.count if count is None else max(1, min(w.count, count))
         w.paced = w.paced if paced is None else paced
-        self.refresh()
 
     def record(self, now: float, tag: str) -> float:
         """Log an admission at ``now`` unconditionally; returns the time logged."""
@@ -75,7 +69,6 @@ class Log:
         while times[0] <= edge and len(times) > 1:
             times.popleft()
             self.tags.popleft()
-        self.refresh()
         return now
 
     def remove(self, t: float, tag: str) -> bool:
@@ -86,7 +79,6 @@ class Log:
                 break
             if times[i] == t and tags[i] == tag:
                 del times[i], tags[i]
-                self.refresh()
                 return True
         return False
 

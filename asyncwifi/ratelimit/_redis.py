@@ -102,7 +102,7 @@ class RedisStore(RateStore):
             s.count = max(1, math.floor(s.count * self.fallback_fraction))
             s.paced = s.period == shortest  # pacing the day would space requests for nothing
         self._fallback.bind(reduced)
-        # one log, two views: the deques are shared; the view in ``self.log`` is kept fresh
+        # one log, two views (the full counts and the reduced): the deques are shared
         self._fallback.log.times, self._fallback.log.tags = self._own.times, self._own.tags
 
     def configure(self, name: str, *, count: int | None = None, paced: bool | None = None) -> None:
@@ -181,7 +181,6 @@ class RedisStore(RateStore):
         self._pending = [p for p in self._pending if p not in sent]
         if self.degraded is not None:  # back, with the admissions made meanwhile
             self.degraded, self.log = None, self._own
-            self.log.refresh()
         self.seen = {w.name: int(u) for w, u in zip(specs, used, strict=False)}
         # the script's time: absolute on the client's time line; on Redis' clock, differences
         at = now if self.use_redis_time else int(r_now) / _US
@@ -203,7 +202,6 @@ class RedisStore(RateStore):
                 " of each window, paced"
             )
             self.log, self.seen = self._fallback.log, {}
-            self.log.refresh()
 
     def refund(self, ticket: object, tag: str) -> None:
         # on failure the entry expires with its window: counting it is the safe side

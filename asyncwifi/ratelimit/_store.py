@@ -8,9 +8,9 @@ import copy
 from collections.abc import Sequence
 
 from asyncwifi.errors import ValidationError
-from asyncwifi.ratelimit._keepalive import KeepAlive, blocks
+from asyncwifi.ratelimit._keepalive import KeepAlive, blocked_until
 from asyncwifi.ratelimit._limits import WindowSpec
-from asyncwifi.ratelimit._log import Log
+from asyncwifi.ratelimit._log import Log, bound
 
 __all__ = ["Answer", "MemoryStore", "RateStore"]
 
@@ -99,11 +99,12 @@ class MemoryStore(RateStore):
 
     def take(self, now: float, tag: str, keepalive: KeepAlive | None = None) -> Answer:
         """``acquire`` without a coroutine: this store never waits for I/O."""
-        log = self.log
-        if now < log.free:
-            return None, log.free, log.why
-        if (keepalive or self.due) and (retry := blocks(log, self.due, now, keepalive)) is not None:
-            return None, retry, "keepalive"
+        log, due = self.log, self.due
+        free, why = bound(log.specs, log.times)
+        if now < free:
+            return None, free, why
+        if (keepalive or due) and (at := blocked_until(log, due, now, keepalive)) > now:
+            return None, at, "keepalive"
         return self.note(now, tag, keepalive), now, ""
 
     def note(self, at: float, tag: str, keepalive: KeepAlive | None) -> float:
