@@ -73,7 +73,7 @@ if wait <= now then
     for k = 1, #others do if place(extra + k) > others[k] then s = s + 1 end end
     return s
   end
-  if #others > 0 and short(1) > short(0) then
+  if short(1) > short(0) then
     -- ask again when the answer may change: a window's oldest leaves, a due time passes
     local retry = math.huge
     for j = 1, #others do if others[j] > now then retry = math.min(retry, others[j]) end end
