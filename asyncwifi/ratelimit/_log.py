@@ -20,8 +20,6 @@ from asyncwifi.ratelimit._limits import WindowSpec
 
 __all__ = ["Log", "bound"]
 
-_OPEN = (-math.inf, "")
-
 
 def bound(specs: Sequence[WindowSpec], times: Sequence[float]) -> tuple[float, str]:
     """The window rule: the earliest next admission after ``times`` (sorted, oldest first)
@@ -36,30 +34,29 @@ def bound(specs: Sequence[WindowSpec], times: Sequence[float]) -> tuple[float, s
 
 
 class Log:
-    """The admissions of one store, oldest first, kept as long as the longest window needs;
-    ``free`` and ``why`` cache :func:`bound`. An admission is logged no earlier than the
-    newest one, so a clock stepping back keeps the log sorted for refunds and bisection."""
+    """The admissions of one store, oldest first, kept as long as the longest window needs.
+    An admission is logged no earlier than the newest one, so a clock stepping back keeps
+    the log sorted for refunds and bisection."""
 
-    __slots__ = ("_keep", "_least", "free", "specs", "tags", "times", "why")
+    __slots__ = ("_keep", "specs", "tags", "times")
 
     def __init__(self, specs: Sequence[WindowSpec]) -> None:
-        self.specs = list(specs)  # counts and modes may change: refresh() after
+        self.specs = list(specs)
         self.times: deque[float] = deque()
         self.tags: deque[str] = deque()
         self._keep = max((w.span for w in self.specs), default=0.0)
-        self.refresh()
-
-    def refresh(self) -> None:
-        """Recompute ``free`` (after a count, a mode or the log changed)."""
-        # below this many admissions no window is full: nothing holds the next one back
-        self._least = min([1 if w.paced else w.count for w in self.specs], default=1 << 62)
-        self.free, self.why = bound(self.specs, self.times)
 
     def spec(self, name: str) -> WindowSpec:
         for w in self.specs:
             if w.name == name:
                 return w
         raise KeyError(name)
+
+    def configure(self, name: str, count: int | None, paced: bool | None) -> None:
+        """Lower the count of window ``name`` (never raise it) or set its paced mode."""
+        w = self.spec(name)
+        w.count = w.count if count is None else max(1, min(w.count, count))
+        w.paced = w.paced if paced is None else paced
 
     def record(self, now: float, tag: str) -> float:
         """Log an admission at ``now`` unconditionally; returns the time logged."""
@@ -72,7 +69,6 @@ class Log:
         while times[0] <= edge and len(times) > 1:
             times.popleft()
             self.tags.popleft()
-        self.free, self.why = bound(self.specs, times) if len(times) >= self._least else _OPEN
         return now
 
     def remove(self, t: float, tag: str) -> bool:
@@ -83,7 +79,6 @@ class Log:
                 break
             if times[i] == t and tags[i] == tag:
                 del times[i], tags[i]
-                self.refresh()
                 return True
         return False
 
@@ -93,7 +88,7 @@ class Log:
 
     def tally(self, now: float, span: float) -> dict[str, int]:
         """Admissions per tag in the ``span`` seconds up to ``now``."""
-        start = bisect.bisect_right(self.times, now - span)
+        start = len(self.times) - self.used(now, span)
         return dict(Counter(itertools.islice(self.tags, start, None)))
 
     def project(self, now: float, k: int) -> list[float]:

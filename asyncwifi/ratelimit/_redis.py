@@ -20,7 +20,7 @@ from asyncwifi.ratelimit._keepalive import KeepAlive, checked
 from asyncwifi.ratelimit._limits import WindowSpec
 from asyncwifi.ratelimit._log import Log
 from asyncwifi.ratelimit._redis_scripts import ACQUIRE, PAUSE, TALLY
-from asyncwifi.ratelimit._store import Answer, MemoryStore, RateStore, configure
+from asyncwifi.ratelimit._store import Answer, MemoryStore, RateStore
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -102,13 +102,13 @@ class RedisStore(RateStore):
             s.count = max(1, math.floor(s.count * self.fallback_fraction))
             s.paced = s.period == shortest  # pacing the day would space requests for nothing
         self._fallback.bind(reduced)
-        # one log, two views: the deques are shared; the view in ``self.log`` is kept fresh
+        # one log, two views (the full counts and the reduced): the deques are shared
         self._fallback.log.times, self._fallback.log.tags = self._own.times, self._own.tags
 
     def configure(self, name: str, *, count: int | None = None, paced: bool | None = None) -> None:
-        configure(self._own, name, count, paced)
+        self._own.configure(name, count, paced)
         if count is not None:
-            configure(self._fallback.log, name, math.floor(count * self.fallback_fraction), None)
+            self._fallback.log.configure(name, math.floor(count * self.fallback_fraction), None)
 
     async def _call(self, now: float, body: str, keys: list[str], args: list[Any]) -> Any:
         """Run a script at ``now`` (its ARGV[1]; "" for Redis' clock); None when Redis fails,
@@ -181,13 +181,12 @@ class RedisStore(RateStore):
         self._pending = [p for p in self._pending if p not in sent]
         if self.degraded is not None:  # back, with the admissions made meanwhile
             self.degraded, self.log = None, self._own
-            self.log.refresh()
         self.seen = {w.name: int(u) for w, u in zip(specs, used, strict=False)}
         # the script's time: absolute on the client's time line; on Redis' clock, differences
         at = now if self.use_redis_time else int(r_now) / _US
         if int(ok):
-            t = self._own.record(at, tag)
-            self._fallback.keepalives.admitted(keepalive, t)
+            # the fallback's log shares _own's deques: one record, and the scroll's due time
+            t = self._fallback.note(at, tag, keepalive)
             return (t, member), at, ""
         i, n = int(why), len(specs)
         name = specs[i - 1].name if 0 < i <= n else "pause" if i == n + 1 else "keepalive"
@@ -203,7 +202,6 @@ class RedisStore(RateStore):
                 " of each window, paced"
             )
             self.log, self.seen = self._fallback.log, {}
-            self.log.refresh()
 
     def refund(self, ticket: object, tag: str) -> None:
         # on failure the entry expires with its window: counting it is the safe side

@@ -59,10 +59,10 @@ if wait <= now then
     local due = tonumber(all[j + 1])
     if all[j] == token then own = due else others[#others + 1] = due end
   end
-  local function place(k, extra)  -- when the k-th next could go; whether waiting helps
+  local function place(m)  -- when the m-th from now on could go; whether waiting helps
     local at, movable = now, true
     for i = 1, n do
-      local idx = used[i] + extra + k - arg(i, 0)
+      local idx = used[i] + m - arg(i, 0)
       if checked(i) and idx > used[i] then at, movable = math.max(at, now + arg(i, 1)), false
       elseif checked(i) and idx > 0 then at = math.max(at, oldest(i, idx) + arg(i, 1)) end
     end
@@ -70,10 +70,10 @@ if wait <= now then
   end
   local function short(extra)  -- how many others would find no place by their due time
     local s = 0
-    for k = 1, #others do if place(k, extra) > others[k] then s = s + 1 end end
+    for k = 1, #others do if place(extra + k) > others[k] then s = s + 1 end end
     return s
   end
-  if #others > 0 and short(1) > short(0) then
+  if short(1) > short(0) then
     -- ask again when the answer may change: a window's oldest leaves, a due time passes
     local retry = math.huge
     for j = 1, #others do if others[j] > now then retry = math.min(retry, others[j]) end end
@@ -83,7 +83,7 @@ if wait <= now then
     end
     wait, why = retry, n + 2
   elseif token ~= '' then
-    local at, movable = place(#others + 1, 1)
+    local at, movable = place(#others + 2)
     local retry = math.min(at - horizon, own or math.huge)
     if movable and retry > now then wait, why = retry, n + 2 end
   end

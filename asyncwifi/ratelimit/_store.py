@@ -8,23 +8,15 @@ import copy
 from collections.abc import Sequence
 
 from asyncwifi.errors import ValidationError
-from asyncwifi.ratelimit._keepalive import KeepAlive, KeepAlives
+from asyncwifi.ratelimit._keepalive import KeepAlive, blocked_until
 from asyncwifi.ratelimit._limits import WindowSpec
-from asyncwifi.ratelimit._log import Log
+from asyncwifi.ratelimit._log import Log, bound
 
-__all__ = ["Answer", "MemoryStore", "RateStore", "configure"]
+__all__ = ["Answer", "MemoryStore", "RateStore"]
 
 #: ``acquire``'s answer: ``(ticket, at, "")`` when admitted at clock time ``at``, else
 #: ``(None, retry_at, why)``: the window that holds it back, "pause" or "keepalive"
 Answer = tuple[object | None, float, str]
-
-
-def configure(log: Log, name: str, count: int | None, paced: bool | None) -> None:
-    """Lower the count of ``log``'s window ``name`` (never raise it) or set its paced mode."""
-    w = log.spec(name)
-    w.count = w.count if count is None else max(1, min(w.count, count))
-    w.paced = w.paced if paced is None else paced
-    log.refresh()
 
 
 class RateStore(abc.ABC):
@@ -80,7 +72,7 @@ class RateStore(abc.ABC):
 
     def configure(self, name: str, *, count: int | None = None, paced: bool | None = None) -> None:
         """Lower a window's count (the server said so) or switch its paced mode."""
-        configure(self.log, name, count, paced)
+        self.log.configure(name, count, paced)
 
     def pause(self, until: float, now: float) -> None:  # noqa: B027 - optional hook
         """Share a server-ordered pause (until clock time ``until``) with other users."""
@@ -100,28 +92,27 @@ class MemoryStore(RateStore):
 
     def __init__(self) -> None:
         super().__init__()
-        self.keepalives = KeepAlives()
+        self.due: dict[str, float] = {}  # open scroll -> the latest time its next may go at
 
     async def acquire(self, now: float, tag: str, keepalive: KeepAlive | None = None) -> Answer:
         return self.take(now, tag, keepalive)
 
     def take(self, now: float, tag: str, keepalive: KeepAlive | None = None) -> Answer:
         """``acquire`` without a coroutine: this store never waits for I/O."""
-        log = self.log
-        if now < log.free:
-            return None, log.free, log.why
-        if keepalive is not None or self.keepalives.due:
-            retry = self.keepalives.blocks(log, now, keepalive)
-            if retry is not None:
-                return None, retry, "keepalive"
-        if keepalive is None:  # the hot path
-            return log.record(now, tag), now, ""
+        log, due = self.log, self.due
+        free, why = bound(log.specs, log.times)
+        if now < free:
+            return None, free, why
+        if (keepalive or due) and (at := blocked_until(log, due, now, keepalive)) > now:
+            return None, at, "keepalive"
         return self.note(now, tag, keepalive), now, ""
 
     def note(self, at: float, tag: str, keepalive: KeepAlive | None) -> float:
-        """Log an admission at ``at`` unconditionally; returns the time logged."""
+        """Log an admission at ``at`` unconditionally (a scroll's next is then due
+        ``horizon`` later); returns the time logged."""
         t = self.log.record(at, tag)
-        self.keepalives.admitted(keepalive, t)
+        if keepalive is not None:
+            self.due[keepalive.token] = t + keepalive.horizon
         return t
 
     def refund(self, ticket: object, tag: str) -> None:
@@ -129,7 +120,7 @@ class MemoryStore(RateStore):
             self.log.remove(ticket, tag)
 
     def drop_keepalive(self, token: str) -> None:
-        self.keepalives.drop(token)
+        self.due.pop(token, None)
 
     async def tally(self, now: float, window: str) -> dict[str, int]:
         return self.log.tally(now, self.log.spec(window).span)

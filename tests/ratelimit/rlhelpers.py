@@ -13,6 +13,7 @@ from typing import Any, TypeVar, cast
 import pytest
 
 from asyncwifi.ratelimit import Limits, MemoryStore
+from asyncwifi.ratelimit._log import Log, bound
 
 T = TypeVar("T")
 
@@ -101,6 +102,11 @@ def admit(store: MemoryStore, now: float, tag: str = "x") -> float | None:
     """One admission attempt on a memory store: the time logged, or None if refused."""
     ticket, _, _ = done(store.acquire(now, tag))
     return cast(float | None, ticket)
+
+
+def earliest(log: Log) -> tuple[float, str]:
+    """When the log's next admission may go, and the window that says so."""
+    return bound(log.specs, log.times)
 
 
 def memory(limits: Limits) -> MemoryStore:

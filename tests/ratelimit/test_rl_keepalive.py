@@ -17,8 +17,8 @@ from dataclasses import replace
 import pytest
 
 from asyncwifi._clock import ScaledClock
-from asyncwifi.ratelimit import Lane, Limit, Limits, RedisStore, Scheduler
-from asyncwifi.ratelimit._keepalive import KeepAlive, KeepAlives, place, shortfall
+from asyncwifi.ratelimit import Lane, Limit, Limits, MemoryStore, RedisStore, Scheduler
+from asyncwifi.ratelimit._keepalive import KeepAlive, place, shortfall
 from asyncwifi.ratelimit._limits import WindowSpec
 from asyncwifi.ratelimit._log import Log
 from tests._virtualclock import VirtualClock
@@ -146,22 +146,21 @@ def test_the_rule_counts_places_in_every_short_window_earliest_due_first() -> No
     w = log.specs
     # one place free now, the next frees at 30: the scroll due at 10 gets the free one
     assert shortfall(log, w, 5.0, [10.0, 20.0], 0) == 1
-    assert place(log, w, 5.0, 1, 0) == (5.0, True)
-    assert place(log, w, 5.0, 2, 0) == (30.0, True)
+    assert place(log, w, 5.0, 1) == (5.0, True)
+    assert place(log, w, 5.0, 2) == (30.0, True)
     # an ordinary admission now takes the free place: the scroll due at 10 loses it
     assert shortfall(log, w, 5.0, [10.0], 1) == 1
-    # behind an admission at now itself, a place frees only a span later: waiting is vain
-    assert place(log, w, 5.0, 3, 1) == (35.0, False)
+    # the 4th from now comes behind one at now itself, a span later: waiting is vain
+    assert place(log, w, 5.0, 4) == (35.0, False)
 
 
 def test_the_day_is_not_kept_for_scrolls() -> None:
     """Only the short windows are checked: the day's last places stay spendable."""
-    log = Log([WindowSpec("minute", 60, 61.0, 0.0), WindowSpec("day", 2, 86_400.0, 0.0)])
-    keeps = KeepAlives()
-    ka = KeepAlive("s", HORIZON)
-    assert keeps.blocks(log, 0.0, ka) is None
-    keeps.admitted(ka, log.record(0.0, "x"))
-    assert keeps.blocks(log, 1.0, None) is None  # the day's last place, for anyone
+    store = MemoryStore()
+    store.bind([WindowSpec("minute", 60, 61.0, 0.0), WindowSpec("day", 2, 86_400.0, 0.0)])
+    assert store.take(0.0, "x", KeepAlive("s", HORIZON)) == (0.0, 0.0, "")
+    assert store.due == {"s": HORIZON}
+    assert store.take(1.0, "x") == (1.0, 1.0, "")  # the day's last place, for anyone
 
 
 # -- across processes: one key in Redis, one process scrolling, another flooding ---------

@@ -14,11 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asyncwifi.ratelimit._keepalive import KeepAlive, KeepAlives, checked
+from asyncwifi.ratelimit import MemoryStore
+from asyncwifi.ratelimit._keepalive import KeepAlive, checked
 from asyncwifi.ratelimit._limits import WindowSpec
 from asyncwifi.ratelimit._log import Log
 from asyncwifi.ratelimit._redis_scripts import ACQUIRE
-from tests.ratelimit.rlhelpers import require_redis
+from tests.ratelimit.rlhelpers import earliest, require_redis
 
 redis_asyncio = pytest.importorskip("redis.asyncio")
 URL = "redis://127.0.0.1:6379"
@@ -65,7 +66,7 @@ async def _agree(windows: list[tuple[int, int, bool]], steps: list[int]) -> None
                 keys=[*keys, f"t:{{{tag}}}:pause", f"t:{{{tag}}}:hwm", f"t:{{{tag}}}:ka"],
                 args=args,
             )
-            py_free = python.free
+            py_free = earliest(python)[0]
             admitted = float(now) >= py_free
             if admitted:
                 python.record(float(now), "x")
@@ -100,16 +101,16 @@ async def _agree_keepalive(
     keys = [f"t:{{{tag}}}:log"]  # the one sorted set every window counts in
     extra = [f"t:{{{tag}}}:pause", f"t:{{{tag}}}:hwm", f"t:{{{tag}}}:ka"]
     script = client.register_script(ACQUIRE)
-    python = Log([WindowSpec(f"w{i}", c, float(s), 0.0) for i, (c, s, _) in enumerate(windows)])
-    kept = {w.name for w in checked(python.specs)}
-    keeps = KeepAlives()
+    python = MemoryStore()
+    python.bind([WindowSpec(f"w{i}", c, float(s), 0.0) for i, (c, s, _) in enumerate(windows)])
+    kept = {w.name for w in checked(python.log.specs)}
     scrolls = [KeepAlive(f"s{k}", float(h)) for k, h in enumerate(horizons)]
     try:
         now = 1_000
         for n, (step, op) in enumerate(steps):
             now += step
             if op >= 3:
-                keeps.drop(scrolls[op - 3].token)
+                python.drop_keepalive(scrolls[op - 3].token)
                 await client.zrem(extra[2], scrolls[op - 3].token)
                 continue
             ka = scrolls[op] if op >= 0 else None
@@ -118,16 +119,11 @@ async def _agree_keepalive(
                 args += [count, span, 0, "1" if f"w{i}" in kept else "0"]
             args += ["", 0] if ka is None else [ka.token, round(ka.horizon)]
             ok, _, wait, _why, *_ = await script(keys=[*keys, *extra], args=args)
-            if float(now) < python.free:
-                admitted, retry = False, python.free
-            else:
-                blocked = keeps.blocks(python, float(now), ka)
-                admitted, retry = blocked is None, blocked
-                if admitted:
-                    keeps.admitted(ka, python.record(float(now), "x"))
-            assert bool(int(ok)) == admitted, (n, now, keeps.due)
+            ticket, retry, _ = python.take(float(now), "x", ka)
+            admitted = ticket is not None
+            assert bool(int(ok)) == admitted, (n, now, python.due)
             if not admitted:
-                assert int(wait) == retry, (n, now, wait, retry, keeps.due)
+                assert int(wait) == retry, (n, now, wait, retry, python.due)
     finally:
         await client.delete(*keys, *extra)
         await client.aclose()

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from asyncwifi.ratelimit import Limit, Limits, MemoryStore
 from asyncwifi.ratelimit._limits import WindowSpec
 from asyncwifi.ratelimit._log import Log
-from tests.ratelimit.rlhelpers import START, admit, memory
+from tests.ratelimit.rlhelpers import START, admit, earliest, memory
 
 
 def exact(values: list[float]) -> object:
@@ -49,7 +49,7 @@ def test_the_log_keeps_what_the_longest_window_needs_and_no_more() -> None:
     for t in (START, START + 10, START + 20, START + 30):
         log.record(t, "x")
     # the minute waits for its 3rd most recent admission, the one at START + 10
-    assert (log.free, log.why) == (START + 70, "minute")
+    assert earliest(log) == (START + 70, "minute")
     log.record(START + 3600, "x")  # START itself left the hour: forgotten
     assert list(log.times) == [START + 10, START + 20, START + 30, START + 3600]
     assert log.used(START + 3600, 3600.0) == 4
@@ -75,11 +75,11 @@ def test_an_unknown_window_is_named_in_the_error() -> None:
 def test_the_log_names_no_window_when_one_may_go_now() -> None:
     store = memory(Limits(minute=Limit(2, 60.0), day=None, minute_margin=0))
     log = store.log
-    assert (log.free, log.why) == (-math.inf, "")
+    assert earliest(log) == (-math.inf, "")
     admit(store, START)
-    assert log.why == ""
+    assert earliest(log)[1] == ""
     admit(store, START)
-    assert (log.free, log.why) == (START + 60.0, "minute")
+    assert earliest(log) == (START + 60.0, "minute")
     assert admit(store, START + 60.0) is not None
 
 
@@ -124,7 +124,7 @@ def test_the_projection_is_exactly_the_greedy_admissions(
     greedy: list[float] = []
     at = now
     for _ in range(k):
-        at = max(at, store.log.free)
+        at = max(at, earliest(store.log)[0])
         assert admit(store, at) is not None
         greedy.append(at)
     assert greedy == exact(predicted)
