@@ -103,12 +103,11 @@ class ServerTruth:
         if self.pause_until > t:
             t, why = self.pause_until, Reason("pause")
         if self._caps and self.seq >= self.cap_floor:
-            for name in list(self._caps):
-                c = self._current(name, now)
-                if c is not None and self.seq >= c.max_seq and c.end >= t:
+            self._settle(now)
+            for name, c in self._caps.items():
+                if self.seq >= c.max_seq and c.end >= t:
                     # on a tie the spent window is the better reason
                     t, why = c.end, Reason("cap" if c.probe_from is None else "probe", name)
-            self._refloor()
         if objects is not None and (o := self.objects.get(objects)) and o.blocked_until > t:
             t, why = o.blocked_until, Reason("object", objects)
         return t, why
@@ -132,28 +131,22 @@ class ServerTruth:
         msg = f"the {what} is spent; it is expected back at {back}; nothing was sent"
         return QuotaExhaustedError(msg, reset_at=t, limit=why.name)
 
-    def _current(self, name: str, now: float) -> _Cap | None:
-        """The cap of ``name`` at ``now``: an ended cap the server placed becomes a probe, any
-        other ended cap goes (neither lowers a ``max_seq``: ``cap_floor`` stays a lower bound)."""
-        c = self._caps.get(name)
-        if c is not None and now >= c.end and c.then_probe and c.probe_from is None:
-            # one more than admitted so far (a cap lowered by a late report may be below that)
-            seq = max(c.max_seq, self.seq) + 1
-            c = self._caps[name] = _Cap(c.end + self.probe_span, seq, probe_from=c.end)
-        if c is not None and now >= c.end:
-            del self._caps[name]
-            return None
-        return c
-
-    def _refloor(self) -> None:
+    def _settle(self, now: float) -> None:
+        """Bring the caps to ``now`` (an ended cap the server placed becomes a probe, any other
+        ended cap goes), and ``cap_floor`` with them: neither step lowers a ``max_seq``, so a
+        floor not yet brought along is at worst too low, which is safe."""
+        for name, c in list(self._caps.items()):
+            if now >= c.end and c.then_probe and c.probe_from is None:
+                # one more than admitted so far (a cap lowered by a late report may be below that)
+                seq = max(c.max_seq, self.seq) + 1
+                c = self._caps[name] = _Cap(c.end + self.probe_span, seq, probe_from=c.end)
+            if now >= c.end:
+                del self._caps[name]
         self.cap_floor = min((c.max_seq for c in self._caps.values()), default=_NEVER)
 
     def _spent(self, now: float) -> set[str]:
-        """Windows whose cap (not a probe) admits no more before its end."""
-        caps = self._caps.items()
-        return {
-            n for n, c in caps if now < c.end and self.seq >= c.max_seq and c.probe_from is None
-        }
+        """Windows whose server cap admits no more before its end."""
+        return {name for name, (left, _) in self.caps(now).items() if left <= 0}
 
     def tick(self, now: float) -> list[ThrottleEvent]:
         """Leave paced mode for windows whose recovery time has passed."""
@@ -167,8 +160,10 @@ class ServerTruth:
 
     def caps(self, now: float) -> dict[str, tuple[int, float]]:
         """Window -> (admissions still allowed, cap end) for every server cap in force."""
-        current = ((name, self._current(name, now)) for name in list(self._caps))
-        return {n: (c.max_seq - self.seq, c.end) for n, c in current if c and c.probe_from is None}
+        self._settle(now)
+        return {
+            n: (c.max_seq - self.seq, c.end) for n, c in self._caps.items() if c.probe_from is None
+        }
 
     def observe(
         self, now: float, status: int, h: RateLimitHeaders, *, sent_at: float, seq: int | None
@@ -211,12 +206,12 @@ class ServerTruth:
             if spec.quota and name in newly:
                 why = f"server reports no {name} quota left"
                 out.append(ThrottleEvent("exhausted", now, name, self._caps[name].end, why))
-        self._refloor()
+        self._settle(now)  # for cap_floor
         return out
 
     def _cap(self, name: str, new: _Cap, sent_at: float, now: float) -> None:
         """Apply a report ("at most ``max_seq`` before ``end``"): inside a cap, only lower it."""
-        old = self._current(name, now)
+        old = self._caps.get(name)
         if old is None or (old.probe_from is not None and sent_at >= old.probe_from):
             self._caps[name] = new  # first report, or the probe's answer
         elif old.probe_from is None and new.max_seq < old.max_seq:
@@ -249,7 +244,7 @@ class ServerTruth:
             out.append(ThrottleEvent("pause", now, blamed, until, why))
         if spec is not None and spec.quota:
             # a spent day holds until the server's reset, whatever an earlier report said
-            cur = self._current(blamed, now)
+            cur = self._caps.get(blamed)
             if cur is not None and cur.probe_from is None:
                 until, seq = max(until, cur.end), min(seq, cur.max_seq)
             self._caps[blamed] = _Cap(until, seq)
