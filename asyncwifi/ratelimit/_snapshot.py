@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["QuotaSnapshot", "ThrottleEvent", "WindowSnapshot", "fmt_time", "take_snapshot"]
 
 Source = Literal["server", "local"]
+Mode = Literal["exact", "paced"]
 ThrottleKind = Literal[
     "pause", "paced", "exact", "limit", "exhausted", "object", "fallback", "restored"
 ]
@@ -57,7 +58,7 @@ class QuotaSnapshot:
     windows: Mapping[str, WindowSnapshot] = field(default_factory=dict)
     objects: Mapping[str, WindowSnapshot] = field(default_factory=dict)
     paused_until: float | None = None
-    mode: Literal["exact", "paced"] = "exact"
+    mode: Mode = "exact"
     store: str = "memory"
     degraded: str | None = None
     admitted: int = 0
@@ -99,14 +100,8 @@ def take_snapshot(
         for name, o in truth.objects.items()
         if now < o.window_end or o.blocked_until > now
     }
+    paused = truth.pause_until if truth.pause_until > now else None
+    mode: Mode = "paced" if truth.paced_until else "exact"
     return QuotaSnapshot(
-        now,
-        limits,
-        windows,
-        objects,
-        truth.pause_until if truth.pause_until > now else None,
-        "paced" if truth.paced_until else "exact",
-        store.status,
-        store.degraded,
-        admitted,
+        now, limits, windows, objects, paused, mode, store.status, store.degraded, admitted
     )

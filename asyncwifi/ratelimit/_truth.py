@@ -184,8 +184,7 @@ class ServerTruth:
             # gateway.md: remaining counts may only lower the local estimate inside a window
             if (rem := h.remaining.get(name)) is None:
                 continue
-            reset = h.reset_for(name)  # counted from now, the safe side
-            if reset:
+            if reset := h.reset_for(name):  # counted from now, the safe side
                 self._cap(name, _Cap(now + min(reset, self.max_reset), seq + rem), sent_at, now)
             elif grid_end(now, spec.period) == (end := grid_end(sent_at, spec.period)):
                 self._cap(name, _Cap(end, seq + rem, then_probe=False), sent_at, now)
