@@ -221,6 +221,8 @@ class ServerTruth:
     def _on_429(
         self, now: float, h: RateLimitHeaders, seq: int, spent_before: set[str]
     ) -> list[ThrottleEvent]:
+        """A 429: only an object's requests wait if its quota was spent, else everyone pauses,
+        a spent quota window is capped until its reset, and a 429 no cap expected paces."""
         out: list[ThrottleEvent] = []
         delay = h.delay(now)
         reset_at = now + min(delay, self.max_reset) if delay else None  # 0: none named
