@@ -44,14 +44,13 @@ NOW = Reason()
 
 @dataclass(slots=True)
 class _Cap:
-    """At most ``max_seq`` admissions (by sequence number) before ``end``. When it ends, a
-    cap the server placed (``then_probe``) becomes a probe, which lets one more go and is
-    replaced by the first report on a request sent from ``probe_from`` on; others just end."""
+    """At most ``max_seq`` admissions (by sequence number) before ``end``."""
 
     end: float
     max_seq: int
-    then_probe: bool = True
-    probe_from: float | None = None  # set on a probe: the end of the cap it follows
+    then_probe: bool = True  # the server placed the end: a probe follows it (else: the grid)
+    #: a probe: the end of the cap it follows; a report on a request sent since answers it
+    probe_from: float | None = None
 
 
 @dataclass(slots=True)
@@ -132,9 +131,8 @@ class ServerTruth:
         return QuotaExhaustedError(msg, reset_at=t, limit=why.name)
 
     def _settle(self, now: float) -> None:
-        """Bring the caps to ``now`` (an ended cap the server placed becomes a probe, any other
-        ended cap goes), and ``cap_floor`` with them: neither step lowers a ``max_seq``, so a
-        floor not yet brought along is at worst too low, which is safe."""
+        """Bring the caps to ``now`` (an ended cap the server placed becomes a probe, others go)
+        and ``cap_floor`` with them: neither lowers a ``max_seq``, so a stale floor is safe."""
         for name, c in list(self._caps.items()):
             if now >= c.end and c.then_probe and c.probe_from is None:
                 # one more than admitted so far (a cap lowered by a late report may be below that)
