@@ -183,17 +183,16 @@ class ServerTruth:
             if (rem := h.remaining.get(name)) is None:
                 continue
             if reset := h.reset_for(name):  # counted from now, the safe side
-                self._cap(name, _Cap(now + min(reset, self.max_reset), seq + rem), sent_at, now)
+                self._cap(name, _Cap(now + min(reset, self.max_reset), seq + rem), sent_at)
             elif grid_end(now, spec.period) == (end := grid_end(sent_at, spec.period)):
-                self._cap(name, _Cap(end, seq + rem, then_probe=False), sent_at, now)
+                self._cap(name, _Cap(end, seq + rem, then_probe=False), sent_at)
             # else the response crossed the window's boundary: its count is of the one before
         for oname, got in h.objects.items():
             end = grid_end(sent_at, self.day_period)
             o = self.objects.get(oname)
-            if o is None or end > o.window_end:
-                o = self.objects[oname] = ObjectState(got.limit, got.remaining, end)
-            else:
-                o.limit, o.remaining = _low(o.limit, got.limit), _low(o.remaining, got.remaining)
+            if o is None or end > o.window_end:  # a new day starts from what the server says
+                o = self.objects[oname] = ObjectState(None, None, end)
+            o.limit, o.remaining = _low(o.limit, got.limit), _low(o.remaining, got.remaining)
             if o.remaining is not None and o.remaining <= 0:
                 o.blocked_until = max(o.blocked_until, o.window_end)
         if status == 429:
@@ -206,7 +205,7 @@ class ServerTruth:
         self._settle(now)  # for cap_floor
         return out
 
-    def _cap(self, name: str, new: _Cap, sent_at: float, now: float) -> None:
+    def _cap(self, name: str, new: _Cap, sent_at: float) -> None:
         """Apply a report ("at most ``max_seq`` before ``end``"): inside a cap, only lower it."""
         old = self._caps.get(name)
         if old is None or (old.probe_from is not None and sent_at >= old.probe_from):
