@@ -202,7 +202,7 @@ class ServerTruth:
             if spec.quota and name in newly:
                 why = f"server reports no {name} quota left"
                 out.append(ThrottleEvent("exhausted", now, name, self._caps[name].end, why))
-        self._settle(now)  # for cap_floor
+        self._settle(now)  # cap_floor now counts the caps just set
         return out
 
     def _cap(self, name: str, new: _Cap, sent_at: float) -> None:
