@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["QuotaSnapshot", "ThrottleEvent", "WindowSnapshot", "fmt_time", "take_snapshot"]
 
 Source = Literal["server", "local"]
+Mode = Literal["exact", "paced"]
 ThrottleKind = Literal[
     "pause", "paced", "exact", "limit", "exhausted", "object", "fallback", "restored"
 ]
@@ -57,7 +58,7 @@ class QuotaSnapshot:
     windows: Mapping[str, WindowSnapshot] = field(default_factory=dict)
     objects: Mapping[str, WindowSnapshot] = field(default_factory=dict)
     paused_until: float | None = None
-    mode: Literal["exact", "paced"] = "exact"
+    mode: Mode = "exact"
     store: str = "memory"
     degraded: str | None = None
     admitted: int = 0
@@ -84,31 +85,23 @@ def take_snapshot(
 ) -> QuotaSnapshot:
     """The quota at ``now``: per window the lower of the local figure and the server's."""
     log, caps = store.log, truth.caps(now)
-    newest = log.times[-1] if log.times else None
     windows = {}
     for w in log.specs:
         count = truth.specs[w.name].count
         used = min(max(log.used(now, w.span), store.seen.get(w.name, 0)), w.count)
-        remaining, server = max(0, min(count, w.count) - used), caps.get(w.name)
-        if server is not None and max(0, server[0]) <= remaining:
-            snap = WindowSnapshot(w.name, count, max(0, server[0]), server[1], "server", used)
-        else:
-            reset_at = None if newest is None else newest + w.span
-            snap = WindowSnapshot(w.name, count, remaining, reset_at, "local", used)
-        windows[w.name] = snap
+        left = max(0, min(count, w.count) - used)
+        reset_at = log.times[-1] + w.span if log.times else None
+        source: Source = "local"
+        if w.name in caps and max(0, caps[w.name][0]) <= left:
+            (left, reset_at), source = caps[w.name], "server"
+        windows[w.name] = WindowSnapshot(w.name, count, max(0, left), reset_at, source, used)
     objects = {
         name: WindowSnapshot(name, o.limit, o.remaining, o.window_end, "server")
         for name, o in truth.objects.items()
         if now < o.window_end or o.blocked_until > now
     }
+    paused = truth.pause_until if truth.pause_until > now else None
+    mode: Mode = "paced" if truth.paced_until else "exact"
     return QuotaSnapshot(
-        now,
-        limits,
-        windows,
-        objects,
-        truth.pause_until if truth.pause_until > now else None,
-        "paced" if truth.paced_until else "exact",
-        store.status,
-        store.degraded,
-        admitted,
+        now, limits, windows, objects, paused, mode, store.status, store.degraded, admitted
     )

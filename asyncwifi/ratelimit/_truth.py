@@ -44,15 +44,13 @@ NOW = Reason()
 
 @dataclass(slots=True)
 class _Cap:
-    """At most ``max_seq`` admissions (by sequence number) before ``end``; a ``probe`` cap
-    (after a cap the server placed ended) lets one more go, and the first report on a
-    request sent at or after ``since`` replaces it; a cap on the clock grid just ends."""
+    """At most ``max_seq`` admissions (by sequence number) before ``end``."""
 
     end: float
     max_seq: int
-    probe: bool = False
-    since: float = -math.inf
-    then_probe: bool = True
+    then_probe: bool = True  # the server placed the end: a probe follows it (else: the grid)
+    #: a probe: the end of the cap it follows; a report on a request sent since answers it
+    probe_from: float | None = None
 
 
 @dataclass(slots=True)
@@ -80,7 +78,9 @@ class ServerTruth:
 
     def __init__(self, specs: Sequence[WindowSpec], limits: Limits, paced_recovery: float) -> None:
         self.specs = {s.name: s for s in specs}  # a count the server reports lower is lowered
-        self.shortest = min(specs, key=lambda s: s.period, default=None)  # a bare 429's blame
+        shortest = min(specs, key=lambda s: s.period, default=None)
+        self.blame = shortest.name if shortest is not None else ""  # a bare 429's window
+        self.probe_span = shortest.span if shortest is not None else 60.0
         self.day_period = self.specs["day"].period if "day" in self.specs else DAY  # objects'
         self.max_reset = max([DAY + 60.0, *(s.span for s in specs)])  # longer waits: garbage
         self.paced_recovery = paced_recovery  # in periods of the paced window
@@ -92,7 +92,6 @@ class ServerTruth:
         self.recent: deque[float] = deque(maxlen=2048)  # their times, the latest
         self.pause_until = -math.inf  # no admission before this time (a 429 named a reset)
         self._caps: dict[str, _Cap] = {}
-        self.probe_span = self.shortest.span if self.shortest is not None else 60.0
         self.cap_floor = _NEVER  # no cap can block while seq < cap_floor (the hot path's test)
         self.paced_until: dict[str, float] = {}  # window -> when its paced mode ends
         self.objects: dict[str, ObjectState] = {}  # object -> its daily quota, as reported
@@ -103,11 +102,11 @@ class ServerTruth:
         if self.pause_until > t:
             t, why = self.pause_until, Reason("pause")
         if self._caps and self.seq >= self.cap_floor:
-            for name in list(self._caps):
-                c = self._current(name, now)
-                if c is not None and self.seq >= c.max_seq and c.end >= t:
+            self._settle(now)
+            for name, c in self._caps.items():
+                if self.seq >= c.max_seq and c.end >= t:
                     # on a tie the spent window is the better reason
-                    t, why = c.end, Reason("probe" if c.probe else "cap", name)
+                    t, why = c.end, Reason("cap" if c.probe_from is None else "probe", name)
         if objects is not None and (o := self.objects.get(objects)) and o.blocked_until > t:
             t, why = o.blocked_until, Reason("object", objects)
         return t, why
@@ -131,23 +130,21 @@ class ServerTruth:
         msg = f"the {what} is spent; it is expected back at {back}; nothing was sent"
         return QuotaExhaustedError(msg, reset_at=t, limit=why.name)
 
-    def _current(self, name: str, now: float) -> _Cap | None:
-        """The cap of ``name`` at ``now``: an ended cap becomes a probe, a lapsed probe goes."""
-        c = self._caps.get(name)
-        if c is None or now < c.end:
-            return c
-        if c.probe or not c.then_probe:
-            del self._caps[name]
-            self._refloor()
-            return None
-        # one more than admitted so far (a cap lowered by a late report may be below that)
-        probe = _Cap(c.end + self.probe_span, max(c.max_seq, self.seq) + 1, True, c.end)
-        self._caps[name] = probe
-        self._refloor()
-        return probe if now < probe.end else self._current(name, now)
-
-    def _refloor(self) -> None:
+    def _settle(self, now: float) -> None:
+        """Bring the caps to ``now`` (an ended cap the server placed becomes a probe, others go)
+        and ``cap_floor`` with them: neither lowers a ``max_seq``, so a stale floor is safe."""
+        for name, c in list(self._caps.items()):
+            if now >= c.end and c.then_probe and c.probe_from is None:
+                # one more than admitted so far (a cap lowered by a late report may be below that)
+                seq = max(c.max_seq, self.seq) + 1
+                c = self._caps[name] = _Cap(c.end + self.probe_span, seq, probe_from=c.end)
+            if now >= c.end:
+                del self._caps[name]
         self.cap_floor = min((c.max_seq for c in self._caps.values()), default=_NEVER)
+
+    def _spent(self, now: float) -> set[str]:
+        """Windows whose server cap admits no more before its end."""
+        return {name for name, (left, _) in self.caps(now).items() if left <= 0}
 
     def tick(self, now: float) -> list[ThrottleEvent]:
         """Leave paced mode for windows whose recovery time has passed."""
@@ -161,122 +158,97 @@ class ServerTruth:
 
     def caps(self, now: float) -> dict[str, tuple[int, float]]:
         """Window -> (admissions still allowed, cap end) for every server cap in force."""
-        current = ((name, self._current(name, now)) for name in list(self._caps))
-        return {n: (c.max_seq - self.seq, c.end) for n, c in current if c and not c.probe}
+        self._settle(now)
+        return {
+            n: (c.max_seq - self.seq, c.end) for n, c in self._caps.items() if c.probe_from is None
+        }
 
     def observe(
         self, now: float, status: int, h: RateLimitHeaders, *, sent_at: float, seq: int | None
     ) -> list[ThrottleEvent]:
         """Apply one response (status and parsed headers) of a request sent at ``sent_at``;
-        without its ``seq``, every own admission since ``sent_at`` counts against it."""
+        without its ``seq``, the first own admission since ``sent_at`` (else the last) is it."""
         if seq is None:
             later = sum(1 for _ in itertools.takewhile(sent_at.__le__, reversed(self.recent)))
-            seq = self.seq - later + 1 if later else self.seq
+            seq = self.seq + 1 - max(1, later)
         out: list[ThrottleEvent] = []
-        spent_before = {
-            n
-            for n, c in self._caps.items()
-            if now < c.end and self.seq >= c.max_seq and not c.probe
-        }
+        spent_before = self._spent(now)
         for name, spec in self.specs.items():
             # gateway.md: a limit lower than configured is a different subscription: adopt it
-            lim = h.limits.get(name)
-            if lim is not None and 1 <= lim < spec.count:
+            if 0 < (lim := h.limits.get(name, 0)) < spec.count:
                 why = f"lowering the {name} limit: server reports {lim}, configured {spec.count}"
                 spec.count = lim
                 out.append(ThrottleEvent("limit", now, name, None, why, lim))
             # gateway.md: remaining counts may only lower the local estimate inside a window
-            rem = h.remaining.get(name)
-            placed = None if rem is None else self._window_end(name, sent_at, now, h)
-            if rem is None or placed is None:
+            if (rem := h.remaining.get(name)) is None:
                 continue
-            self._cap(name, _Cap(placed[0], seq + rem, then_probe=placed[1]), sent_at, now)
-            if rem <= 0 and spec.quota and name not in spent_before:
-                why = f"server reports no {name} quota left"
-                out.append(ThrottleEvent("exhausted", now, name, placed[0], why))
-        for oname, counts in h.objects.items():
-            self._object(oname, counts.limit, counts.remaining, sent_at)
+            if reset := h.reset_for(name):  # counted from now, the safe side
+                self._cap(name, _Cap(now + min(reset, self.max_reset), seq + rem), sent_at)
+            elif grid_end(now, spec.period) == (end := grid_end(sent_at, spec.period)):
+                self._cap(name, _Cap(end, seq + rem, then_probe=False), sent_at)
+            # else the response crossed the window's boundary: its count is of the one before
+        for oname, got in h.objects.items():
+            end = grid_end(sent_at, self.day_period)
+            o = self.objects.get(oname)
+            if o is None or end > o.window_end:  # a new day starts from what the server says
+                o = self.objects[oname] = ObjectState(None, None, end)
+            o.limit, o.remaining = _low(o.limit, got.limit), _low(o.remaining, got.remaining)
+            if o.remaining is not None and o.remaining <= 0:
+                o.blocked_until = max(o.blocked_until, o.window_end)
         if status == 429:
             out.extend(self._on_429(now, h, seq, spent_before))
+        newly = self._spent(now) - spent_before  # by a report or a 429
+        for name, spec in self.specs.items():
+            if spec.quota and name in newly:
+                why = f"server reports no {name} quota left"
+                out.append(ThrottleEvent("exhausted", now, name, self._caps[name].end, why))
+        self._settle(now)  # cap_floor now counts the caps just set
         return out
 
-    def _window_end(
-        self, name: str, sent_at: float, now: float, h: RateLimitHeaders
-    ) -> tuple[float, bool] | None:
-        """Until when a remaining count of ``name`` holds at most, and whether the server said:
-        ``RateLimit-Reset`` (when it describes this period) counted from ``now``, the safe
-        side; else the clock-aligned window, unless the response crossed its boundary."""
-        reset = h.reset_for(name)
-        if reset is not None and reset > 0:
-            return now + min(reset, self.max_reset), True
-        end = grid_end(sent_at, self.specs[name].period)
-        return (end, False) if grid_end(now, self.specs[name].period) == end else None
-
-    def _cap(self, name: str, new: _Cap, sent_at: float, now: float) -> None:
+    def _cap(self, name: str, new: _Cap, sent_at: float) -> None:
         """Apply a report ("at most ``max_seq`` before ``end``"): inside a cap, only lower it."""
-        old = self._current(name, now)
-        if old is None or (old.probe and sent_at >= old.since):
+        old = self._caps.get(name)
+        if old is None or (old.probe_from is not None and sent_at >= old.probe_from):
             self._caps[name] = new  # first report, or the probe's answer
-        elif old.probe or new.max_seq >= old.max_seq:
-            return  # a report from before the cap's end, or no lower than the cap
-        else:
+        elif old.probe_from is None and new.max_seq < old.max_seq:
             old.max_seq, old.end = new.max_seq, max(old.end, new.end)
             old.then_probe = old.then_probe or new.then_probe
-        self._refloor()
-
-    def _object(self, name: str, limit: int | None, remaining: int | None, sent_at: float) -> None:
-        end = grid_end(sent_at, self.day_period)
-        o = self.objects.get(name)
-        if o is None or end > o.window_end:
-            o = self.objects[name] = ObjectState(limit, remaining, end)
-        else:
-            o.limit, o.remaining = _low(o.limit, limit), _low(o.remaining, remaining)
-        if o.remaining is not None and o.remaining <= 0:
-            o.blocked_until = max(o.blocked_until, o.window_end)
+        # else a report from before the probe's cap ended, or no lower than the cap
 
     def _on_429(
         self, now: float, h: RateLimitHeaders, seq: int, spent_before: set[str]
     ) -> list[ThrottleEvent]:
+        """A 429: only an object's requests wait if its quota was spent, else everyone pauses,
+        a spent quota window is capped until its reset, and a 429 no cap expected paces."""
         out: list[ThrottleEvent] = []
         delay = h.delay(now)
-        delay = min(delay, self.max_reset) if delay is not None and delay > 0 else None
+        reset_at = now + min(delay, self.max_reset) if delay else None  # 0: none named
         spent = [p for p in h.spent_periods() if p in self.specs]
         if h.spent_objects() and not spent:
             # gateway.md: an object quota was spent; only requests for that object wait
             for oname in h.spent_objects():
                 o = self.objects[oname]
-                o.blocked_until = now + delay if delay is not None else o.window_end
+                o.blocked_until = o.window_end if reset_at is None else reset_at
                 why = f"429: no {oname} quota left today"
                 out.append(ThrottleEvent("object", now, oname, o.blocked_until, why))
             return out
-        blamed = spent[0] if spent else (self.shortest.name if self.shortest else "")
+        blamed = spent[0] if spent else self.blame
         spec = self.specs.get(blamed)
-        if delay is not None:
-            until, source = now + delay, "the server's reset"
-        else:
-            until = grid_end(now, spec.period if spec else 60.0)
-            source = f"the end of the {blamed} window"
+        until = grid_end(now, spec.period if spec else 60.0) if reset_at is None else reset_at
         if until > self.pause_until:
             self.pause_until = until
+            source = f"the end of the {blamed} window" if reset_at is None else "the server's reset"
             why = f"429 ({blamed or 'rate'} limit): paused until {source}"
             out.append(ThrottleEvent("pause", now, blamed, until, why))
         if spec is not None and spec.quota:
             # a spent day holds until the server's reset, whatever an earlier report said
-            cur = self._current(blamed, now)
-            if cur is not None and not cur.probe:
+            cur = self._caps.get(blamed)
+            if cur is not None and cur.probe_from is None:
                 until, seq = max(until, cur.end), min(seq, cur.max_seq)
             self._caps[blamed] = _Cap(until, seq)
-            self._refloor()
-            if blamed not in spent_before:
-                out.append(
-                    ThrottleEvent(
-                        "exhausted", now, blamed, until, f"429: the {blamed} quota is spent"
-                    )
-                )
         elif spec is not None and blamed not in spent_before:
             # recovery counts from the end of the pause, so that paced admissions happen
-            end = max(now, self.pause_until) + self.paced_recovery * spec.period
-            self.paced_until[blamed] = end
+            end = self.paced_until[blamed] = self.pause_until + self.paced_recovery * spec.period
             why = (
                 f"unexpected 429 on the {blamed} limit while the local log had room: the server"
                 " counts differently (sliding or weighted windows); admissions are now spaced"
