@@ -121,6 +121,8 @@ class Scheduler:
     ) -> Coroutine[None, None, int]:
         """As :meth:`slot`: the admission's number, for :meth:`release` after (a plain int:
         thousands of callers in flight leave nothing for the garbage collector to walk)."""
+        if type(lane) is Lane and tag is None and deadline is None and not (objects or keepalive):
+            return self._acquire(PLAIN[lane])  # the hot path: one shared ask, nothing to check
         return self._acquire(self._ask_for(lane, tag, deadline, objects, keepalive))
 
     @staticmethod
@@ -132,7 +134,7 @@ class Scheduler:
         keepalive: KeepAlive | None,
     ) -> Ask:
         if type(lane) is Lane and tag is None and deadline is None and not (objects or keepalive):
-            return PLAIN[lane]  # one shared ask per lane: the hot path, nothing to check
+            return PLAIN[lane]  # one shared ask per lane
         if deadline is not None and not math.isfinite(deadline):
             raise ValidationError(f"deadline must be a finite clock time, got {deadline!r}")
         if tag is not None and (type(tag) is not str or not tag):

@@ -103,7 +103,9 @@ class MemoryStore(RateStore):
         free, why = bound(log.specs, log.times)
         if now < free:
             return None, free, why
-        if (keepalive or due) and (at := blocked_until(log, due, now, keepalive)) > now:
+        if keepalive is None and not due:  # the hot path: no scroll to keep a place for
+            return log.record(now, tag), now, ""
+        if (at := blocked_until(log, due, now, keepalive)) > now:
             return None, at, "keepalive"
         return self.note(now, tag, keepalive), now, ""
 
