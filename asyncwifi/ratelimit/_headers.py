@@ -81,20 +81,20 @@ class RateLimitHeaders:
                 name, _, period = tail.rpartition("-")
                 if period not in PERIODS or (name and period != "day"):
                     continue
-                slot = ("object_" + kind, name) if name else (_KIND[kind], period)
+                entry = ("object_" + kind, name) if name else (_KIND[kind], period)
             elif lk in _ONE:
-                slot = (_ONE[lk], "")
+                entry = (_ONE[lk], "")
             else:
                 continue
             value = _number(raw)
-            if slot[0] == "retry_after" and (value is None or value < 0):
-                slot, value = ("retry_after_at", ""), _http_date(raw)
-            if value is None or (slot[0] == "reset" and value < 0):
+            if entry[0] == "retry_after" and (value is None or value < 0):
+                entry, value = ("retry_after_at", ""), _http_date(raw)
+            if value is None or (entry[0] == "reset" and value < 0):
                 continue
-            least = slot[0] not in _WAITS
+            least = entry[0] not in _WAITS
             value = max(0, int(value)) if least else value  # a negative count reads as 0
-            old = got.setdefault(slot, value)
-            got[slot] = min(old, value) if least else max(old, value)
+            old = got.setdefault(entry, value)
+            got[entry] = min(old, value) if least else max(old, value)
         if not got:
             return _EMPTY
         fields: dict[str, Any] = {}
