@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("temporalio")
 
 from asyncwifi import ScaledClock
-from asyncwifi.fleet._control import apply_fleet
+from asyncwifi.fleet._control import WORKFLOW_TASK_TIMEOUT, apply_fleet
 from asyncwifi.fleet._workflow import workflow_id
 from asyncwifi.testing import Faults, Simulator
 from tests.fleet._procs import (
@@ -41,6 +41,12 @@ SIZES = {"events": 10_500, "contacts": 30, "hotspots": 4, "segments": 3}
 #: real seconds without a heartbeat before Temporal gives a pass to another worker
 HEARTBEAT = 1.5
 SPEED = 20.0
+#: real seconds a frozen worker's organizations may take to move: each of its open polls
+#: (the SDK keeps 5 for workflow tasks and 5 for activities) can be handed a task it never
+#: answers, lost after the workflow task timeout (5 s) or the heartbeat timeout and the
+#: 1-s retry, before the live worker gets one; then both passes run (measured 8-32 s,
+#: usually 15; this bound is for the unlucky order, with CI's load on top)
+TAKEOVER = 5 * WORKFLOW_TASK_TIMEOUT + 5 * (HEARTBEAT + 1.0) + 30.0
 
 
 @asynccontextmanager
@@ -163,7 +169,7 @@ async def test_a_stopped_worker_resumed_after_a_takeover_writes_nothing(
                     holders = await lease_holders(url)
                     return holder_pid(holders[victim]) == other.pid and await all_stored(sim, url)
 
-                await until(taken_over, 45)
+                await until(taken_over, TAKEOVER)
                 stale.signal(signal.SIGCONT)
                 proxies[index].release()
                 await until(lambda: _said(stale, "LeaseLostError"), 30)
