@@ -149,7 +149,7 @@ class Scheduler:
         if self._take is None or self._heap or self.in_flight >= self._mif:
             return await self._wait(ask, None, now)  # a store with I/O is asked by the timer
         got = self._gate(ask, now) or self._admitted(ask, now, self._take(now, ask[1], ask[4]))
-        return got if type(got) is int else await self._wait(ask, got, now)  # type: ignore[arg-type]
+        return got if isinstance(got, int) else await self._wait(ask, got, now)
 
     def _gate(self, ask: Ask, now: float) -> tuple[float, Reason] | None:
         """What the server said (or the store last answered) holding ``ask`` back; None:
@@ -275,10 +275,10 @@ class Scheduler:
                 w.ask, now, await self._ask_store(w.ask, now)
             )
             err = None
-            if type(got) is int and w.fut.done():  # cancelled while the store decided
+            if isinstance(got, int) and w.fut.done():  # cancelled while the store decided
                 self.refund(got)
                 continue
-            if type(got) is tuple:
+            if isinstance(got, tuple):
                 if got[0] <= now:
                     return now  # the store asks to decide again: on the next turn of the loop
                 err = truth.exhausted(now, *got)
@@ -289,7 +289,7 @@ class Scheduler:
             else:  # a newcomer went ahead while the store decided
                 heap.remove(w)
                 heapq.heapify(heap)
-            if type(got) is int:
+            if isinstance(got, int):
                 w.fut.set_result(got)
             elif err is not None:
                 w.fut.set_exception(err)
