@@ -6,7 +6,8 @@ status to its exception. A failure is classified by one rule
 (:func:`~asyncwifi._retry.classify`): retry, verify (a write whose outcome is unknown is
 repeated only after a resource-specific ``verify`` shows it did not happen) or raise; one
 give-up rule bounds reads and writes alike. Every attempt, logins and verifications
-included, goes through the scheduler.
+included, goes through the scheduler; the objects a call exchanged (spec §8: each record a
+response returned, a write's object) are counted there once it succeeded (``count``).
 
 tenacity is the one retry engine (policies built in :mod:`asyncwifi._backoff`, on the
 client's clock). The first attempt runs without it: a call that succeeds, or fails for
@@ -46,14 +47,25 @@ from asyncwifi.ratelimit import Lane, Scheduler
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._keepalive import KeepAlive
 
-__all__ = ["Hooks", "RequestInfo", "RequestPipeline", "ResponseInfo", "RetryInfo", "Verdict"]
+__all__ = [
+    "Hooks",
+    "RequestInfo",
+    "RequestPipeline",
+    "ResponseInfo",
+    "RetryInfo",
+    "Verdict",
+    "one_object",
+]
 
 log = logging.getLogger("asyncwifi.http")
 T = TypeVar("T")
 
 
-#: the limiter counts admissions per tag: what a request is, read from its path (the
-#: customer's events are events; the first word found names the request)
+def one_object(_: object) -> int:
+    """The objects of an answer about one record (a get, a write): spec §8 counts one."""
+    return 1
+
+
 def _is_json(body: bytes | memoryview) -> bool:
     try:
         msgspec.json.decode(body)
@@ -138,6 +150,8 @@ class _Call:
     deadline: float | None
     objects: str | None
     auth: bool
+    #: how many objects (records) a decoded answer holds, counted by the limiter per tag
+    count: Callable[[Any], int] | None = None
     on_sent: Callable[[float], None] | None = None
     into: BodyBuffer | None = None
     keepalive: KeepAlive | None = None
@@ -146,6 +160,10 @@ class _Call:
     relogged: bool = False
     rate_limited: int = 0
     started: float = 0.0
+    tag: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.tag = request_tag(self.path)
 
 
 class RequestPipeline:
@@ -188,7 +206,7 @@ class RequestPipeline:
             deadline=call.deadline,
             objects=call.objects,
             keepalive=call.keepalive,
-            tag=request_tag(call.path),
+            tag=call.tag,
         ) as permit:
             if self.hooks.on_request:
                 self.hooks.fire(
@@ -254,14 +272,21 @@ class RequestPipeline:
         )
 
     async def _once(self, call: _Call, decode: Callable[[bytes | memoryview], T]) -> T:
-        """One attempt and its decoding."""
+        """One attempt and its decoding; the objects of an answer that decoded are counted."""
         response = await self._attempt(call)
         try:
-            return decode(response.body)
+            result = decode(response.body)
         except DecodeError as exc:
             # a body that is not even JSON was cut in transit: worth one more read
             exc.retryable = not _is_json(response.body)
             raise
+        await self._count(call, result)
+        return result
+
+    async def _count(self, call: _Call, result: object) -> None:
+        """Count the objects ``result`` holds (spec §8: they are the subscription's volume)."""
+        if call.count is not None and (n := call.count(result)):
+            await self.scheduler.count_objects(call.tag, n)
 
     async def _call(
         self,
@@ -314,6 +339,7 @@ class RequestPipeline:
                     verdict = await self._verify(call, exc, verify)
                     if verdict.done:
                         assert verdict.result is not None
+                        await self._count(call, verdict.result)  # the write's object
                         return verdict.result
                 failure, decision = exc, decided
                 raise
@@ -407,11 +433,13 @@ class RequestPipeline:
         objects: str | None = None,
         auth: bool = True,
         decode: Callable[[bytes | memoryview], T],
+        count: Callable[[T], int] | None = None,
         on_sent: Callable[[float], None] | None = None,
         into: BodyBuffer | None = None,
         keepalive: KeepAlive | None = None,
     ) -> T:
-        """Send a request that is safe to repeat, retrying per the policy; decode the body.
+        """Send a request that is safe to repeat, retrying per the policy; decode the body;
+        ``count(answer)``: the objects it holds (spec §8), counted by the limiter.
 
         A body that fails to decode on a 200 (truncated JSON) is retried like a dropped
         connection, since repeating a read costs one request and loses nothing. ``into``:
@@ -419,8 +447,9 @@ class RequestPipeline:
         nothing that points into the body.
         """
         call = _Call(
-            method, path, params, body, lane, deadline, objects, auth, on_sent, into, keepalive
-        )
+            method, path, params, body, lane, deadline, objects, auth, count, on_sent, into,
+            keepalive,
+        )  # fmt: skip
         return await self._call(call, decode, None, write=False)
 
     @call_scope("write")
@@ -435,8 +464,10 @@ class RequestPipeline:
         decode: Callable[[bytes | memoryview], T],
         verify: Callable[[], Awaitable[Verdict[T]]] | None,
         token: Token | None = None,
+        count: Callable[[T], int] | None = None,
     ) -> T:
-        """Send a write; never repeat it without first knowing that it did not happen.
+        """Send a write; never repeat it without first knowing that it did not happen
+        (``count``: the objects it created, edited or deleted, as for :meth:`read`).
 
         Certain non-execution (connection refused, a 429 *with* a body, which the gateway
         sends before the request reaches the API) is retried after the scheduler's pause.
@@ -445,5 +476,7 @@ class RequestPipeline:
         ``verify``; when there is none, or it cannot tell, the call raises
         :class:`AmbiguousWriteError` rather than risk a double write.
         """
-        call = _Call(method, path, params, body, Lane.INTERACTIVE, None, objects, True, token=token)
+        call = _Call(
+            method, path, params, body, Lane.INTERACTIVE, None, objects, True, count, token=token
+        )
         return await self._call(call, decode, verify, write=True)

@@ -15,6 +15,8 @@ this module, so that one rule holds everywhere:
   never an error: a time guides cursors, and is not worth losing a record for);
   :func:`parse_local` reads a local wall time, its ``Z`` dropped: never UTC.
 - :func:`floor_ms` cuts an instant to the API's precision, :data:`MS`.
+- :func:`utc_period` names the UTC calendar day or month holding a clock time, and
+  :func:`period_end` says when it ends (spec §8: the object volume is counted by month).
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ __all__ = [
     "parse_day",
     "parse_local",
     "parse_timestamp",
+    "period_end",
     "read_instant",
+    "utc_period",
     "utc_time",
     "utc_times",
 ]
@@ -156,3 +160,19 @@ def parse_local(text: str | None) -> datetime | None:
 def parse_day(text: str) -> date:
     """A calendar day written ``YYYY-MM-DD`` (the hotspot filters); ``ValueError`` otherwise."""
     return date.fromisoformat(text)
+
+
+def utc_period(t: float, period: Literal["day", "month"]) -> str:
+    """The UTC calendar ``period`` holding clock time ``t``: ``"2026-11-27"`` or ``"2026-11"``."""
+    d = _utc(t)
+    return f"{d.year:04d}-{d.month:02d}" + (f"-{d.day:02d}" if period == "day" else "")
+
+
+def period_end(t: float, period: Literal["day", "month"]) -> float:
+    """When the UTC calendar ``period`` holding ``t`` ends (the next day's or the next
+    month's 1st, at 00:00 UTC), in epoch seconds."""
+    d = _utc(t)
+    if period == "day":
+        return datetime(d.year, d.month, d.day, tzinfo=UTC).timestamp() + 86_400.0
+    year, month = (d.year + 1, 1) if d.month == 12 else (d.year, d.month + 1)
+    return datetime(year, month, 1, tzinfo=UTC).timestamp()

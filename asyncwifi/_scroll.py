@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from typing import Any, Generic, TypeVar
 
 from asyncwifi._core import RequestPipeline
-from asyncwifi._scroll_pages import Chunked, Record, ScrollPage, ScrollSpec
+from asyncwifi._scroll_pages import Record, ScrollPage, ScrollSpec
 from asyncwifi._scroll_producer import Producer
 from asyncwifi.errors import AsyncWifiError
 from asyncwifi.models import ItemError
@@ -41,30 +41,26 @@ async def _view(stream: ScrollStream[Any], kind: str) -> AsyncIterator[Any]:
     reference, so a record the consumer is done with is freed at once, while its memory is
     still in the cache (a 10,000-record page is megabytes; freed at the end, cold, it cost
     about a tenth of the stream's CPU), and the next page decodes into that memory."""
-    take, read_chunked = stream._producer.take, stream._producer.read_chunked
+    take = stream._producer.take
     try:
-        if not stream._start(chunked=kind == "items"):
+        if not stream._start():
             return
         while (page := await take()) is not None:
             if kind == "pages":
                 yield page
                 del page  # not held while the next page is awaited
                 continue
-            batches: Iterable[list[Any]]
-            if isinstance(page, Chunked):  # only record iteration gets them: chunk by chunk
-                batches = read_chunked(page)
-            elif kind == "items":
-                batches = (page.items,)
+            if kind == "items":
+                items = page.items
             else:
                 raws = page.raw_items if page.raw_items is not None else [None] * page.count
-                batches = (list(map(Record, page.items, raws)),)
+                items = list(map(Record, page.items, raws))
             del page
-            for items in batches:
-                items.reverse()
-                pop = items.pop
-                while items:
-                    yield pop()
-            del batches
+            items.reverse()
+            pop = items.pop
+            while items:
+                yield pop()
+            del items
     finally:
         stream._stop()
 
@@ -105,11 +101,11 @@ class ScrollStream(Generic[ItemT]):
         """Iterate records as (typed item, exact server bytes)."""
         return self._view("records")
 
-    def _start(self, *, chunked: bool) -> bool:
+    def _start(self) -> bool:
         """Start the background task; False if the stream was stopped before."""
         if self._finished:
             return False
-        run = self._producer.run(chunked=chunked)
+        run = self._producer.run()
         name = f"asyncwifi-scroll-{self._producer.spec.what}"
         self._task = asyncio.get_running_loop().create_task(run, name=name)
         return True

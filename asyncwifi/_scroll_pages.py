@@ -20,10 +20,8 @@ from typing import IO, Any, Generic, NamedTuple, TypeVar
 import msgspec
 
 from asyncwifi._protocol import require_positive
-from asyncwifi._transport import BodyBuffer
 from asyncwifi.errors import ClientStateError, ValidationError
 from asyncwifi.models import ItemError
-from asyncwifi.models._chunks import ChunkedPage
 from asyncwifi.models._contacts import ContactPage
 from asyncwifi.models._events import EventKeyPage, EventPage
 from asyncwifi.ratelimit import Lane
@@ -31,7 +29,6 @@ from asyncwifi.ratelimit import Lane
 __all__ = [
     "SCROLL_WINDOW",
     "SPILL_BUDGET",
-    "Chunked",
     "Record",
     "ScrollPage",
     "ScrollSpec",
@@ -130,14 +127,6 @@ class ScrollSpec:
         budget = self.spill_budget
         if not isinstance(budget, int) or budget < 0:
             raise ValidationError(f"spill_budget must be bytes >= 0, got {budget!r}")
-
-
-@dataclass(slots=True)
-class Chunked:
-    """A page of records decoded as they are consumed, with the buffer its body is in."""
-
-    chunked: ChunkedPage
-    buffer: BodyBuffer
 
 
 @dataclass(slots=True)

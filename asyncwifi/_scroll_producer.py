@@ -12,16 +12,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from asyncwifi._core import RequestPipeline
-from asyncwifi._scroll_pages import Chunked, ScrollPage, ScrollSpec, Spill, Spilled
+from asyncwifi._scroll_pages import ScrollPage, ScrollSpec, Spill, Spilled
 from asyncwifi._scroll_state import Cursor, PageOutcome, ScrollMachine, Step
 from asyncwifi._transport import BodyBuffer
 from asyncwifi.errors import ConflictError, ScrollExpiredError
 from asyncwifi.models import ItemError
-from asyncwifi.models._chunks import chunk_page
 from asyncwifi.models._decode import decode_page
 from asyncwifi.ratelimit import Lane, Scheduler
 
@@ -40,15 +39,14 @@ def scroll_start_wait(scheduler: Scheduler, now: float, window: float) -> float:
 log = logging.getLogger("asyncwifi.scroll")
 
 #: what the queue carries: a page, the task's error, or None after the last page
-Queued = ScrollPage[Any] | Chunked | Spilled | BaseException | None
-#: a fetched page: decoded (or chunked) and its body
+Queued = ScrollPage[Any] | Spilled | BaseException | None
+#: a fetched page: decoded and its body
 Fetched = tuple[Any, bytes | memoryview]
 
 
 class Producer:
     """The background task's state, touched by its own methods only; it holds no reference
-    to the stream or its views. The consumer's side calls :meth:`take`, :meth:`read_chunked`
-    and :meth:`close`."""
+    to the stream or its views. The consumer's side calls :meth:`take` and :meth:`close`."""
 
     def __init__(self, api: RequestPipeline, spec: ScrollSpec) -> None:
         self.api = api
@@ -66,8 +64,6 @@ class Producer:
         # reused (see BodyBuffer): one per page not yet consumed; raw records are views of
         # their body, which must stay theirs
         self.spare: list[BodyBuffer] = []
-        #: decode pages a chunk at a time as they are consumed (record iteration of events)
-        self.chunked = False
         self.queue: asyncio.Queue[Queued] = asyncio.Queue()
         self.taken = asyncio.Event()
         self.cursor = Cursor.create(
@@ -86,7 +82,7 @@ class Producer:
         self.last_received: float | None = None
 
     # -- the consumer's side -------------------------------------------------------------
-    async def take(self) -> ScrollPage[Any] | Chunked | None:
+    async def take(self) -> ScrollPage[Any] | None:
         """The next page (None after the last one); raises the task's error."""
         got = await self.queue.get()
         if isinstance(got, Spilled):
@@ -98,14 +94,6 @@ class Producer:
         if isinstance(got, BaseException):
             raise got
         return got
-
-    def read_chunked(self, page: Chunked) -> Iterator[list[Any]]:
-        """A chunked page's records, a chunk at a time, counted as they are decoded; once
-        read to the end, its buffer is free for another page."""
-        for items in page.chunked.batches(self._bad_item):
-            self.cursor.count(len(items))
-            yield items
-        self.spare.append(page.buffer)
 
     def close(self) -> None:
         """Close (and delete) the spill file; idempotent."""
@@ -121,8 +109,7 @@ class Producer:
         return ScrollPage(items, raws, page.errors, page.number, page.scroll_id, page.total)
 
     # -- the task ------------------------------------------------------------------------
-    async def run(self, *, chunked: bool) -> None:
-        self.chunked = chunked
+    async def run(self) -> None:
         try:
             await self._run()
         except asyncio.CancelledError:
@@ -187,7 +174,8 @@ class Producer:
                         on_sent=self._sent,
                         into=buffer,
                         keepalive=self.keepalive,
-                        decode=lambda body: (self._decode(body, buffer), body),
+                        decode=lambda body: (self._decode(body), body),
+                        count=lambda fetched: int(fetched[0].objects),
                     )
                 except ConflictError:
                     smaller = (
@@ -201,8 +189,8 @@ class Producer:
                     self.size = smaller
         finally:
             # decoded already (a body that spills is written before the next fetch): the
-            # buffer is free again, unless its page is decoded as it is consumed
-            if buffer is not None and (fetched is None or not isinstance(fetched[0], Chunked)):
+            # buffer is free again
+            if buffer is not None:
                 self.spare.append(buffer)
         if self._smaller is not None and not continuation:
             self._smaller = None  # learnt: a resume asks for this size at once
@@ -216,56 +204,28 @@ class Producer:
         self.requests += 1
         self.last_sent = when
 
-    def _decode(self, body: bytes | memoryview, buffer: BodyBuffer | None) -> Any:
-        """Pure (it may be retried): the page decoded whole, or cut into chunks that the
-        consumer decodes as it reads them (see models/_chunks.py): only when the stream
-        hands out records one by one, the body is in our own buffer and will not spill, the
-        records carry times in UTC order, and no record of the page needs a check."""
-        spec = self.spec
-        if (
-            self.chunked
-            and buffer is not None
-            and isinstance(body, memoryview)
-            and body.obj is buffer.data
-            and not self._spills(len(body))
-            and spec.time_of is not None
-            and self.cursor.ordered
-            and self.cursor.mode in (None, "time")
-            and not self.machine.resumes
-        ):
-            chunked = chunk_page(buffer.data, len(body), spec.page_type)
-            if chunked is not None:
-                tail, time_of = chunked.tail, spec.time_of
-                last = time_of(tail[-1])
-                # the time cursor needs every record at the last time: all in the tail
-                if last is not None and time_of(tail[0]) != last:
-                    return Chunked(chunked, buffer)
-        return decode_page(body, spec.page_type, keep_raw=self.spec.keep_raw)
+    def _decode(self, body: bytes | memoryview) -> Any:
+        """Pure (it may be retried): the page decoded whole."""
+        return decode_page(body, self.spec.page_type, keep_raw=self.spec.keep_raw)
 
     def _deliver(
         self, page: Any, body: bytes | memoryview, continuation: bool, gap: float
     ) -> tuple[PageOutcome, str | None]:
         """Account for a fetched page and queue what it has that is new (in memory, or in
         the spill file when memory is full); returns its outcome and scroll id."""
-        spec, keep, total = self.spec, None, None
+        spec, keep = self.spec, None
         self._last_length = len(body)
-        if isinstance(page, Chunked):  # its records are counted as they are read
-            assert spec.time_of is not None  # chunked only when ordered by time
-            self.cursor.deliver_tail(page.chunked.tail, spec.time_of)
-            envelope, fresh = page.chunked.envelope, 1
-            records = envelope.count if isinstance(envelope.count, int) else self.size
-        else:
-            envelope, items = page.envelope, page.items
-            total = spec.total(envelope)
-            self.total = self.total if total is None else total
-            for error in page.errors:
-                self._bad_item(error)
-            if items:
-                keep = self.cursor.deliver(
-                    items, page.raw_items, spec.time_of, bool(self.machine.resumes)
-                )
-            records = len(items) + len(page.errors)
-            fresh = len(items) if keep is None else len(keep)
+        envelope, items = page.envelope, page.items
+        total = spec.total(envelope)
+        self.total = self.total if total is None else total
+        for error in page.errors:
+            self._bad_item(error)
+        if items:
+            keep = self.cursor.deliver(
+                items, page.raw_items, spec.time_of, bool(self.machine.resumes)
+            )
+        records = page.objects
+        fresh = len(items) if keep is None else len(keep)
         scroll_id = spec.scroll_id(envelope)
         # a page of repeats only (a resumed scroll re-reading its start): nothing to hand out
         if fresh or page.errors:
@@ -279,10 +239,8 @@ class Producer:
     def _queued(
         self, page: Any, body: bytes | memoryview, keep: list[int] | None, scroll_id: str | None
     ) -> Queued:
-        """What the queue gets for a page: itself (chunked), its body spilled when memory
-        is full, or its fresh records."""
-        if isinstance(page, Chunked):
-            return page
+        """What the queue gets for a page: its body spilled when memory is full, or its
+        fresh records."""
         if self._spills(len(body)):
             spilled: ScrollPage[Any] = ScrollPage(
                 [], None, page.errors, self.pages, scroll_id, self.total

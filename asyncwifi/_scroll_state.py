@@ -202,15 +202,6 @@ class Cursor:
         self.delivered += len(items)
         return None
 
-    def deliver_tail(self, tail: list[Any], time_of: TimeOf) -> None:
-        """A chunked page queued: its tail moves the time cursor (counted as it is read)."""
-        self.choose_mode(time_of(tail[0]))
-        self.advance_time(tail, None, time_of)
-
-    def count(self, records: int) -> None:
-        """Records of a chunked page delivered (decoded as the consumer reads them)."""
-        self.delivered += records
-
     def advance_time(self, items: list[Any], raws: list[Any] | None, time_of: TimeOf) -> None:
         """Move the time cursor to the end of ``items`` (in UTC order; the caller counts
         them): only the tail matters, the last time and the ids delivered at it (by the one

@@ -14,14 +14,14 @@ from typing import Any, Literal
 
 import msgspec
 
-from asyncwifi._core import RequestPipeline, Verdict
+from asyncwifi._core import RequestPipeline, Verdict, one_object
 from asyncwifi._protocol import build_query, organization_segment, path_segment
 from asyncwifi._scroll import ScrollStream
 from asyncwifi._scroll_pages import SCROLL_WINDOW, ScrollSpec
 from asyncwifi.errors import DecodeError, NotFoundError, ValidationError
 from asyncwifi.models import Contact, ItemError, Policy
 from asyncwifi.models._contacts import ContactPage
-from asyncwifi.models._decode import decode_generic, encode
+from asyncwifi.models._decode import decode_generic, encode, generic_objects
 from asyncwifi.models._generic import GenericResponse
 from asyncwifi.ratelimit import Lane
 
@@ -161,7 +161,9 @@ class Contacts:
     async def get(self, cid: str) -> Contact:
         """One contact by id (response shape "not shown": see the module doc)."""
         path = f"/v2/customers/{path_segment(cid, 'cid')}"
-        return await self._api.read("GET", path, lane=Lane.INTERACTIVE, decode=_contact_of)
+        return await self._api.read(
+            "GET", path, lane=Lane.INTERACTIVE, decode=_contact_of, count=one_object
+        )
 
     async def _generic(
         self, suffix: str, cid: str, extra: Mapping[str, object] | None
@@ -173,6 +175,7 @@ class Contacts:
             params=build_query({}, extra) or None,
             lane=Lane.INTERACTIVE,
             decode=lambda b: decode_generic(b, what=f"contact {suffix}"),
+            count=generic_objects,
         )
 
     async def events(
@@ -225,6 +228,7 @@ class Contacts:
             body=encode({"policies": items}),
             decode=lambda b: decode_generic(b, what="policies"),
             verify=verify,
+            count=one_object,
         )
 
     async def delete(self, cid: str) -> GenericResponse:
@@ -239,5 +243,9 @@ class Contacts:
             return Verdict(False)
 
         return await self._api.write(
-            "DELETE", path, decode=lambda b: decode_generic(b, what="delete"), verify=verify
+            "DELETE",
+            path,
+            decode=lambda b: decode_generic(b, what="delete"),
+            verify=verify,
+            count=one_object,
         )

@@ -235,6 +235,7 @@ class Events:
             params=build_query({**query, "sortReverse": sort_reverse}, extra_params),
             lane=Lane.INTERACTIVE,
             decode=lambda b: decode_page(b, EventPage),
+            count=lambda page: page.objects,
         )
         if page.errors:
             raise page.errors[0].to_exception()

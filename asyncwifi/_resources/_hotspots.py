@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from asyncwifi._core import RequestPipeline, Verdict
+from asyncwifi._core import RequestPipeline, Verdict, one_object
 from asyncwifi._instant import parse_day
 from asyncwifi._protocol import build_query, organization_segment, path_segment, require_text
 from asyncwifi._rules import ADDRESS_FIELDS, COUNTRY_CODES, HOTSPOT_UPDATE_FORBIDDEN, ROUTER_TYPES
@@ -241,6 +241,7 @@ class Hotspots:
             lane=Lane.INTERACTIVE,
             objects=objects,
             decode=lambda b: decode_page(b, HotspotPage, keep_raw=keep_raw),
+            count=lambda page: page.objects,
         )  # fmt: skip
 
     async def get(self, hotspot_id: str) -> Hotspot:
@@ -258,6 +259,7 @@ class Hotspots:
             lane=Lane.INTERACTIVE,
             objects=objects,
             decode=lambda b: decode(b, HotspotEnvelope),
+            count=lambda envelope: int(envelope.hotspot is not None),
         )
         if envelope.hotspot is None:
             raise NotFoundError(
@@ -289,6 +291,7 @@ class Hotspots:
             objects=OBJECTS,
             decode=lambda b: decode(b, HotspotWriteResult),
             verify=verify,
+            count=one_object,
         )
 
     async def _find(self, body: HotspotCreate) -> Hotspot | None:
@@ -335,6 +338,7 @@ class Hotspots:
             objects=OBJECTS,
             decode=lambda b: decode(b, HotspotWriteResult),
             verify=verify,
+            count=one_object,
         )
 
     async def delete(self, hotspot_id: str) -> HotspotDeleteResult:
@@ -354,4 +358,5 @@ class Hotspots:
             objects=OBJECTS,
             decode=lambda b: decode(b, HotspotDeleteResult),
             verify=verify,
+            count=one_object,
         )

@@ -49,4 +49,5 @@ class Segments:
             params=build_query({}, extra_params) or None,
             lane=Lane.INTERACTIVE,
             decode=lambda b: decode_page(b, SegmentPage, keep_raw=keep_raw),
+            count=lambda page: page.objects,
         )

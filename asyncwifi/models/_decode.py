@@ -47,6 +47,7 @@ __all__ = [
     "decode_generic",
     "decode_page",
     "encode",
+    "generic_objects",
 ]
 
 #: a body as read from the network (bytes, or a view of a reused buffer)
@@ -162,6 +163,13 @@ def decode_generic(data: JsonInput, *, what: str = "") -> GenericResponse:
     return value if isinstance(value, dict) else {"data": value}
 
 
+def generic_objects(response: GenericResponse) -> int:
+    """The objects (spec §8) of a response whose shape is not shown: the records of its first
+    list member (a contact's events, devices, accountings), else one (a write's object)."""
+    records = next((v for v in response.values() if isinstance(v, list)), None)
+    return 1 if records is None else len(records)
+
+
 def encode(obj: Any) -> bytes:
     """Encode a request body to JSON (camelCase names, ``UNSET`` fields left out).
 
@@ -225,6 +233,11 @@ class DecodedPage(Generic[EnvelopeT, ItemT]):
     raw_items: list[msgspec.Raw] | None = None
     errors: list[ItemError] = field(default_factory=list)
 
+    @property
+    def objects(self) -> int:
+        """The records the server returned, decoded or not (spec §8: each is an object)."""
+        return len(self.items) + len(self.errors)
+
 
 class _PageKind:
     """What ``decode_page`` needs to know about one envelope type, decoders built once."""
@@ -233,7 +246,6 @@ class _PageKind:
         "envelope",
         "field",
         "item",
-        "item_list",
         "items",
         "key",
         "raw_envelope",
@@ -268,8 +280,6 @@ class _PageKind:
         self.raw_items: msgspec.json.Decoder[Any] = msgspec.json.Decoder(raw_only)
         #: the item list's name on the wire, for JSON paths
         self.wire: str = next(f.encode_name for f in fields if f.name == items_field)
-        #: a list of items alone (a chunk of a page, see ``_chunks``)
-        self.item_list: msgspec.json.Decoder[Any] = msgspec.json.Decoder(list[item])  # type: ignore[valid-type]
         #: the item list's member as compact JSON writes it: ``"events":[``
         self.key: bytes = b'"' + self.wire.encode() + b'":['
 
@@ -368,12 +378,8 @@ def _decode_page_slowly(
     data: Body,
     keep_raw: bool,
     on_item_error: Callable[[ItemError], None] | None,
-    offset: int = 0,
 ) -> DecodedPage[Any, Any]:
-    """The fallback: raw envelope once, then item by item; bad items become ItemErrors.
-
-    ``offset``: how many items of the page came before ``data``'s first (the rest of a
-    chunked page), so that an error's index and path are the whole page's."""
+    """The fallback: raw envelope once, then item by item; bad items become ItemErrors."""
     try:
         raw_env = kind.raw_envelope.decode(data)
     except _DECODE_FAILURES as exc:
@@ -388,9 +394,8 @@ def _decode_page_slowly(
             items.append(decode_item(raw))
         except _DECODE_FAILURES as exc:
             message, sub = _split_path(str(exc))
-            at = index + offset
-            path = f"$.{kind.wire}[{at}]" + (sub[1:] if sub else "")
-            error = ItemError(at, path, message, bytes(raw), undecoded(raw, kind.item))
+            path = f"$.{kind.wire}[{index}]" + (sub[1:] if sub else "")
+            error = ItemError(index, path, message, bytes(raw), undecoded(raw, kind.item))
             errors.append(error)
             if on_item_error is not None:
                 on_item_error(error)

@@ -1,5 +1,6 @@
 """What a scheduler enforces: ``Limit(count, period)``, the windows ``Limits`` holds (spec §8:
-60 a minute, 15,000 a day; any shape, so tests run ``Limit(60, 0.6)``) and its policy."""
+60 a minute, 15,000 a day; any shape, so tests run ``Limit(60, 0.6)``), the month's object
+allowance (spec §8, ``_volume``) and the policy when one binds."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Literal
 
 from asyncwifi._protocol import require_positive
 from asyncwifi.errors import ValidationError
+from asyncwifi.ratelimit._volume import allowance_of
 
 __all__ = ["DAY", "MINUTE", "Limit", "Limits", "WindowSpec"]
 
@@ -46,14 +48,21 @@ class WindowSpec:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """The windows of one API key (minute, day, ``others`` by the gateway's period names) and
-    what to do when they bind.
+    """The windows of one API key (minute, day, ``others`` by the gateway's period names), its
+    month's object allowance, and what to do when they bind.
 
     A margin widens each window (N in any ``period + margin``: the gateway counts at arrival,
     the client at send), written for 60 s and 86,400 s, scaled down with the period. On a
     spent quota ``on_exhausted="wait"`` waits for its reset (at most ``max_wait`` s), "raise"
     raises ``QuotaExhaustedError``; ``max_in_flight`` bounds the requests admitted and not
     released (None: no bound); ``max_connections`` the default transport's pool.
+
+    ``month`` is the subscription's object volume (spec §8; None: not known, nothing held
+    back): a number of objects a month of every kind together, the subscription's terms
+    (``"10 access points"``: 2,000 each; ``"2000 contacts"``: 10 each), or a mapping of a kind
+    (``"events"``, ...; ``"all"``: every kind) to either. Once reached, requests for objects
+    follow ``on_exhausted`` until the 1st of the next month at 00:00 UTC (:attr:`allowance`
+    is the checked figure per kind).
     """
 
     minute: Limit | None = Limit(60, MINUTE)
@@ -65,8 +74,12 @@ class Limits:
     max_wait: float | None = None
     max_in_flight: int | None = 16
     max_connections: int = 32
+    month: int | str | Mapping[str, int | str] | None = field(default=None, hash=False)
+    #: ``month``, checked: objects a month per kind (``"all"``: every kind together)
+    allowance: Mapping[str, int] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "allowance", allowance_of(self.month))
         for name in ("minute", "day"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, Limit):

@@ -1,5 +1,6 @@
 """``RedisStore``: one key's admission log in Redis, shared by processes on several hosts;
-Lua scripts (``_redis_scripts``) decide and record atomically, on one time line."""
+Lua scripts (``_redis_scripts``) decide and record atomically, on one time line; the objects
+exchanged per kind, a hash per UTC day and month, beside it."""
 
 from __future__ import annotations
 
@@ -15,12 +16,14 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, cast
 
 from asyncwifi._auth import check_url, hide_password
+from asyncwifi._instant import utc_period
 from asyncwifi.errors import ClientStateError, ConfigurationError, ValidationError
 from asyncwifi.ratelimit._keepalive import KeepAlive, checked
 from asyncwifi.ratelimit._limits import WindowSpec
 from asyncwifi.ratelimit._log import Log
-from asyncwifi.ratelimit._redis_scripts import ACQUIRE, PAUSE, TALLY
+from asyncwifi.ratelimit._redis_scripts import ACQUIRE, OBJECTS, PAUSE, TALLY
 from asyncwifi.ratelimit._store import Answer, MemoryStore, RateStore
+from asyncwifi.ratelimit._volume import ObjectCounts
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -28,6 +31,9 @@ if TYPE_CHECKING:
 __all__ = ["RedisStore", "key_name", "redis_asyncio"]
 
 _US = 1_000_000
+#: how long Redis keeps a month's and a day's object counts (real milliseconds): a little
+#: longer than the period, so that a late reader still finds them
+_KEEP_MONTH_MS, _KEEP_DAY_MS = 40 * 86_400_000, 2 * 86_400_000
 
 
 def key_name(client_key: str) -> str:
@@ -90,6 +96,9 @@ class RedisStore(RateStore):
         self._member = f"{uuid.uuid4().hex[:12]}:{{}}:{{}}"  # token:number:tag
         self._ids, self._retry_at = itertools.count(), -math.inf
         self._pending: list[tuple[float, str]] = []  # fallback admissions not yet in Redis
+        #: objects counted while Redis was unreachable, by (month, day): added once it is back
+        self._unsent: dict[tuple[str, str], dict[str, int]] = {}
+        self._objects = base + "objects:"
         self._bg: set[asyncio.Task[None]] = set()
         self._scripts: dict[str, Any] = {}
 
@@ -231,6 +240,36 @@ class RedisStore(RateStore):
             if flat is not None:
                 return cast(dict[str, int], json.loads(flat))
         return self.log.tally(now, span)
+
+    async def add_objects(self, now: float, kind: str, count: int) -> ObjectCounts:
+        """Every process's counts after adding these; while Redis is unreachable, this
+        process's own (kept to be added once Redis is back)."""
+        period = (utc_period(now, "month"), utc_period(now, "day"))
+        unsent = self._unsent.setdefault(period, {})
+        unsent[kind] = unsent.get(kind, 0) + count
+        local = self.ledger.add(now, kind, count)
+        return await self._sync_objects(now) or local
+
+    async def object_counts(self, now: float) -> ObjectCounts:
+        return await self._sync_objects(now) or self.ledger.read(now)
+
+    async def _sync_objects(self, now: float) -> ObjectCounts | None:
+        """Send what was counted and not yet sent; the current period's shared counts, or
+        None when Redis cannot be reached (or is known to be down)."""
+        if self.degraded is not None and now < self._retry_at:
+            return None
+        current = (utc_period(now, "month"), utc_period(now, "day"))
+        reply = None
+        for period in [p for p in self._unsent if p != current] + [current]:
+            adds = self._unsent.get(period, {})
+            args = [_KEEP_MONTH_MS, _KEEP_DAY_MS, *(x for k, n in adds.items() for x in (k, n))]
+            keys = [f"{self._objects}m:{period[0]}", f"{self._objects}d:{period[1]}"]
+            if (reply := await self._call(now, OBJECTS, keys, args)) is None:
+                return None
+            self._unsent.pop(period, None)
+        assert reply is not None
+        month, day = (cast(dict[str, int], json.loads(x)) for x in reply)
+        return ObjectCounts(current[0], current[1], month, day)
 
     @property
     def status(self) -> str:

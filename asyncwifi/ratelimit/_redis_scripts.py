@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ACQUIRE", "PAUSE", "TALLY"]
+__all__ = ["ACQUIRE", "OBJECTS", "PAUSE", "TALLY"]
 
 #: every script's clock: ARGV[1] (the client's time, microseconds) or, when empty, Redis' own
 _NOW = """
@@ -125,3 +125,23 @@ end
 return cjson.encode(counts)
 """
 )
+
+# KEYS: the month's objects (a hash: kind -> count), the day's.  ARGV: now (unused: the
+# periods are named by the caller's clock), the month's and the day's time to live (ms),
+# then kind, count pairs to add (none: a read).  Returns {month, day} as JSON objects.
+OBJECTS = """
+for j = 4, #ARGV, 2 do
+  redis.call('HINCRBY', KEYS[1], ARGV[j], ARGV[j + 1])
+  redis.call('HINCRBY', KEYS[2], ARGV[j], ARGV[j + 1])
+end
+if #ARGV >= 4 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+end
+local function counts(key)
+  local flat, out = redis.call('HGETALL', key), {}
+  for j = 1, #flat, 2 do out[flat[j]] = tonumber(flat[j + 1]) end
+  return cjson.encode(out)
+end
+return {counts(KEYS[1]), counts(KEYS[2])}
+"""

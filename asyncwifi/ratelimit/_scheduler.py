@@ -7,6 +7,11 @@ asked by the timer alone); the others wait in one heap: deadlines first, earlies
 handicap (``lane * aging`` s), so a lower lane goes first among requests of similar age but
 none starves (DESIGN 6); ties keep arrival order. The timer grants the head whenever it may
 go; a release, a response or a refund re-arms it.
+
+Objects are a quota too (spec §8, ``_volume``): the client counts the records each response
+carried (:meth:`Scheduler.count_objects`) in the store beside the requests; once the month's
+allowance (``Limits.month``) is reached, a request for objects waits for the 1st of the next
+month or raises, as ``Limits.on_exhausted`` says, parked like one held by an object quota.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import logging
 import math
 import uuid
 from collections.abc import Callable, Coroutine, Mapping
-from typing import overload
+from typing import Literal, overload
 
 from asyncwifi._clock import Clock, SystemClock
 from asyncwifi._protocol import require_positive
@@ -31,12 +36,15 @@ from asyncwifi.ratelimit._permit import PLAIN, Ask, Lane, Permit, Waiter
 from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent, fmt_time, take_snapshot
 from asyncwifi.ratelimit._store import Answer, MemoryStore, RateStore
 from asyncwifi.ratelimit._truth import NOW, Reason, ServerTruth
+from asyncwifi.ratelimit._volume import ObjectCounts, Volume, month_end
 
 __all__ = ["Scheduler"]
 
 _INF = math.inf
 _LAST = 1 << 62  # an arrival number after every real one (a newcomer queues behind ties)
 _NO_HOLD: tuple[Reason, KeepAlive | None] = (NOW, None)
+#: waits that hold no one else up: an object's daily quota, the month's object allowance
+_PARKED = ("object", "month")
 _log = logging.getLogger("asyncwifi.ratelimit")
 
 
@@ -90,6 +98,8 @@ class Scheduler:
         self._timer: asyncio.Task[None] | None = None
         self._timer_at = _INF
         self._degraded: str | None = None
+        #: the month's object allowance against what the store last said was exchanged
+        self._volume = Volume(limits.allowance)
 
     # -- asking ----------------------------------------------------------------------------
 
@@ -158,11 +168,21 @@ class Scheduler:
         if truth.paced_until:
             self._apply(truth.tick(now), now)
         gated = truth.pause_until > now or truth.seq >= truth.cap_floor or ask[3] is not None
-        if gated and (refused := truth.gate(now, ask[3]))[0] > now:
+        if (gated or self._volume.spent) and (refused := self._blocked(ask, now))[0] > now:
             return refused
         if now < self._hold_until and self._hold[1] is ask[4]:
             return self._hold_until, self._hold[0]
         return None
+
+    def _blocked(self, ask: Ask, now: float) -> tuple[float, Reason]:
+        """When the server's state and the month's object allowance let ``ask`` go, and why
+        not sooner (``NOW``: nothing but the store holds it back)."""
+        t, why = self._truth.gate(now, ask[3])
+        if self._volume.spent and (spent := self._volume.gate(now, ask[1])) is not None:
+            end = month_end(now)
+            if end > t:
+                t, why = end, Reason("month", spent)
+        return t, why
 
     def _admitted(self, ask: Ask, now: float, answer: Answer) -> int | tuple[float, Reason]:
         """Book the store's answer: the admission's number, or when to ask again and why."""
@@ -182,18 +202,18 @@ class Scheduler:
         return seq
 
     async def _wait(self, ask: Ask, refused: tuple[float, Reason] | None, now: float) -> int:
-        t, why = self._truth.gate(now, ask[3]) if refused is None else refused
-        if err := self._truth.exhausted(now, t, why):
+        t, why = self._blocked(ask, now) if refused is None else refused
+        if err := self._truth.exhausted(now, t, why, self._volume):
             raise err
         now = self._last_arrival = max(now, self._last_arrival)  # a clock stepping back
         seq, deadline = next(self._arrivals), ask[2]
         key = (0, deadline, seq) if deadline is not None else (1, now + ask[0] * self._aging, seq)
         w = Waiter(key, asyncio.get_running_loop().create_future(), ask)
-        if why.kind == "object":
+        if why.kind in _PARKED:
             self._parked.append(w)
         else:
             heapq.heappush(self._heap, w)
-        if why.kind == "object" or self._heap[0] is w:
+        if why.kind in _PARKED or self._heap[0] is w:
             self._arm(t)
         try:
             return await w.fut
@@ -260,8 +280,8 @@ class Scheduler:
         while not self._closed:
             now, wake, parked, self._parked = self.clock.now(), _INF, self._parked, []
             for w in parked:  # waiters whose object quota is back rejoin the queue
-                t, why = truth.gate(now, w.ask[3])
-                if why.kind == "object" and t > now and not w.fut.done():
+                t, why = self._blocked(w.ask, now)
+                if why.kind in _PARKED and t > now and not w.fut.done():
                     self._parked.append(w)
                     wake = min(wake, t)
                 elif not w.fut.done():
@@ -281,8 +301,8 @@ class Scheduler:
             if isinstance(got, tuple):
                 if got[0] <= now:
                     return now  # the store asks to decide again: on the next turn of the loop
-                err = truth.exhausted(now, *got)
-                if err is None and got[1].kind != "object":
+                err = truth.exhausted(now, *got, self._volume)
+                if err is None and got[1].kind not in _PARKED:
                     return min(got[0], wake)
             if heap[0] is w:
                 heapq.heappop(heap)
@@ -411,11 +431,47 @@ class Scheduler:
         counts = await self.store.tally(self.clock.now(), name)
         return counts if tag is None else counts.get(tag, 0)
 
+    async def count_objects(self, kind: str, count: int) -> ObjectCounts:
+        """Count ``count`` objects of ``kind`` exchanged now (every record a response returned,
+        created, edited or deleted: spec §8), in the store beside the requests; the UTC day's
+        and month's counts after it (every process's with a shared store)."""
+        require_positive(count, "an object count", integer=True, zero=True)
+        if type(kind) is not str or not kind:
+            raise ValidationError(f"an object kind must be a non-empty string, got {kind!r}")
+        counts = await self.store.add_objects(self.clock.now(), kind, count)
+        was = self._volume.spent
+        self._volume.note(counts)
+        if self._volume.spent and not was:
+            self._arm(self.clock.now())
+        return counts
+
+    @overload
+    async def objects(self, kind: str, *, period: Literal["day", "month"] = "month") -> int: ...
+    @overload
+    async def objects(
+        self, kind: None = None, *, period: Literal["day", "month"] = "month"
+    ) -> dict[str, int]: ...
+    async def objects(
+        self, kind: str | None = None, *, period: Literal["day", "month"] = "month"
+    ) -> int | dict[str, int]:
+        """Objects exchanged per kind (or ``kind``'s; ``"all"``: every kind) this UTC month
+        (or ``period="day"``), every process's when the store is shared: beside
+        :meth:`used`, what an object budget reads."""
+        if period not in ("day", "month"):
+            raise ValidationError(f"period must be 'day' or 'month', got {period!r}")
+        counts = await self.store.object_counts(self.clock.now())
+        self._volume.note(counts)
+        if kind is not None:
+            return counts.used(kind, period=period)
+        return dict(counts.this_month if period == "month" else counts.today)
+
     @property
     def quota(self) -> QuotaSnapshot:
         """A snapshot of what is known: limits, remaining per window, resets, and sources."""
         admitted = self._truth.seq - self._refunded
-        return take_snapshot(self.clock.now(), self.limits, self._truth, self.store, admitted)
+        return take_snapshot(
+            self.clock.now(), self.limits, self._truth, self.store, admitted, self._volume
+        )
 
     async def aclose(self) -> None:
         """Stop: every waiter gets ClientStateError (nothing was sent); the timer ends."""

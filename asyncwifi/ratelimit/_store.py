@@ -1,5 +1,6 @@
 """Where the admission log lives: the ``RateStore`` plug-in and the in-process ``MemoryStore``:
-"may one more go now, and if not, when?", and admissions counted per tag."""
+"may one more go now, and if not, when?", admissions counted per tag, and the objects
+exchanged per kind this UTC day and month (spec §8, ``_volume``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from asyncwifi.errors import ValidationError
 from asyncwifi.ratelimit._keepalive import KeepAlive, blocked_until
 from asyncwifi.ratelimit._limits import WindowSpec
 from asyncwifi.ratelimit._log import Log, bound
+from asyncwifi.ratelimit._volume import Ledger, ObjectCounts
 
 __all__ = ["Answer", "MemoryStore", "RateStore"]
 
@@ -30,6 +32,7 @@ class RateStore(abc.ABC):
         self.seen: dict[str, int] = {}  # per window, what a shared log held at its answer
         self._shape: list[tuple[str, int, float]] | None = None
         self._users = 0
+        self.ledger = Ledger()  # objects exchanged, in this process (a shared store: Redis)
 
     def bind(self, specs: Sequence[WindowSpec]) -> None:
         """Take on the windows to enforce (each scheduler using the store calls it)."""
@@ -69,6 +72,15 @@ class RateStore(abc.ABC):
     @abc.abstractmethod
     async def tally(self, now: float, window: str) -> dict[str, int]:
         """Admissions per tag in ``window`` (its span up to ``now``), every user's."""
+
+    async def add_objects(self, now: float, kind: str, count: int) -> ObjectCounts:
+        """Count ``count`` objects of ``kind`` exchanged at ``now``; every user's counts of
+        the UTC day and month after it."""
+        return self.ledger.add(now, kind, count)
+
+    async def object_counts(self, now: float) -> ObjectCounts:
+        """Objects exchanged per kind this UTC day and month, every user's."""
+        return self.ledger.read(now)
 
     def configure(self, name: str, *, count: int | None = None, paced: bool | None = None) -> None:
         """Lower a window's count (the server said so) or switch its paced mode."""

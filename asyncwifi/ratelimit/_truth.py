@@ -17,12 +17,15 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._limits import DAY, Limits, WindowSpec
 from asyncwifi.ratelimit._snapshot import ThrottleEvent, fmt_time
+
+if TYPE_CHECKING:
+    from asyncwifi.ratelimit._volume import Volume
 
 __all__ = ["NOW", "ObjectState", "Reason", "ServerTruth", "grid_end"]
 
@@ -32,8 +35,9 @@ _log = logging.getLogger("asyncwifi.ratelimit")
 
 class Reason(NamedTuple):
     """Why an admission waits (``kind``: "" nothing, "pause" a 429's reset, "window" the
-    log, "cap" a remaining count, "probe" a cap's end, "object" an object's quota,
-    "keepalive" an open scroll's place) and the window or object it names."""
+    log, "cap" a remaining count, "probe" a cap's end, "object" an object's quota, "month"
+    the month's object allowance, "keepalive" an open scroll's place) and the window, object
+    or allowance it names."""
 
     kind: str = ""
     name: str = ""
@@ -111,24 +115,32 @@ class ServerTruth:
             t, why = o.blocked_until, Reason("object", objects)
         return t, why
 
-    def exhausted(self, now: float, t: float, why: Reason) -> QuotaExhaustedError | None:
+    def exhausted(
+        self, now: float, t: float, why: Reason, volume: Volume | None = None
+    ) -> QuotaExhaustedError | None:
         """The error to raise if waiting until ``t`` for ``why`` is for a spent quota (an
-        object's, or a quota window's past the short windows' span) the policy will not
-        wait for; a wait it will is logged once per reset."""
+        object's, the month's object allowance, or a quota window's past the short windows'
+        span) the policy will not wait for; a wait it will is logged once per reset."""
         spec = self.specs.get(why.name)
         window = why.kind in ("window", "cap") and spec is not None and spec.quota
-        if t <= now or not (why.kind == "object" or (window and t - now > self._pacing)):
+        spent = why.kind in ("object", "month") or (window and t - now > self._pacing)
+        if t <= now or not spent:
             return None
-        what = f"{why.name} quota" if window else f"{why.name} object quota"
+        if why.kind == "month":
+            what = volume.describe(why.name) if volume is not None else "the month's allowance"
+            limit = "month" if why.name == "all" else f"month:{why.name}"
+        else:
+            what = f"the {why.name} quota" if window else f"the {why.name} object quota"
+            limit = why.name
         back = f"{fmt_time(t)} (in {t - now:.0f} s)"
         max_wait = self.limits.max_wait
         if self.limits.on_exhausted == "wait" and (max_wait is None or t - now <= max_wait):
-            if window and t > self._noted:
+            if (window or why.kind == "month") and t > self._noted:
                 self._noted = t
                 _log.warning("%s spent: requests wait until %s", what, back)
             return None
-        msg = f"the {what} is spent; it is expected back at {back}; nothing was sent"
-        return QuotaExhaustedError(msg, reset_at=t, limit=why.name)
+        msg = f"{what} is spent; it is expected back at {back}; nothing was sent"
+        return QuotaExhaustedError(msg, reset_at=t, limit=limit)
 
     def _settle(self, now: float) -> None:
         """Bring the caps to ``now`` (an ended cap the server placed becomes a probe, others go)

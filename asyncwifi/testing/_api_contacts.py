@@ -214,6 +214,7 @@ class ContactsApi(ApiBase):
                     "lastSeen": c["lastLogin"],
                 }
             )
+        touch(request, "contacts", len(devices))
         return json_response(
             {
                 "status": "OK",
@@ -247,6 +248,7 @@ class ContactsApi(ApiBase):
                 }
             )
             start -= rnd.randrange(86_400, 86_400 * 10)
+        touch(request, "contacts", len(rows))
         return json_response(
             {
                 "status": "OK",

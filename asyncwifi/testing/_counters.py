@@ -48,6 +48,10 @@ class Counters:
     #: events and contacts sent in response bodies
     events_served: int = 0
     contacts_served: int = 0
+    #: spec §8: objects (records returned, created, edited or deleted) by kind, and by route
+    #: (``"GET /v1/organizations/{cid}/events"``), of every request the API executed
+    objects_served: Counter[str] = field(default_factory=Counter)
+    objects_by_endpoint: Counter[str] = field(default_factory=Counter)
     #: the most requests admitted in any sliding window of 60 clock seconds
     max_in_any_window: int = 0
     #: the most requests admitted in one clock minute (UTC-aligned)

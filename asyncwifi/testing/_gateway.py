@@ -186,8 +186,13 @@ class Gateway:
             resp = json_response({"message": exc.message}, exc.status)
         except BadParameter as exc:
             resp = json_response({"message": str(exc)}, 409)
+        touched = request.get(OBJECTS, {}) if resp.status < 400 else {}
+        if touched:  # spec §8: what the API executed is the volume, a 429 put over it too
+            counters.objects_served.update(touched)
+            route = request.match_info.route.resource
+            endpoint = f"{request.method} {route.canonical if route else request.path}"
+            counters.objects_by_endpoint[endpoint] += sum(touched.values())
         if snapshot is not None:
-            touched = request.get(OBJECTS, {}) if resp.status < 400 else {}
             object_headers, stop = limits.settle(now, snapshot, touched)
             if stop:
                 # gateway.md: executed, then replaced by a 429 with no body

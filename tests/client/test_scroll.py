@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-import asyncwifi._scroll_producer as scroll_module
 from asyncwifi import Event, Limit, Limits, ScaledClock, errors
 from asyncwifi._transport import AiohttpTransport
 from asyncwifi.testing import Faults
@@ -90,7 +89,7 @@ async def test_twenty_concurrent_streams_share_the_budget(make_sim: Any) -> None
         assert sim.counters.max_in_any_window <= 60
 
 
-@pytest.mark.parametrize("size", [100, 5_000], ids=["whole-pages", "chunked-pages"])
+@pytest.mark.parametrize("size", [100, 5_000], ids=["small-pages", "big-pages"])
 @pytest.mark.parametrize("how", ["break", "cancel", "raise"])
 async def test_leaving_a_stream_stops_its_background_task(
     make_sim: Any, how: str, size: int
@@ -214,26 +213,10 @@ async def test_a_record_handed_out_is_not_kept_by_the_stream(make_sim: Any) -> N
         assert len(rest) == 299
 
 
-class _Chunked:
-    """Counts the pages that were cut into chunks (the fast path of record iteration)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.pages = 0
-        real = scroll_module.chunk_page
-
-        def counting(*args: Any, **kwargs: Any) -> Any:
-            page = real(*args, **kwargs)
-            self.pages += page is not None
-            return page
-
-        monkeypatch.setattr(scroll_module, "chunk_page", counting)
-
-
 @pytest.mark.parametrize("shape", ["nested", "flat", "dated"])
-async def test_big_pages_decoded_chunk_by_chunk_give_every_event_once_in_order(
-    make_sim: Any, monkeypatch: pytest.MonkeyPatch, shape: str
+async def test_big_pages_give_every_event_once_in_order_and_count_every_object(
+    make_sim: Any, shape: str
 ) -> None:
-    chunked = _Chunked(monkeypatch)
     make = make_sim(events=25_000, event_shape=shape)
     async with make as sim, client_for(sim, limits=NO_LIMITS) as api:
         stream = api.events.list(size=10_000)
@@ -241,10 +224,9 @@ async def test_big_pages_decoded_chunk_by_chunk_give_every_event_once_in_order(
         assert ids == sim.data.event_ids()
         assert stream.delivered == 25_000
         assert stream.pages_fetched == 3
-        # every page cut into chunks when the records carry a UTC time (the time cursor
-        # needs the tail only); the flat shape has none: the first page's tail shows it,
-        # and from then on pages are decoded whole without trying
-        assert chunked.pages == (1 if shape == "flat" else 3)
+        # spec §8: every record a page returned is an object of the month's volume
+        assert await api.scheduler.objects("events") == 25_000
+        assert sim.counters.objects_served["events"] == 25_000
         # a second stream reads its pages into the buffers the first one gave back
         assert [e.id async for e in api.events.list(size=10_000)] == ids
 
@@ -270,10 +252,7 @@ class _Corrupting:
         await self.inner.aclose()
 
 
-async def test_a_malformed_record_in_a_chunked_page_costs_only_itself(
-    make_sim: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    chunked = _Chunked(monkeypatch)
+async def test_a_malformed_record_in_a_big_page_costs_only_itself(make_sim: Any) -> None:
     async with make_sim(events=25_000) as sim:
         expected = sim.data.event_ids()
         victim = expected[4_321]
@@ -282,7 +261,10 @@ async def test_a_malformed_record_in_a_chunked_page_costs_only_itself(
         async with client_for(sim, limits=NO_LIMITS, transport=transport) as api:
             stream = api.events.list(size=10_000, on_item_error=bad.append)
             ids = [e.id async for e in stream]
+            objects = await api.scheduler.objects("events")
         assert ids == [i for i in expected if i != victim]
         assert [(e.index, e.path) for e in bad] == [(4_321, "$.events[4321].event.id")]
         assert stream.errors == bad
-        assert chunked.pages == stream.pages_fetched == 3
+        assert stream.pages_fetched == 3
+        # the record that did not decode was still returned: an object of the volume
+        assert objects == 25_000

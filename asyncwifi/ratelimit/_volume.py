@@ -1,0 +1,192 @@
+"""Objects are a quota too (spec §8): the objects exchanged per kind in a UTC day and month,
+the month's allowance, and the rule that holds requests back once it is spent.
+
+spec §8: the subscription's volume is counted in *objects*, every record created, returned,
+edited or deleted through the API or webhooks: 2,000 a month per access point (Splash) or
+10 a month per contact (Compass). Past the month's allowance, without an overage
+subscription, the platform enforces a hard threshold on API volume the *next* month, so an
+allowance is a budget to plan with, not a limit the server enforces at once.
+
+The store counts objects beside the requests (``RateStore.add_objects``: in memory, or in
+Redis shared by every process of a key); :class:`Volume` (sans-I/O) keeps what the store last
+answered and tells the scheduler whether a request of a kind may still go. Months and days
+are UTC calendar periods on the clock's time line: the month resets on the 1st at 00:00 UTC.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from asyncwifi._instant import period_end, utc_period
+from asyncwifi.errors import ValidationError
+
+__all__ = [
+    "ALL",
+    "COMPASS_PER_CONTACT",
+    "KINDS",
+    "SPLASH_PER_ACCESS_POINT",
+    "Ledger",
+    "ObjectCounts",
+    "Volume",
+    "allowance_of",
+    "month_end",
+]
+
+#: spec §8: the subscription volumes, objects a month per access point and per contact
+SPLASH_PER_ACCESS_POINT = 2_000
+COMPASS_PER_CONTACT = 10
+#: the allowance of every kind together (the subscription's volume is one number)
+ALL = "all"
+#: the kinds of object the SDK exchanges (the limiter's request tags that carry objects;
+#: ``webhooks``: deliveries a receiver accepted)
+KINDS = ("events", "contacts", "hotspots", "segments", "webhooks")
+
+_TERMS = re.compile(
+    r"^\s*(?P<n>[0-9][0-9_,]*)\s*(?P<unit>(access[ -]?points?|aps?|contacts?)?)\s*$", re.I
+)
+
+
+def month_end(t: float) -> float:
+    """When the UTC month holding ``t`` ends: the 1st of the next month at 00:00 UTC."""
+    return period_end(t, "month")
+
+
+def _count(value: object, what: str) -> int:
+    """One allowance figure: an ``int`` >= 1, or text in the subscription's terms."""
+    if isinstance(value, str):
+        m = _TERMS.match(value)
+        if m is None:
+            raise ValidationError(
+                f"{what}: {value!r} is not an allowance; give a number of objects a month "
+                "(20000), access points (10 access points: 2,000 each) or contacts "
+                "(2000 contacts: 10 each)"
+            )
+        n = int(m["n"].replace("_", "").replace(",", ""))
+        unit = m["unit"].lower()
+        if unit.startswith(("access", "ap")):
+            n *= SPLASH_PER_ACCESS_POINT
+        elif unit.startswith("contact"):
+            n *= COMPASS_PER_CONTACT
+        value = n
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationError(
+            f"{what} must be a whole number of objects >= 1 (or its subscription terms), "
+            f"got {value!r}"
+        )
+    return value
+
+
+def allowance_of(value: object) -> Mapping[str, int]:
+    """The month's allowance, checked (``Limits.month``): ``None`` (none known), a number of
+    objects of every kind together, text in the subscription's terms (``"10 access points"``:
+    x 2,000; ``"2000 contacts"``: x 10), or a mapping of kind (or ``"all"``) to either."""
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        out: dict[str, int] = {}
+        for kind, figure in value.items():
+            if not isinstance(kind, str) or kind not in (ALL, *KINDS):
+                raise ValidationError(
+                    f"Limits.month: {kind!r} is not a kind of object; use {ALL!r} or one of "
+                    f"{', '.join(KINDS)}"
+                )
+            out[kind] = _count(figure, f"Limits.month[{kind!r}]")
+        return out
+    return {ALL: _count(value, "Limits.month")}
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectCounts:
+    """Objects exchanged per kind in UTC ``month`` and UTC ``day`` (every user's, with a
+    shared store)."""
+
+    month: str
+    day: str
+    this_month: Mapping[str, int] = field(default_factory=dict)
+    today: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def empty(cls, now: float) -> ObjectCounts:
+        return cls(utc_period(now, "month"), utc_period(now, "day"))
+
+    def at(self, now: float) -> ObjectCounts:
+        """These counts as of ``now``: a period that has ended counts nothing."""
+        month, day = utc_period(now, "month"), utc_period(now, "day")
+        if (month, day) == (self.month, self.day):
+            return self
+        return ObjectCounts(
+            month, day, self.this_month if month == self.month else {},
+            self.today if day == self.day else {},
+        )  # fmt: skip
+
+    def used(self, kind: str = ALL, *, period: str = "month") -> int:
+        """Objects of ``kind`` (``"all"``: every kind) this month (or ``period="day"``)."""
+        counts = self.this_month if period == "month" else self.today
+        return sum(counts.values()) if kind == ALL else counts.get(kind, 0)
+
+
+class Ledger:
+    """Objects per kind in the current UTC day and month, in this process (``MemoryStore``,
+    and ``RedisStore`` while Redis is unreachable); a new period starts from nothing."""
+
+    __slots__ = ("_counts",)
+
+    def __init__(self) -> None:
+        self._counts: ObjectCounts | None = None
+
+    def add(self, now: float, kind: str, count: int) -> ObjectCounts:
+        counts = self.read(now)
+        month, today = dict(counts.this_month), dict(counts.today)
+        month[kind] = month.get(kind, 0) + count
+        today[kind] = today.get(kind, 0) + count
+        self._counts = ObjectCounts(counts.month, counts.day, month, today)
+        return self._counts
+
+    def read(self, now: float) -> ObjectCounts:
+        counts = self._counts
+        self._counts = ObjectCounts.empty(now) if counts is None else counts.at(now)
+        return self._counts
+
+
+class Volume:
+    """The month's allowance against what the store last said was exchanged (sans-I/O)."""
+
+    __slots__ = ("allowance", "counts", "spent")
+
+    def __init__(self, allowance: Mapping[str, int]) -> None:
+        self.allowance = dict(allowance)
+        self.counts: ObjectCounts | None = None
+        #: whether some allowance was reached (the scheduler's hot path tests this alone)
+        self.spent = False
+
+    def note(self, counts: ObjectCounts) -> None:
+        """What the store answered (after an addition or a read)."""
+        self.counts = counts
+        self.spent = any(counts.used(k) >= n for k, n in self.allowance.items())
+
+    def gate(self, now: float, kind: str) -> str | None:
+        """The allowance (``"all"`` or ``kind``) that holds back a request for objects of
+        ``kind`` at ``now``, or None. A past month's counts hold nothing back."""
+        if not self.spent or self.counts is None or kind not in KINDS:
+            return None
+        counts = self.counts.at(now)
+        if counts is not self.counts:
+            self.note(counts)  # a new month (or day): what was spent is behind us
+        for name in (ALL, kind):
+            if name in self.allowance and counts.used(name) >= self.allowance[name]:
+                return name
+        return None
+
+    def describe(self, name: str) -> str:
+        """The allowance ``name`` in words, for errors and logs."""
+        which = "every kind of object" if name == ALL else name
+        used = self.counts.used(name) if self.counts is not None else 0
+        return (
+            f"the month's object allowance ({self.allowance.get(name, 0):,} for {which}; "
+            f"{used:,} exchanged)"
+        )
