@@ -60,6 +60,9 @@ class TimeCursor:
     #: the end of the current span (:meth:`begin_span`); saved while the span is not
     #: ``timed`` (its ids in ``fresh`` may lie anywhere up to it)
     stop: datetime | None = None
+    #: the events feed's lookback watermark (``sync._lookback``), saved with the cursor so a
+    #: restart re-reads no time twice; None: not kept
+    reread: datetime | None = None
 
     @classmethod
     def start(cls, kind: str, checkpoint: str | None, since: datetime) -> TimeCursor:
@@ -73,12 +76,14 @@ class TimeCursor:
             fresh = {str(i) for i in data.get("fresh", [])}  # type: ignore[attr-defined]
             to = data.get("to")
             stop = None if to is None else floor_ms(read_instant(str(to)))
+            mark = data.get("reread")
+            reread = None if mark is None else floor_ms(read_instant(str(mark)))
         except (KeyError, TypeError, ValueError):
             raise ValidationError(f"a damaged {kind} checkpoint: {checkpoint[:60]!r}") from None
         if stop is None:
-            return cls(kind, at, carry, fresh)
+            return cls(kind, at, carry, fresh, reread=reread)
         # saved in the middle of a span of records with no time: that span goes on
-        return cls(kind, at, carry, fresh, timed=False, stop=stop)
+        return cls(kind, at, carry, fresh, timed=False, stop=stop, reread=reread)
 
     @property
     def skip(self) -> set[str]:
@@ -167,4 +172,6 @@ class TimeCursor:
         }
         if not self.timed and self.stop is not None:
             state["to"] = format_instant(self.stop)
+        if self.reread is not None:
+            state["reread"] = format_instant(self.reread)
         return json.dumps(state, separators=(",", ":"))

@@ -28,7 +28,8 @@ from asyncwifi.errors import ValidationError
 from asyncwifi.models import Event, ItemError
 from asyncwifi.models._identity import content_id, record_id, record_ids
 from asyncwifi.sync._budget import Allowance
-from asyncwifi.sync._lookback import LOOKBACK_EVERY, Rereads
+from asyncwifi.sync._lookback import Rereads
+from asyncwifi.sync._lookback import lookback_every as lookback_every_of
 
 __all__ = ["BadRecord", "Batch", "EventFeed"]
 
@@ -130,9 +131,11 @@ class EventFeed:
     Records without a UTC time are read in spans (``span`` long at first, then sized to about
     ``span_records``) so the checkpoint's id set stays bounded.
 
-    ``lookback`` (seconds, 0: off) re-reads the recent past for events that appear late;
-    their batches have ``late`` set and no checkpoint (``rereads``: see
-    :class:`~asyncwifi.sync._lookback.Rereads`, ``stored`` and ``lookback_every`` too).
+    ``lookback`` (seconds, 0: off) re-reads each span of event time once more when it is a
+    lookback old, for events that appear late; their batches have ``late`` set and no
+    checkpoint, and the re-read's end moves the checkpoint's watermark (``rereads``: see
+    :class:`~asyncwifi.sync._lookback.Rereads`; ``stored``, ``lookback_every`` (default: half
+    the lookback) and ``audit`` (a third read, of what left the lookback) too).
     """
 
     resource = "events"
@@ -152,7 +155,8 @@ class EventFeed:
         span_records: int = 4 * MAX_SIZE,
         budget: Allowance | None = None,
         lookback: float = 0.0,
-        lookback_every: float = LOOKBACK_EVERY,
+        lookback_every: float | None = None,
+        audit: bool = True,
         stored: Callable[[list[str]], Awaitable[Collection[str]]] | None = None,
         list_options: Mapping[str, Any] | None = None,
     ) -> None:
@@ -167,9 +171,10 @@ class EventFeed:
         self.api = api
         self.cursor = TimeCursor.start("events", checkpoint, since or datetime.now(UTC))
         #: the re-reads of the recent past (a first run re-reads nothing before ``since``)
+        every = lookback_every if lookback_every is not None else lookback_every_of(lookback)
         self.rereads = Rereads(
-            lookback, every=lookback_every, at=self.cursor.at, now=api.clock.now(),
-            fresh=checkpoint is None, stored=stored,
+            lookback, every=every, at=self.cursor.at, now=api.clock.now(),
+            fresh=checkpoint is None, stored=stored, reread_from=self.cursor.reread, audit=audit,
         )  # fmt: skip
         self.until = until
         self.follow = follow
@@ -223,6 +228,8 @@ class EventFeed:
                     ]
                     yield Batch("events", found.items, found.raws, bad, times=found.times,
                                 late=plan.kind, requests=found.requests)  # fmt: skip
+                # the watermark moved: saved, so that no later run reads this time again
+                yield Batch("events", [], [], [], self._checkpoint())
             end = floor_ms(self._end(until))
             if cursor.at >= end:
                 if not self.follow or (until is not None and cursor.at >= until):
@@ -273,6 +280,7 @@ class EventFeed:
                 times = utc_times([e.time_text for e in items])
                 cursor.add_page(idents, times)
                 self.rereads.remember(idents, times, stop, [b.raw for b in bad])
+                self.rereads.forward(cursor.at)
                 if None in times:
                     timed = False
                 top = max(filter(None, times), default=None)
@@ -283,7 +291,7 @@ class EventFeed:
                 # yielded at once (a page held back costs its memory): the span's
                 # completion comes after it, on a batch of its own
                 yield Batch(
-                    "events", items, list(raws), bad, cursor.encode(), times=times,
+                    "events", items, list(raws), bad, self._checkpoint(), times=times,
                     ids=list(idents), requests=self._spent(stream),
                 )  # fmt: skip
                 if self.budget is not None and not await self.budget.has(self.resource):
@@ -296,9 +304,16 @@ class EventFeed:
         elif any_record and self.timed_shape is None:
             self.timed_shape = True
         cursor.complete(stop)
+        self.rereads.forward(cursor.at)
         yield Batch(
-            "events", [], [], [], cursor.encode(), times=[], ids=[], requests=self._spent(stream)
-        )
+            "events", [], [], [], self._checkpoint(), times=[], ids=[],
+            requests=self._spent(stream),
+        )  # fmt: skip
+
+    def _checkpoint(self) -> str:
+        """The cursor with the lookback's watermark: what to save with a batch."""
+        self.cursor.reread = self.rereads.watermark
+        return self.cursor.encode()
 
     def _spent(self, stream: ScrollStream[Any]) -> int:
         """Requests of ``stream`` not yet counted, counted now (``requests``; a budget

@@ -6,26 +6,32 @@ A late event reaches the platform after its own time (a visit written when the g
 leaves, an access point uploading after an outage). The API's ``dateStart``/``dateEnd``
 filter on the event's own time (our reading of spec §4.5 "events with date >= value";
 the simulator's too), so a late event lands behind the feed's cursor, in a span already
-read: a feed that only moves forward never sees it. So the feed re-reads:
+read: a feed that only moves forward never sees it. Every read costs objects (spec §8:
+each record returned), so each span of event time is read again **once**, when it is a
+``span`` old:
 
-- the **lookback**: every ``every`` clock seconds (at a poll: never two re-reads in one),
-  the events from ``R - span`` up to the cursor, where ``R`` is when the previous lookback
-  was sent. An event that appears at most ``span`` after its own time is therefore found
-  by the first lookback sent after it appeared. One request while that range holds fewer
-  than 10,000 events.
-- the **audit**: a ``span`` of event time that left the lookback a ``span`` ago is read
-  once more (one request per ``span`` of time and 10,000 events, at a poll: the lookback
-  due then waits a poll). So an event that appears up to ``2 * span`` after its own time
-  is found by the audit of its slice at the latest; what the audit finds was later than
-  ``span``: it is stored too, and counted apart, so that a lookback too short shows (a
-  metric and a warning) instead of losing events silently.
+- the **lookback** (the final re-read): every ``every`` clock seconds (at a poll: never
+  two re-reads in one), the events from the *watermark* ``W`` up to ``now - span`` (and
+  no further than the cursor), after which ``W`` moves there. Every event of ``[W, now -
+  span]`` appeared by now if it appeared at most ``span`` after its own time, so each is
+  found; and no time is re-read twice: an event costs two reads (the forward one and this
+  one), not one per lookback as a window re-read every poll would. It is found at most
+  ``span + every`` after its own time. A forward read that reaches events already a span
+  old (a feed catching up) moves ``W`` itself: they need no re-read. ``W`` is saved in the
+  feed's checkpoint, so a restart (or a sync run pass by pass) goes on from it.
+- the **audit** (optional, a third read: the sync's plan buys it when the object budget
+  allows): a ``span`` of event time that left the lookback a ``span`` ago is read once
+  more (one request per ``span`` of time and 10,000 events, at a poll). So an event that
+  appears up to ``2 * span`` after its own time is found by the audit of its slice at the
+  latest; what the audit finds was later than ``span``: it is stored too, and counted
+  apart, so that a lookback too short shows (a metric and a warning) instead of losing
+  events silently.
 
-What neither reads cannot be seen: an event that appears after the audit of its slice
-(later than ``2 * span``, and surely later than ``3 * span``), or in a range the feed
-read while catching up, more than ``span`` behind (a restart after a long stop: those
-events were read late already). Records found by a re-read are compared with the
-ids the feed delivered (:class:`Delivered`); one keyed before the feed started may have
-been stored by an earlier run, which only the destination can tell.
+What neither reads cannot be seen: an event that appears after the final re-read of its
+slice (later than ``span``; with the audit, later than ``2 * span``). Records found by a
+re-read are compared with the ids the feed delivered (:class:`Delivered`, only those read
+young enough for a re-read to meet them); one keyed before the feed started may have been
+stored by an earlier run, which only the destination can tell.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ __all__ = [
     "Lookback",
     "Reread",
     "Rereads",
+    "lookback_every",
     "lookback_of",
 ]
 
@@ -62,11 +69,18 @@ log = logging.getLogger("asyncwifi.sync")
 
 #: how late an event may appear and still be stored (Airbyte's lookback, dlt's lag)
 DEFAULT_LOOKBACK = 600.0
-#: clock seconds between two lookbacks: a late event is stored within about this long
+#: the shortest time between two lookbacks (clock seconds; by default a lookback is due
+#: every half ``span``: a late event is stored within about 1.5 spans of its own time)
 LOOKBACK_EVERY = 30.0
-#: the longest lookback (a longer one re-reads more than a day of events each time, and
-#: keeps their ids in memory: a backfill of the range is the tool for that)
+#: the longest lookback (a longer one keeps more than a day of ids in memory: a backfill
+#: of the range is the tool for that)
 MAX_LOOKBACK = 86_400.0
+
+
+def lookback_every(span: float) -> float:
+    """Clock seconds between two lookbacks of ``span``: half of it, at least
+    :data:`LOOKBACK_EVERY` (each re-read is one request; objects cost the same either way)."""
+    return max(LOOKBACK_EVERY, span / 2)
 
 
 def lookback_of(seconds: object) -> float:
@@ -96,57 +110,84 @@ class Reread:
 
 
 class Lookback:
-    """When to re-read what (see the module docstring); ``at`` is the feed's cursor."""
+    """When to re-read what (see the module docstring); ``at`` is the feed's cursor,
+    ``reread_from`` the watermark a checkpoint saved (None: a span before ``at``)."""
 
     def __init__(
-        self, span: float, *, every: float, at: datetime, now: float, fresh: bool = False
+        self,
+        span: float,
+        *,
+        every: float,
+        at: datetime,
+        now: float,
+        fresh: bool = False,
+        reread_from: datetime | None = None,
+        audit: bool = True,
     ) -> None:
         self.span = timedelta(seconds=lookback_of(span))
         self.every = every
+        self.audit = audit
         #: where the feed started: what lies before was delivered by another run, if at all
         self.started = at
-        #: the next lookback's start (event time), and the next audit's; a ``fresh`` feed
-        #: (no checkpoint: it starts at ``since``) re-reads nothing before its start
-        self.lookback_from = self.audit_from = at if fresh else at - self.span
+        #: the watermark ``W``: every event before it was read at least a span after its
+        #: time; a ``fresh`` feed (no checkpoint: it starts at ``since``) re-reads nothing
+        #: before its start
+        self.lookback_from = at if fresh else reread_from or at - self.span
+        #: the next audit's start: nothing before the feed's start (an earlier run's audit)
+        self.audit_from = max(at, self.lookback_from)
         self._due = now
+        #: the poll the forward read belongs to: its clock time and where it started
+        self._poll = (now, at)
 
     def next(self, now: float, at: datetime) -> Reread | None:
-        """The re-read to send at this poll (at most one), or None. A lookback with
-        nothing behind the cursor yet (catching up) counts as done: what it would cover
-        lies ahead of the cursor, where the forward read finds it."""
+        """The re-read to send at this poll (at most one), or None; the forward read that
+        follows starts at ``at``."""
+        self._poll = (now, at)
         if not self.span:
             return None
-        # the audit reads what left the lookback a span ago, a span at a time (what a feed
-        # catching up read long after its time needs no audit, nor its ids in memory: the
-        # audit never lags more than another span behind)
-        self.audit_from = max(self.audit_from, self.lookback_from - 3 * self.span)
-        audit_to = min(self.lookback_from - self.span, at)
-        if audit_to - self.audit_from >= self.span:
-            return Reread("audit", self.audit_from, audit_to - MS, now)
+        if self.audit:
+            # the audit reads what left the lookback a span ago, a span at a time (it never
+            # lags more than another span behind)
+            self.audit_from = max(self.audit_from, self.lookback_from - 3 * self.span)
+            audit_to = min(self.lookback_from - self.span, at)
+            if audit_to - self.audit_from >= self.span:
+                return Reread("audit", self.audit_from, audit_to - MS, now)
         if now < self._due:
             return None
-        if self.lookback_from >= at:
-            self._advance(now)
+        end = min(at, datetime.fromtimestamp(now, UTC) - self.span)  # what is a span old
+        if self.lookback_from >= end:
+            self._due = now + self.every
             return None
-        return Reread("lookback", self.lookback_from, at - MS, now)
+        return Reread("lookback", self.lookback_from, end - MS, now)
 
     def done(self, reread: Reread) -> None:
         """``reread`` delivered everything it holds."""
         if reread.kind == "audit":
             self.audit_from = reread.end + MS
         else:
-            self._advance(reread.planned)
+            self.lookback_from = max(self.lookback_from, reread.end + MS)
+            self._due = reread.planned + self.every
 
-    def _advance(self, now: float) -> None:
-        # an event that appears after ``now`` at most ``span`` late is dated after this
-        start = datetime.fromtimestamp(now, UTC) - self.span
-        self.lookback_from = max(self.lookback_from, start)
-        self._due = now + self.every
+    def forward(self, upto: datetime) -> None:
+        """The forward read of this poll delivered every event before ``upto``: what was a
+        span old when it was read needs no lookback (two spans: no audit either)."""
+        now, start = self._poll
+        read_at = datetime.fromtimestamp(now, UTC)
+        if self.lookback_from >= start:  # the read joins the watermark: no gap
+            self.lookback_from = max(self.lookback_from, min(upto, read_at - self.span))
+        if self.audit_from >= start:
+            self.audit_from = max(self.audit_from, min(upto, read_at - 2 * self.span))
+
+    def needed(self, key: datetime) -> bool:
+        """Whether a record keyed ``key``, read at this poll, may be met by a later re-read
+        (read younger than the oldest re-read's age)."""
+        age = self.span * (2 if self.audit else 1)
+        return bool(self.span) and key > datetime.fromtimestamp(self._poll[0], UTC) - age
 
     @property
     def oldest(self) -> datetime:
         """The oldest event time a later re-read may ask for."""
-        return self.audit_from
+        return min(self.audit_from, self.lookback_from) if self.audit else self.lookback_from
 
     def unverified(self, key: datetime) -> bool:
         """Whether a record keyed ``key`` may have been delivered before the feed started."""
@@ -212,10 +253,14 @@ class Rereads:
         now: float,
         fresh: bool,
         stored: Callable[[list[str]], Awaitable[Collection[str]]] | None,
+        reread_from: datetime | None = None,
+        audit: bool = True,
     ) -> None:
         if isinstance(every, bool) or not isinstance(every, int | float) or not every > 0:
             raise ValidationError(f"lookback_every must be positive, got {every!r}")
-        self.schedule = Lookback(span, every=every, at=at, now=now, fresh=fresh)
+        self.schedule = Lookback(
+            span, every=every, at=at, now=now, fresh=fresh, reread_from=reread_from, audit=audit
+        )
         self.delivered = Delivered() if self.schedule.span else None
         self.stored = stored
         #: late events delivered: found by a lookback, or by an audit (later than it)
@@ -240,13 +285,28 @@ class Rereads:
         bad: Sequence[bytes],
     ) -> None:
         """What a page of the feed delivered (a record with no time is keyed by the end of
-        its span: until then, a re-read may ask for it again). A span that ends before
-        anything a re-read may ask for (a feed catching up) is not kept. A record set aside
-        (``bad``) is remembered by its bytes (``content_id``), not by its id: the same
-        record, mended upstream, is then stored when a re-read meets it."""
-        if self.delivered is not None and stop >= self.schedule.oldest:
-            self.delivered.add(idents, [stop if t is None else t for t in times])
+        its span: until then, a re-read may ask for it again). Only records read young
+        enough for a re-read to meet them are kept (a feed catching up keeps none). A
+        record set aside (``bad``) is remembered by its bytes (``content_id``), not by its
+        id: the same record, mended upstream, is then stored when a re-read meets it."""
+        if self.delivered is None:
+            return
+        needed = self.schedule.needed
+        keys = [stop if t is None else t for t in times]
+        if any(map(needed, keys)):
+            kept = [(i, k) for i, k in zip(idents, keys, strict=True) if needed(k)]
+            self.delivered.add([i for i, _ in kept], [k for _, k in kept])
+        if bad and needed(stop):
             self.delivered.add([content_id(b) for b in bad], [stop] * len(bad))
+
+    def forward(self, upto: datetime) -> None:
+        """The forward read delivered every event before ``upto`` (the cursor's time)."""
+        self.schedule.forward(upto)
+
+    @property
+    def watermark(self) -> datetime | None:
+        """Where the next lookback starts (saved in the checkpoint); None: no lookback."""
+        return self.schedule.lookback_from if self.schedule.span else None
 
     async def read(self, feed: EventFeed, plan: Reread) -> AsyncIterator[Found]:
         """Re-read ``plan`` for ``feed`` (its client, page size, budget and request count):

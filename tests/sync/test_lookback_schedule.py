@@ -1,8 +1,9 @@
 """The lookback's schedule, sans-I/O (``asyncwifi.sync._lookback``): on a simulated
 timeline of polls, every event that appears at most the lookback after its own time is
 read after it appeared (by the forward read or a lookback), every one up to twice the
-lookback at least by the audit; never two re-reads in one poll; and the lookback's one
-rule of validation."""
+lookback at least by the audit; never two re-reads in one poll; no event time re-read
+twice by the lookback (each event costs one forward read and one final re-read: spec §8
+counts every record returned); and the lookback's one rule of validation."""
 
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ def timeline(
         most = max(most, planned)
         forward.append((now, at, at_of(now)))
         at = at_of(now)
+        schedule.forward(at)  # the forward read delivered everything before the horizon
     return rereads, forward, most
 
 
@@ -77,9 +79,16 @@ def test_every_event_up_to_the_lookback_late_is_read_after_it_appeared(
     assert most == 1  # never two re-reads in one poll
     # one request per re-read while the window holds less than a page: at most one a poll,
     # and a lookback about every ``every`` (or every poll, when polls are further apart)
+    # once the first span of event time is a span old
     lookbacks = [r for r in rereads if r.kind == "lookback"]
     assert len(rereads) <= polls
-    assert len(lookbacks) >= polls * poll / max(every + poll, 2 * poll) - 2
+    assert len(lookbacks) >= (polls * poll - span) / max(every + poll, 2 * poll) - 2
+    # the lookbacks read back to back: no event time twice (an event costs two reads)
+    for before, after in itertools.pairwise(lookbacks):
+        assert after.start == before.end + timedelta(milliseconds=1)
+    # each lookback reads only what is a span old when it is sent
+    for r in lookbacks:
+        assert r.end.timestamp() <= r.planned - span
     audits = [r for r in rereads if r.kind == "audit"]
     # the audits read one span at a time, back to back, never twice the same time
     for before, after in itertools.pairwise(audits):
@@ -96,9 +105,9 @@ def test_every_event_up_to_the_lookback_late_is_read_after_it_appeared(
             kind, when = hit
             if kind == "forward":  # not late: once it is ``settle`` old
                 assert when - appeared <= SETTLE + poll, (t, lateness)
-            elif lateness <= span:  # by the first lookback sent after it appeared
+            elif lateness <= span:  # by the final re-read of its time: a span after it
                 assert kind == "lookback", (t, lateness)
-                assert when - appeared <= max(every, poll) + poll, (t, lateness)
+                assert when - t.timestamp() <= span + max(every, poll) + poll, (t, lateness)
             elif lateness <= 2 * span:
                 assert kind in ("lookback", "audit"), (t, lateness)
 
@@ -107,15 +116,26 @@ def test_a_first_run_rereads_nothing_before_since_and_a_restart_the_span_before_
     at = at_of(T0)
     fresh = Lookback(600, every=30, at=at, now=T0, fresh=True)
     assert fresh.next(T0, at) is None  # nothing before ``since`` (and nothing behind yet)
+    # a restart with a checkpoint of before the watermark: the span before the cursor,
+    # up to what is a span old now, then the rest as it becomes a span old
     resumed = Lookback(600, every=30, at=at, now=T0)
     plan = resumed.next(T0, at)
     assert plan is not None
     assert plan.kind == "lookback"
-    assert (plan.start, plan.end) == (at - timedelta(seconds=600), at - timedelta(milliseconds=1))
+    start, old = at - timedelta(seconds=600), datetime.fromtimestamp(T0 - 600, UTC)
+    assert (plan.start, plan.end) == (start, old - timedelta(milliseconds=1))
     assert resumed.unverified(plan.start)
     assert not resumed.unverified(at)
     resumed.done(plan)
     assert resumed.next(T0 + 29, at) is None  # the next one is due ``every`` later
+    later = resumed.next(T0 + 600, at)
+    assert later is not None
+    assert (later.start, later.end) == (old, at - timedelta(milliseconds=1))
+    # a restart from a checkpoint that saved the watermark goes on from it
+    saved = datetime.fromtimestamp(T0 - 630, UTC)
+    again = Lookback(600, every=30, at=at, now=T0, reread_from=saved).next(T0, at)
+    assert again is not None
+    assert again.start == saved
     off = Lookback(0, every=30, at=at, now=T0)
     assert off.next(T0 + 10_000, at_of(T0 + 10_000)) is None
 
@@ -130,6 +150,7 @@ def test_a_feed_catching_up_rereads_nothing_ahead_of_itself_and_keeps_little() -
             plans.append(plan)
             schedule.done(plan)
         at = min(at + timedelta(hours=1), at_of(T0 + 10 * k))
+        schedule.forward(at)
     # the first lookback (the span before the checkpoint), then none until caught up: what
     # the forward read reaches long after its time needs no re-read
     assert [p.kind for p in plans][:1] == ["lookback"]
@@ -171,6 +192,7 @@ def test_a_feed_catching_up_keeps_no_ids_it_will_not_compare_with() -> None:
     for hour in range(20):  # the day behind, read an hour at a time
         stop = base + timedelta(hours=hour + 1)
         rereads.remember([f"e{hour}-{i}" for i in range(500)], [stop] * 500, stop, [])
+        rereads.forward(stop)
         assert rereads.due(now + 30 * (hour + 1), stop) is None  # nothing behind to re-read
         assert rereads.delivered is not None
         assert len(rereads.delivered) == 0  # read a day late: no re-read compares with it
