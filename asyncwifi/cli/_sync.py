@@ -24,6 +24,7 @@ from asyncwifi.cli._progress import counted
 
 if TYPE_CHECKING:
     from asyncwifi.sync import Syncer
+    from asyncwifi.sync._plan import SyncPlan
 
 __all__ = ["sync_command"]
 
@@ -37,7 +38,9 @@ def _instant(ctx: click.Context, param: click.Parameter, value: str | None) -> d
         raise click.BadParameter(str(exc)) from None
 
 
-def _seconds(ctx: click.Context, param: click.Parameter, value: str) -> float:
+def _seconds(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None  # left to the sync's object plan
     if value.strip() == "0":
         return 0.0
     try:
@@ -46,11 +49,14 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: str) -> float:
         raise click.BadParameter(str(exc)) from None
 
 
-def _lookback(ctx: click.Context, param: click.Parameter, value: str) -> float:
+def _lookback(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
     from asyncwifi.sync._lookback import lookback_of
 
+    seconds = _seconds(ctx, param, value)
+    if seconds is None:
+        return None
     try:
-        return lookback_of(_seconds(ctx, param, value))
+        return lookback_of(seconds)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
 
@@ -74,15 +80,25 @@ def _lookback(ctx: click.Context, param: click.Parameter, value: str) -> float:
               "(every process of the key uses the same).")  # fmt: skip
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="Serve /metrics (Prometheus) and /healthz on this port.")  # fmt: skip
-@click.option("--poll", default="1m", callback=_seconds, show_default=True,
-              help="Daemon: between polls for new events.")  # fmt: skip
-@click.option("--lookback", default="10m", callback=_lookback, show_default=True,
-              help="Store events that appear up to this long after their own time: the "
-              "recent past is re-read (0: off; at most 1d).")  # fmt: skip
-@click.option("--refresh-every", default="15m", callback=_seconds, show_default=True,
-              help="Daemon: between refreshes of contacts, hotspots and segments.")  # fmt: skip
-@click.option("--reconcile-every", default="1d", callback=_seconds, show_default=True,
-              help="Between full contact scans (they find deletes; 0: every pass).")  # fmt: skip
+@click.option("--object-share", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.9,
+              show_default=True,
+              help="Share of the month's object allowance (--allowance) this sync plans to "
+              "spend: it chooses the cadences below to stay inside it.")  # fmt: skip
+@click.option("--poll", default=None, callback=_seconds,
+              help="Daemon: between polls for new events [default: 1m].")  # fmt: skip
+@click.option("--lookback", default=None, callback=_lookback,
+              help="Store events that appear up to this long after their own time: each "
+              "span is read once more this much later (0: off; at most 1d) "
+              "[default: 10m].")  # fmt: skip
+@click.option("--settle", default=None, callback=_seconds,
+              help="Read events once they are this old [default: 1m, or the lookback when "
+              "the object plan reads each event once].")  # fmt: skip
+@click.option("--refresh-every", default=None, callback=_seconds,
+              help="Between reads of changed contacts and hotspots, and of segments "
+              "[default: the object plan's].")  # fmt: skip
+@click.option("--reconcile-every", default=None, callback=_seconds,
+              help="Between full reads of contacts and hotspots (they find deletes; 0: every "
+              "pass) [default: the object plan's].")  # fmt: skip
 @click.option("--modified-from-param", default="modifiedFrom", show_default=True,
               help="Query name of the contacts' modified >= filter (not in the docs).")  # fmt: skip
 @click.option("--modified-to-param", default="modifiedTo", show_default=True,
@@ -98,10 +114,12 @@ def sync_command(
     budget: float,
     rate_store: str | None,
     metrics_port: int | None,
-    poll: float,
-    lookback: float,
-    refresh_every: float,
-    reconcile_every: float,
+    object_share: float,
+    poll: float | None,
+    lookback: float | None,
+    settle: float | None,
+    refresh_every: float | None,
+    reconcile_every: float | None,
     modified_from_param: str,
     modified_to_param: str,
 ) -> None:
@@ -111,11 +129,12 @@ def sync_command(
     and run it again, nothing is lost or doubled. Without --once it runs until SIGTERM.
     """
     from asyncwifi.sync import Budget, Syncer, SyncOptions, open_destination
+    from asyncwifi.sync._lookback import DEFAULT_LOOKBACK
     from asyncwifi.sync._options import FIRST_RUN
 
     if since is not None and until is not None and since >= until:
         raise click.UsageError("--since must be before --until")
-    if poll <= 0 or refresh_every <= 0:
+    if poll == 0 or refresh_every == 0:
         raise click.UsageError("--poll and --refresh-every must be positive")
     if rate_store is not None and not rate_store.startswith(("redis://", "rediss://", "unix://")):
         raise click.BadParameter("a redis://, rediss:// or unix:// URL", param_hint="--rate-store")
@@ -138,9 +157,11 @@ def sync_command(
                 since=since,
                 until=None if until is None else until - MS,
                 poll_interval=poll,
-                lookback=lookback,
+                lookback=DEFAULT_LOOKBACK if lookback is None else lookback,
+                settle=settle,
                 refresh_every=refresh_every,
                 reconcile_every=reconcile_every,
+                object_share=object_share,
                 modified_from=modified_from_param,
                 modified_to=modified_to_param,
             )
@@ -149,7 +170,10 @@ def sync_command(
             day = api.scheduler.limits.day
             shared = Budget(api.scheduler, budget) if day is not None else None
             metrics = None
-            syncer = Syncer(api, destination, options=options, budget=shared)
+            syncer = Syncer(
+                api, destination, options=options, budget=shared,
+                on_plan=lambda plan: _say_plan(app, plan),
+            )  # fmt: skip
             if metrics_port is not None:
                 from asyncwifi.sync._metrics import SyncMetrics
 
@@ -186,6 +210,15 @@ def sync_command(
         if isinstance(exc, DestinationUnavailableError):
             raise CliFailure(str(exc), ExitCode.FAILURE) from None
         raise
+
+
+def _say_plan(app: App, plan: SyncPlan) -> None:
+    """The sync's object plan, as it is made: what it chose and what that costs."""
+    lines = plan.describe()
+    app.display.info("plan", "\n".join(lines), projection=plan.projection, share=plan.share,
+                     costs=dict(plan.costs), warnings=list(plan.warnings))  # fmt: skip
+    for warning in plan.warnings:
+        app.display.warning("plan", f"object plan: {warning}")
 
 
 def _stopper(app: App, syncer: Syncer) -> Callable[[], None]:

@@ -195,6 +195,10 @@ class EventFeed:
         self._counted: tuple[ScrollStream[Any] | None, int] = (None, 0)
         #: the newest event time seen (for the lag metric)
         self.newest: datetime | None = None
+        #: events delivered (forward and late), and the event time the completed forward
+        #: spans covered, in seconds: the organization's rate of new events
+        self._delivered = 0
+        self._covered = 0.0
 
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self.api.clock.now(), UTC)
@@ -221,6 +225,7 @@ class EventFeed:
             plan = self.rereads.due(self.api.clock.now(), cursor.at)
             if plan is not None:  # at most one re-read a poll
                 async for found in self.rereads.read(self, plan):
+                    self._delivered += len(found.items)
                     bad = [BadRecord.of(e) for e in found.errors]
                     bad += [
                         BadRecord(raw, "an event with no id", content_id(raw))
@@ -256,6 +261,7 @@ class EventFeed:
         """Every event of ``[cursor.at, stop]`` (a span the cursor began), a batch per
         page; then a batch of its own with the span's completion in the checkpoint."""
         cursor = self.cursor
+        start = cursor.at
         stream: ScrollStream[Event] = self.api.events.list(
             date_start=cursor.at,
             date_end=stop,
@@ -288,6 +294,7 @@ class EventFeed:
                     newest = top
                 any_record = any_record or bool(items)
                 self.newest = newest
+                self._delivered += len(items)
                 # yielded at once (a page held back costs its memory): the span's
                 # completion comes after it, on a batch of its own
                 yield Batch(
@@ -303,12 +310,19 @@ class EventFeed:
             self.timed_shape = False
         elif any_record and self.timed_shape is None:
             self.timed_shape = True
+        self._covered += (stop - start).total_seconds() if stop > start else 0.0
         cursor.complete(stop)
         self.rereads.forward(cursor.at)
         yield Batch(
             "events", [], [], [], self._checkpoint(), times=[], ids=[],
             requests=self._spent(stream),
         )  # fmt: skip
+
+    @property
+    def measured(self) -> tuple[int, float]:
+        """Events delivered so far, and the seconds of event time the forward read
+        covered: what the sync's plan measures the rate of new events by."""
+        return self._delivered, self._covered
 
     def _checkpoint(self) -> str:
         """The cursor with the lookback's watermark: what to save with a batch."""

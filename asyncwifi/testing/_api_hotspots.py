@@ -27,8 +27,9 @@ class HotspotsApi(ApiBase):
 
     async def hotspots_list(self, request: web.Request) -> web.Response:
         """GET /v3/hotspots/organizations/{cid}: filters ``dateGt``, ``dateLt`` (YYYY-MM-DD,
-        on the creation ``date``), ``name`` (case-insensitive substring), ``macAddress``,
-        ``hotspotIdentifier``, ``venueId`` (exact) and ``deleted`` (default false).
+        on ``date``: the last change, or the creation, see ``hotspot_date``), ``name``
+        (case-insensitive substring), ``macAddress``, ``hotspotIdentifier``, ``venueId``
+        (exact) and ``deleted`` (default false).
         """
         self._org(request)
         q = request.query
@@ -156,12 +157,12 @@ class HotspotsApi(ApiBase):
                 raise BadParameter("addressAsLocation needs a known venue")
             for key in ("country", "city", "address", "state", "zip", "latitude", "longitude"):
                 h[key] = location[key]
-        for key in (
+        settable = (
             "name", "description", "country", "address", "city", "state", "zip",
             "latitude", "longitude", "enabled",
-        ):  # fmt: skip
-            if key in body:
-                h[key] = body[key]
+        )  # fmt: skip
+        changed = {key: body[key] for key in settable if key in body}
+        self.data.change_hotspot(h["id"], self._now(), **changed)
         touch(request, "hotspots", 1)
         return json_response(
             {
@@ -176,7 +177,7 @@ class HotspotsApi(ApiBase):
         """DELETE /v3/hotspots/{hotspotId}: a soft delete (``deleted: true``); ``{generated,
         status}``; deleting a deleted or unknown hotspot is a 404."""
         h = self._hotspot(request.match_info["hotspotId"], live=True)
-        h["deleted"] = True
+        self.data.change_hotspot(h["id"], self._now(), deleted=True)
         touch(request, "hotspots", 1)
         return json_response({"generated": iso_ms(self._now()), "status": "OK"})
 

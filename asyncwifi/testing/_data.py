@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 from datetime import date, datetime
-from typing import Any
+from typing import Any, Literal
 
 from asyncwifi._clock import Clock, SystemClock
 from asyncwifi.errors import ConfigurationError
@@ -19,7 +19,11 @@ from asyncwifi.testing._event_records import EventShape
 from asyncwifi.testing._events import EVENT_TYPES, EventStore, Venue
 from asyncwifi.testing._util import hex_id, iso_ms, iso_z, mix, to_epoch
 
-__all__ = ["DEFAULT_EVENTS_END", "DEFAULT_EVENTS_START", "SimulatorData"]
+__all__ = ["DEFAULT_EVENTS_END", "DEFAULT_EVENTS_START", "HotspotDate", "SimulatorData"]
+
+#: what a hotspot's ``date`` is (spec §2.2 shows a string only): when it last changed, or
+#: when it was created (see ``Simulator(hotspot_date=...)``)
+HotspotDate = Literal["modified", "created"]
 
 #: 2024-01-01T00:00:00Z: where the default event range starts
 DEFAULT_EVENTS_START = 1_704_067_200.0
@@ -175,12 +179,17 @@ class SimulatorData:
         events_start: datetime | str | float,
         events_end: datetime | str | float,
         event_shape: EventShape = "nested",
+        hotspot_date: HotspotDate = "modified",
         clock: Clock | None = None,
     ) -> None:
         start, end = to_epoch(events_start), to_epoch(events_end)
         if start is None or end is None:
             raise ConfigurationError("events_start and events_end are required")
         self.seed = seed
+        if hotspot_date not in ("modified", "created"):
+            raise ConfigurationError(f"hotspot_date: 'modified' or 'created', not {hotspot_date!r}")
+        #: what a hotspot's ``date`` is: its last change, or its creation
+        self.hotspot_date: HotspotDate = hotspot_date
         #: the simulator's clock (when :meth:`add_events` adds events by default)
         self.clock: Clock = clock or SystemClock()
         self.organization = organization
@@ -303,6 +312,14 @@ class SimulatorData:
     def live_contacts(self) -> Iterable[dict[str, Any]]:
         """The internal records of the live contacts."""
         return self._contacts.values()
+
+    def change_hotspot(self, hotspot_id: str, now: float, **fields: Any) -> None:
+        """Change a hotspot upstream (as the dashboard would); with ``hotspot_date``
+        "modified" its ``date`` becomes ``now``'s. ``deleted=True`` deletes it."""
+        h = self.hotspots[hotspot_id]
+        h.update(fields)
+        if self.hotspot_date == "modified":
+            h["date"] = iso_z(now)
 
     def delete_contact(self, cid: str) -> bool:
         """Remove a contact (spec §4.2 DELETE); its past events stay in the log."""

@@ -19,7 +19,12 @@ from asyncwifi.errors import ClientStateError, ConfigurationError
 from asyncwifi.testing._admin import admin_routes
 from asyncwifi.testing._auth import TokenAuthority
 from asyncwifi.testing._counters import Counters
-from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START, SimulatorData
+from asyncwifi.testing._data import (
+    DEFAULT_EVENTS_END,
+    DEFAULT_EVENTS_START,
+    HotspotDate,
+    SimulatorData,
+)
 from asyncwifi.testing._event_records import EventShape
 from asyncwifi.testing._faults import Faults
 from asyncwifi.testing._feed import LiveEvents
@@ -67,6 +72,10 @@ class Simulator:
             default: the vendor's data example, pasted from real responses: ``event{type,
             id}``, ``when{createdAt,...}``), ``"flat"`` (the spec §2.4 schema: no time at
             all, the harshest for a client) or ``"dated"`` (legacy: flat plus ``date``).
+        hotspot_date: what a hotspot's ``date`` (spec §2.2: "string", its meaning not shown)
+            is, and so what the list's ``dateGt``/``dateLt`` filters select: ``"modified"``
+            (the default: a change or a delete moves it to the clock's day) or
+            ``"created"`` (it never moves: the filter finds new hotspots only).
         organization: the tenant id (default derived from the seed, ``org-...``).
         client_key, client_secret: the credentials (default: a seeded key, a random secret).
 
@@ -141,6 +150,7 @@ class Simulator:
         scroll_ttl: float = 60.0,
         scroll_single_use: bool = False,
         event_shape: EventShape = "nested",
+        hotspot_date: HotspotDate = "modified",
         token_ttl: float = 86_400.0,
         contacts_max_size: int = 10_000,
         organizations: int = 1,
@@ -165,6 +175,7 @@ class Simulator:
             "events_start": events_start,
             "events_end": events_end,
             "event_shape": event_shape,
+            "hotspot_date": hotspot_date,
         }
         self._tenants = Tenants(
             [
