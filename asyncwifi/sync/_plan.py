@@ -273,21 +273,20 @@ def _warnings(
     """What does not fit, said at start (not at the month's end)."""
     out: list[str] = []
     if room is not None and plan.projection > room:
-        floor = plan.costs["events"] + plan.costs["contacts"]
-        what = "the events and contact changes alone" if floor > room else "the cheapest plan"
         asked = [
             name
             for name, value in (
-                ("--lookback", None if insisted.lookback == DEFAULT_LOOKBACK else 1),
-                ("--settle", insisted.settle),
-                ("--refresh-every", insisted.refresh),
-                ("--reconcile-every", insisted.reconcile),
+                ("--lookback", insisted.lookback not in (None, DEFAULT_LOOKBACK)),
+                ("--settle", insisted.settle is not None),
+                ("--refresh-every", insisted.refresh is not None),
+                ("--reconcile-every", insisted.reconcile is not None),
             )
-            if value is not None
+            if value
         ]
-        because = f" with {', '.join(asked)} as set" if asked else ""
+        what = f"with {', '.join(asked)} as set, the plan" if asked else "even the cheapest plan"
+        parts = ", ".join(f"{k} {human_count(v)}" for k, v in plan.costs.items())
         out.append(
-            f"{what}{because} need {human_count(plan.projection)} objects a month, more than "
+            f"{what} needs {human_count(plan.projection)} objects a month ({parts}), more than "
             f"the share ({human_count(room)}): the month's allowance runs out before its end; "
             "raise --object-share, give the real --allowance, or buy an overage"
         )

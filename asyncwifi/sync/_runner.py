@@ -53,6 +53,8 @@ HOTSPOTS_REFRESHED = "hotspots.refreshed_at"
 SEGMENTS_REFRESHED = "segments.refreshed_at"
 #: clock seconds between two plans of a daemon (what it measured moves them)
 REPLAN = 6 * 3_600.0
+#: contacts changed this recently are left to the next read, which starts after them
+CONTACTS_SETTLE = 60.0
 
 
 class Syncer(Copier):
@@ -193,7 +195,8 @@ class Syncer(Copier):
             nonlocal changed
             changed += len(batch.items)
 
-        await self.copy(feed.changes(), CONTACTS, count)
+        settled = datetime.fromtimestamp(started - CONTACTS_SETTLE, UTC)
+        await self.copy(feed.changes(until=settled), CONTACTS, count)
         if checkpoint is not None and feed.incremental:
             measured.add_changes(changed, started - (measured.changes_at or started))
         measured.changes_at = started

@@ -86,7 +86,10 @@ class ContactFeed:
         self.requests = 0
 
     async def changes(self, until: datetime | None = None) -> AsyncIterator[Batch[Contact]]:
-        """Contacts modified since the checkpoint (all of them on the first run)."""
+        """Contacts modified since the checkpoint (all of them on the first run), up to
+        ``until`` (inclusive): then the checkpoint moves to ``until``, so that the next read
+        starts after the last contact instead of reading it again (spec §8: a record read
+        again is an object spent again)."""
         epoch = datetime(1970, 1, 1, tzinfo=UTC)
         cursor = TimeCursor.start("contacts", self.checkpoint, epoch)
         params: dict[str, object] = {self.modified_from: cursor.at}
@@ -117,6 +120,9 @@ class ContactFeed:
         async for batch in self._stream(sort_by=self.sort_by, extra_params=params, keep=keep):
             batch.checkpoint = cursor.encode() if timed else self.checkpoint
             yield batch
+        if timed and until is not None:
+            cursor.complete(floor_ms(until))
+            yield Batch("contacts", [], [], [], cursor.encode())
         self.checkpoint = cursor.encode() if timed else self.checkpoint
 
     async def scan(self) -> AsyncIterator[Batch[Contact]]:

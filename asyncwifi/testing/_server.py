@@ -336,10 +336,15 @@ class Simulator:
         *,
         organizations: Iterable[str | int] | None = None,
         tick: float | None = None,
+        late_share: float = 0.0,
+        late_by: float = 0.0,
+        contact_changes: float = 0.0,
     ) -> LiveEvents:
         """Start adding ``rate`` events per clock second to each organization (or to the
-        given ones) in the background, until :meth:`stop_feed` or :meth:`stop`. Needs a
-        running event loop; one feed at a time."""
+        given ones) in the background, until :meth:`stop_feed` or :meth:`stop`: a
+        ``late_share`` of them late by up to ``late_by`` s, and ``contact_changes``
+        contacts changed per clock second (see :class:`LiveEvents`). Needs a running event
+        loop; one feed at a time."""
         if self._feed is not None and self._feed.running:
             raise ClientStateError("a feed is already running: stop_feed() first")
         chosen = (
@@ -347,7 +352,10 @@ class Simulator:
             if organizations is None
             else [self._tenants.get(o) for o in organizations]
         )
-        self._feed = LiveEvents(chosen, self.clock, rate, tick)
+        self._feed = LiveEvents(
+            chosen, self.clock, rate, tick, late_share=late_share, late_by=late_by,
+            contact_changes=contact_changes,
+        )  # fmt: skip
         self._feed.start()
         return self._feed
 
