@@ -124,10 +124,25 @@ class ObjectCounts:
             self.today if day == self.day else {},
         )  # fmt: skip
 
+    def plus(self, month: str, day: str, adds: Mapping[str, int]) -> ObjectCounts:
+        """These counts with ``adds`` (per kind) made in UTC ``month`` and ``day``: what falls
+        in another month (or day) changes nothing here."""
+        if month != self.month or not adds:
+            return self
+        today = _added(self.today, adds) if day == self.day else self.today
+        return ObjectCounts(self.month, self.day, _added(self.this_month, adds), today)
+
     def used(self, kind: str = ALL, *, period: str = "month") -> int:
         """Objects of ``kind`` (``"all"``: every kind) this month (or ``period="day"``)."""
         counts = self.this_month if period == "month" else self.today
         return sum(counts.values()) if kind == ALL else counts.get(kind, 0)
+
+
+def _added(counts: Mapping[str, int], adds: Mapping[str, int]) -> dict[str, int]:
+    out = dict(counts)
+    for kind, n in adds.items():
+        out[kind] = out.get(kind, 0) + n
+    return out
 
 
 class Ledger:
@@ -141,10 +156,7 @@ class Ledger:
 
     def add(self, now: float, kind: str, count: int) -> ObjectCounts:
         counts = self.read(now)
-        month, today = dict(counts.this_month), dict(counts.today)
-        month[kind] = month.get(kind, 0) + count
-        today[kind] = today.get(kind, 0) + count
-        self._counts = ObjectCounts(counts.month, counts.day, month, today)
+        self._counts = counts.plus(counts.month, counts.day, {kind: count})
         return self._counts
 
     def read(self, now: float) -> ObjectCounts:
