@@ -44,8 +44,10 @@ ALL = "all"
 #: ``webhooks``: deliveries a receiver accepted)
 KINDS = ("events", "contacts", "hotspots", "segments", "webhooks")
 
+#: an allowance in words: a number (grouped with "," or "_", at most 30 characters: a
+#: longer one is no subscription's, and int() refuses more than 4,300 digits) and a unit
 _TERMS = re.compile(
-    r"^\s*(?P<n>[0-9][0-9_,]*)\s*(?P<unit>(access[ -]?points?|aps?|contacts?)?)\s*$", re.I
+    r"^\s*(?P<n>[0-9][0-9_,]{0,29})\s*(?P<unit>(access[ -]?points?|aps?|contacts?)?)\s*$", re.I
 )
 
 
