@@ -28,6 +28,7 @@ __all__ = [
     "COMPASS_PER_CONTACT",
     "KINDS",
     "SPLASH_PER_ACCESS_POINT",
+    "WEBHOOKS",
     "Ledger",
     "ObjectCounts",
     "Volume",
@@ -40,9 +41,11 @@ SPLASH_PER_ACCESS_POINT = 2_000
 COMPASS_PER_CONTACT = 10
 #: the allowance of every kind together (the subscription's volume is one number)
 ALL = "all"
-#: the kinds of object the SDK exchanges (the limiter's request tags that carry objects;
-#: ``webhooks``: deliveries a receiver accepted)
-KINDS = ("events", "contacts", "hotspots", "segments", "webhooks")
+#: deliveries a webhook receiver accepted: each is an object (spec §8: "via API or webhooks")
+WEBHOOKS = "webhooks"
+#: the kinds of object the SDK exchanges (the limiter's request tags that carry objects,
+#: and the webhook receiver's deliveries)
+KINDS = ("events", "contacts", "hotspots", "segments", WEBHOOKS)
 
 #: an allowance in words: a number (grouped with "," or "_", at most 30 characters: a
 #: longer one is no subscription's, and int() refuses more than 4,300 digits) and a unit
