@@ -158,6 +158,22 @@ async def test_a_write_refused_for_sure_is_not_counted(make_sim: Any) -> None:
         assert await same_counts(api, sim) == {}
 
 
+async def test_a_write_that_could_not_be_checked_is_counted_by_the_server_only(
+    make_sim: Any,
+) -> None:
+    # the gateway runs the write, then answers a bodyless 429 (its object quota is spent),
+    # and the lookup alike: the client cannot know, raises, and counts nothing; the server
+    # counted the hotspot it created and the one the lookup read
+    async with make_sim(object_limits={"hotspots": 1}) as sim, client_for(sim) as api:
+        await api.login()  # before the quota is spent elsewhere: this client cannot know
+        sim.object_limiter.settle(sim.clock.now(), {}, {"hotspots": 1})
+        with pytest.raises(errors.AmbiguousWriteError, match="most likely took effect"):
+            await api.hotspots.create(new_hotspot(10))
+        assert sim.counters.object_limited == 2  # the write and its lookup
+        assert await api.scheduler.objects() == {}
+        assert served(sim) == {"hotspots": 2}
+
+
 @pytest.mark.parametrize("shape", ["flat", "nested", "dated"])
 async def test_an_expired_events_scroll_counts_each_page_it_read_again(
     make_sim: Any, shape: str
