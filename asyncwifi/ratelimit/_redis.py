@@ -306,7 +306,7 @@ class RedisStore(RateStore):
                 return None
         self._restored()
         month, day = (cast(dict[str, int], json.loads(x)) for x in reply)
-        self._shared = ObjectCounts(current[0], current[1], month, day)
+        self._shared = ObjectCounts.of(now, month, day)
         return self._shared
 
     async def _objects_call(
