@@ -89,7 +89,7 @@ def test_a_spent_month_waits_until_exactly_the_first_then_goes_on() -> None:
     order: list[tuple[str, float]] = []
 
     async def main() -> None:
-        s = Scheduler(Limits(month={"events": 100}), clock=clock)
+        s = Scheduler(Limits(month={"events": 100, "contacts": 1_000}), clock=clock)
         await s.count_objects("events", 99)
         await take(s, "events", order)  # one short of the allowance: it goes
         await s.count_objects("events", 1)
