@@ -23,6 +23,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from asyncwifi._clock import ScaledClock
+from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.ratelimit import Limits, RedisStore, Scheduler
 from asyncwifi.ratelimit._redis_scripts import OBJECTS
 from tests._proxy import CuttableProxy
@@ -121,7 +122,7 @@ async def test_schedulers_of_two_processes_share_the_month(prefix: str) -> None:
     async with Scheduler(limits, clock=clock, store=store(prefix)) as here:
         assert await here.objects() == {"events": 500}
         assert here.quota.volume.remaining("events") == 0
-        with pytest.raises(Exception, match="month's object allowance"):
+        with pytest.raises(QuotaExhaustedError, match="500 for events; 500 exchanged"):
             await here.acquire(tag="events")
         here.release(await here.acquire(tag="contacts"))  # another kind: not held
 
