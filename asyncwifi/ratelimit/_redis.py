@@ -288,6 +288,9 @@ class RedisStore(RateStore):
         return self._estimate(now)
 
     async def _send_objects(self, now: float, read: bool) -> ObjectCounts | None:
+        """Number what was counted since the last send, send every batch not yet answered,
+        oldest first, then (``read``) the current period's counts; None on a failure (the
+        batches not answered stay, to go again)."""
         for period, adds in self._unsent.items():
             self._outbox.append((next(self._batches), period, adds))
         self._unsent = {}
