@@ -1,6 +1,13 @@
 """``RedisStore``: one key's admission log in Redis, shared by processes on several hosts;
 Lua scripts (``_redis_scripts``) decide and record atomically, on one time line; the objects
-exchanged per kind, a hash per UTC day and month, beside it."""
+exchanged per kind, a hash per UTC day and month, beside it.
+
+Object counts are sent in numbered batches, one at a time and in order (``_objects_lock``):
+a batch whose answer was lost (a timeout after Redis ran it) is sent again and the script
+adds it only once, so counts made while Redis is unreachable reach it exactly once. Until
+they do, this process answers with the counts Redis last gave plus its own since: never
+fewer than it knows were exchanged (a month's allowance must not look unspent because
+Redis blinked)."""
 
 from __future__ import annotations
 
@@ -34,6 +41,11 @@ _US = 1_000_000
 #: how long Redis keeps a month's and a day's object counts (real milliseconds): a little
 #: longer than the period, so that a late reader still finds them
 _KEEP_MONTH_MS, _KEEP_DAY_MS = 40 * 86_400_000, 2 * 86_400_000
+
+
+def _period(now: float) -> tuple[str, str]:
+    """The UTC month and day holding ``now``: the hashes its objects are counted in."""
+    return utc_period(now, "month"), utc_period(now, "day")
 
 
 def key_name(client_key: str) -> str:
@@ -96,8 +108,16 @@ class RedisStore(RateStore):
         self._member = f"{uuid.uuid4().hex[:12]}:{{}}:{{}}"  # token:number:tag
         self._ids, self._retry_at = itertools.count(), -math.inf
         self._pending: list[tuple[float, str]] = []  # fallback admissions not yet in Redis
-        #: objects counted while Redis was unreachable, by (month, day): added once it is back
+        #: objects counted since the last send, by (month, day); then the batches sent and
+        #: not yet answered: (number, (month, day), counts), in order
         self._unsent: dict[tuple[str, str], dict[str, int]] = {}
+        self._outbox: list[tuple[int, tuple[str, str], dict[str, int]]] = []
+        self._batches = itertools.count(1)
+        self._sender = self._member.split(":", 1)[0]
+        self._objects_lock = asyncio.Lock()
+        #: the counts Redis last answered (what the fallback adds this process's to)
+        self._shared: ObjectCounts | None = None
+        self._objects_now = -math.inf  # the latest time objects were counted or read at
         self._objects = base + "objects:"
         self._bg: set[asyncio.Task[None]] = set()
         self._scripts: dict[str, Any] = {}
@@ -188,8 +208,7 @@ class RedisStore(RateStore):
             return None, now, ""  # time passed in the attempt: decide again
         ok, r_now, r_wait, why, *used = reply
         self._pending = [p for p in self._pending if p not in sent]
-        if self.degraded is not None:  # back, with the admissions made meanwhile
-            self.degraded, self.log = None, self._own
+        self._restored()  # back, with the admissions made meanwhile
         self.seen = {w.name: int(u) for w, u in zip(specs, used, strict=False)}
         # the script's time: absolute on the client's time line; on Redis' clock, differences
         at = now if self.use_redis_time else int(r_now) / _US
@@ -211,6 +230,11 @@ class RedisStore(RateStore):
                 " of each window, paced"
             )
             self.log, self.seen = self._fallback.log, {}
+
+    def _restored(self) -> None:
+        """Redis answered: leave the fallback (admissions made meanwhile go with the next)."""
+        if self.degraded is not None:
+            self.degraded, self.log = None, self._own
 
     def refund(self, ticket: object, tag: str) -> None:
         # on failure the entry expires with its window: counting it is the safe side
@@ -242,34 +266,70 @@ class RedisStore(RateStore):
         return self.log.tally(now, span)
 
     async def add_objects(self, now: float, kind: str, count: int) -> ObjectCounts:
-        """Every process's counts after adding these; while Redis is unreachable, this
-        process's own (kept to be added once Redis is back)."""
-        period = (utc_period(now, "month"), utc_period(now, "day"))
-        unsent = self._unsent.setdefault(period, {})
+        """Every process's counts after adding these; while Redis is unreachable, what it
+        last said plus this process's counts since (kept to be added once it is back)."""
+        unsent = self._unsent.setdefault(_period(now), {})  # kept before any await
         unsent[kind] = unsent.get(kind, 0) + count
-        local = self.ledger.add(now, kind, count)
-        return await self._sync_objects(now) or local
+        return await self._sync_objects(now)
 
     async def object_counts(self, now: float) -> ObjectCounts:
-        return await self._sync_objects(now) or self.ledger.read(now)
+        return await self._sync_objects(now)
 
-    async def _sync_objects(self, now: float) -> ObjectCounts | None:
-        """Send what was counted and not yet sent; the current period's shared counts, or
-        None when Redis cannot be reached (or is known to be down)."""
-        if self.degraded is not None and now < self._retry_at:
-            return None
-        current = (utc_period(now, "month"), utc_period(now, "day"))
-        reply = None
-        for period in [p for p in self._unsent if p != current] + [current]:
-            adds = self._unsent.get(period, {})
-            args = [_KEEP_MONTH_MS, _KEEP_DAY_MS, *(x for k, n in adds.items() for x in (k, n))]
-            keys = [f"{self._objects}m:{period[0]}", f"{self._objects}d:{period[1]}"]
-            if (reply := await self._call(now, OBJECTS, keys, args)) is None:
+    async def _sync_objects(self, now: float, *, read: bool = True) -> ObjectCounts:
+        """Send what was counted and not yet added, in order; the current period's counts:
+        Redis', or (unreachable, or known to be down) the estimate (``_estimate``)."""
+        self._objects_now = max(self._objects_now, now)
+        if self.degraded is None or now >= self._retry_at:
+            async with self._objects_lock:  # one batch at a time, in the order numbered
+                if self.degraded is None or now >= self._retry_at:  # another may have failed
+                    counts = await self._send_objects(now, read)
+                    if counts is not None:
+                        return counts
+        return self._estimate(now)
+
+    async def _send_objects(self, now: float, read: bool) -> ObjectCounts | None:
+        """Number what was counted since the last send, send every batch not yet answered,
+        oldest first, then (``read``) the current period's counts; None on a failure (the
+        batches not answered stay, to go again)."""
+        for period, adds in self._unsent.items():
+            self._outbox.append((next(self._batches), period, adds))
+        self._unsent = {}
+        current, reply = _period(now), None
+        while self._outbox:
+            number, period, adds = self._outbox[0]
+            if (reply := await self._objects_call(now, period, number, adds)) is None:
                 return None
-            self._unsent.pop(period, None)
-        assert reply is not None
+            del self._outbox[0]  # answered: added now, or before (a lost answer)
+            if period != current:
+                reply = None
+        if reply is None:
+            if not read:
+                return None
+            if (reply := await self._objects_call(now, current, 0, {})) is None:
+                return None
+        self._restored()
         month, day = (cast(dict[str, int], json.loads(x)) for x in reply)
-        return ObjectCounts(current[0], current[1], month, day)
+        self._shared = ObjectCounts.of(now, month, day)
+        return self._shared
+
+    async def _objects_call(
+        self, now: float, period: tuple[str, str], number: int, adds: dict[str, int]
+    ) -> Any:
+        keys = [f"{self._objects}m:{period[0]}", f"{self._objects}d:{period[1]}"]
+        keys.append(self._objects + "sent")
+        args = [_KEEP_MONTH_MS, _KEEP_DAY_MS, self._sender, number]
+        args += [x for kind, n in adds.items() for x in (kind, n)]
+        return await self._call(now, OBJECTS, keys, args)
+
+    def _estimate(self, now: float) -> ObjectCounts:
+        """Without Redis: the counts it last answered, plus this process's not yet added
+        (a batch whose answer was lost may be counted twice here: the safe side)."""
+        counts = ObjectCounts.empty(now) if self._shared is None else self._shared.at(now)
+        for _, (month, day), adds in self._outbox:
+            counts = counts.plus(month, day, adds)
+        for (month, day), adds in self._unsent.items():
+            counts = counts.plus(month, day, adds)
+        return counts
 
     @property
     def status(self) -> str:
@@ -277,6 +337,10 @@ class RedisStore(RateStore):
 
     async def aclose(self) -> None:
         await asyncio.gather(*self._bg, return_exceptions=True)
+        if (self._unsent or self._outbox) and self._client is not None:
+            # the counts not yet added get one last try, whatever the reconnect interval
+            self._retry_at = -math.inf
+            await self._sync_objects(self._objects_now, read=False)
         if self._url is not None and self._client is not None:
             client, self._client = self._client, None
             await client.aclose()

@@ -126,15 +126,26 @@ return cjson.encode(counts)
 """
 )
 
-# KEYS: the month's objects (a hash: kind -> count), the day's.  ARGV: now (unused: the
-# periods are named by the caller's clock), the month's and the day's time to live (ms),
-# then kind, count pairs to add (none: a read).  Returns {month, day} as JSON objects.
+# KEYS: the month's objects (a hash: kind -> count), the day's, and the batches added (a
+# hash: sender -> the number of its last batch added).  ARGV: now (unused: the periods are
+# named by the caller's clock), the month's and the day's time to live (ms), the sender and
+# the batch's number (a sender numbers its batches 1, 2, ... and sends one only once the one
+# before was answered: a batch whose number is not above the last one added was added
+# already, its answer lost, and is not added again), then kind, count pairs to add (none: a
+# read).  Returns {month, day} as JSON objects.
 OBJECTS = """
-for j = 4, #ARGV, 2 do
-  redis.call('HINCRBY', KEYS[1], ARGV[j], ARGV[j + 1])
-  redis.call('HINCRBY', KEYS[2], ARGV[j], ARGV[j + 1])
+local add = #ARGV >= 7
+if add then
+  local last = tonumber(redis.call('HGET', KEYS[3], ARGV[4]) or '0')
+  add = tonumber(ARGV[5]) > last
 end
-if #ARGV >= 4 then
+if add then
+  redis.call('HSET', KEYS[3], ARGV[4], ARGV[5])
+  redis.call('PEXPIRE', KEYS[3], ARGV[2])
+  for j = 6, #ARGV, 2 do
+    redis.call('HINCRBY', KEYS[1], ARGV[j], ARGV[j + 1])
+    redis.call('HINCRBY', KEYS[2], ARGV[j], ARGV[j + 1])
+  end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[3])
 end

@@ -47,11 +47,16 @@ class RateStore(abc.ABC):
             )
         self._users += 1
 
+    def attach(self) -> None:
+        """Take on a user that only counts objects (a webhook receiver): the store stays
+        open until that user detaches too (the last user closes it)."""
+        self._users += 1
+
     def _setup(self, specs: list[WindowSpec]) -> None:
         self.log = Log(specs)
 
     async def detach(self) -> None:
-        """A scheduler is done with the store: the last one closes it."""
+        """A user (a scheduler, a receiver) is done with the store: the last one closes it."""
         self._users -= 1
         if self._users <= 0:
             await self.aclose()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from asyncwifi._instant import period_end, utc_period
 from asyncwifi.errors import ValidationError
@@ -28,6 +28,7 @@ __all__ = [
     "COMPASS_PER_CONTACT",
     "KINDS",
     "SPLASH_PER_ACCESS_POINT",
+    "WEBHOOKS",
     "Ledger",
     "ObjectCounts",
     "Volume",
@@ -35,17 +36,23 @@ __all__ = [
     "month_end",
 ]
 
+#: a UTC calendar day, in clock seconds (no leap second on the epoch's time line)
+DAY_SECONDS = 86_400.0
 #: spec §8: the subscription volumes, objects a month per access point and per contact
 SPLASH_PER_ACCESS_POINT = 2_000
 COMPASS_PER_CONTACT = 10
 #: the allowance of every kind together (the subscription's volume is one number)
 ALL = "all"
-#: the kinds of object the SDK exchanges (the limiter's request tags that carry objects;
-#: ``webhooks``: deliveries a receiver accepted)
-KINDS = ("events", "contacts", "hotspots", "segments", "webhooks")
+#: deliveries a webhook receiver accepted: each is an object (spec §8: "via API or webhooks")
+WEBHOOKS = "webhooks"
+#: the kinds of object the SDK exchanges (the limiter's request tags that carry objects,
+#: and the webhook receiver's deliveries)
+KINDS = ("events", "contacts", "hotspots", "segments", WEBHOOKS)
 
+#: an allowance in words: a number (grouped with "," or "_", at most 30 characters: a
+#: longer one is no subscription's, and int() refuses more than 4,300 digits) and a unit
 _TERMS = re.compile(
-    r"^\s*(?P<n>[0-9][0-9_,]*)\s*(?P<unit>(access[ -]?points?|aps?|contacts?)?)\s*$", re.I
+    r"^\s*(?P<n>[0-9][0-9_,]{0,29})\s*(?P<unit>(access[ -]?points?|aps?|contacts?)?)\s*$", re.I
 )
 
 
@@ -103,31 +110,64 @@ def allowance_of(value: object) -> Mapping[str, int]:
 @dataclass(frozen=True, slots=True)
 class ObjectCounts:
     """Objects exchanged per kind in UTC ``month`` and UTC ``day`` (every user's, with a
-    shared store)."""
+    shared store). Build them with :meth:`of` (or :meth:`empty`): they then know the clock
+    times their day spans, and :meth:`at` costs nothing within it (a count per response)."""
 
     month: str
     day: str
     this_month: Mapping[str, int] = field(default_factory=dict)
     today: Mapping[str, int] = field(default_factory=dict)
+    #: the clock times [start, end) of UTC ``day`` (unknown: empty, so ``at`` computes)
+    span: tuple[float, float] = field(default=(math.inf, -math.inf), compare=False, repr=False)
+
+    @classmethod
+    def of(
+        cls,
+        now: float,
+        this_month: Mapping[str, int] | None = None,
+        today: Mapping[str, int] | None = None,
+    ) -> ObjectCounts:
+        """The counts of the UTC month and day holding ``now``."""
+        end = period_end(now, "day")
+        month, day = utc_period(now, "month"), utc_period(now, "day")
+        return cls(month, day, this_month or {}, today or {}, (end - DAY_SECONDS, end))
 
     @classmethod
     def empty(cls, now: float) -> ObjectCounts:
-        return cls(utc_period(now, "month"), utc_period(now, "day"))
+        return cls.of(now)
 
     def at(self, now: float) -> ObjectCounts:
         """These counts as of ``now``: a period that has ended counts nothing."""
-        month, day = utc_period(now, "month"), utc_period(now, "day")
-        if (month, day) == (self.month, self.day):
+        if self.span[0] <= now < self.span[1]:
             return self
-        return ObjectCounts(
-            month, day, self.this_month if month == self.month else {},
-            self.today if day == self.day else {},
-        )  # fmt: skip
+        fresh = ObjectCounts.of(now)
+        if (fresh.month, fresh.day) == (self.month, self.day):
+            return replace(self, span=fresh.span)
+        return ObjectCounts.of(
+            now,
+            self.this_month if fresh.month == self.month else None,
+            self.today if fresh.day == self.day else None,
+        )
+
+    def plus(self, month: str, day: str, adds: Mapping[str, int]) -> ObjectCounts:
+        """These counts with ``adds`` (per kind) made in UTC ``month`` and ``day``: what falls
+        in another month (or day) changes nothing here."""
+        if month != self.month or not adds:
+            return self
+        today = _added(self.today, adds) if day == self.day else self.today
+        return ObjectCounts(self.month, self.day, _added(self.this_month, adds), today, self.span)
 
     def used(self, kind: str = ALL, *, period: str = "month") -> int:
         """Objects of ``kind`` (``"all"``: every kind) this month (or ``period="day"``)."""
         counts = self.this_month if period == "month" else self.today
         return sum(counts.values()) if kind == ALL else counts.get(kind, 0)
+
+
+def _added(counts: Mapping[str, int], adds: Mapping[str, int]) -> dict[str, int]:
+    out = dict(counts)
+    for kind, n in adds.items():
+        out[kind] = out.get(kind, 0) + n
+    return out
 
 
 class Ledger:
@@ -141,10 +181,7 @@ class Ledger:
 
     def add(self, now: float, kind: str, count: int) -> ObjectCounts:
         counts = self.read(now)
-        month, today = dict(counts.this_month), dict(counts.today)
-        month[kind] = month.get(kind, 0) + count
-        today[kind] = today.get(kind, 0) + count
-        self._counts = ObjectCounts(counts.month, counts.day, month, today)
+        self._counts = counts.plus(counts.month, counts.day, {kind: count})
         return self._counts
 
     def read(self, now: float) -> ObjectCounts:

@@ -49,7 +49,8 @@ class Counters:
     events_served: int = 0
     contacts_served: int = 0
     #: spec §8: objects (records returned, created, edited or deleted) by kind, and by route
-    #: (``"GET /v1/organizations/{cid}/events"``), of every request the API executed
+    #: (``"GET /v1/organizations/{cid}/events"``), of every request the API executed; only
+    #: kinds and routes that exchanged some are listed
     objects_served: Counter[str] = field(default_factory=Counter)
     objects_by_endpoint: Counter[str] = field(default_factory=Counter)
     #: the most requests admitted in any sliding window of 60 clock seconds

@@ -21,6 +21,7 @@ import fnmatch
 import math
 import random
 import secrets
+from collections import Counter
 from email.utils import formatdate
 from typing import Any
 
@@ -187,11 +188,13 @@ class Gateway:
         except BadParameter as exc:
             resp = json_response({"message": str(exc)}, 409)
         touched = request.get(OBJECTS, {}) if resp.status < 400 else {}
-        if touched:  # spec §8: what the API executed is the volume, a 429 put over it too
-            counters.objects_served.update(touched)
+        # spec §8: what the API executed is the volume, a 429 put over it too; a kind (or
+        # route) that exchanged nothing is not listed, as the client does not list it
+        if exchanged := +Counter(touched):
+            counters.objects_served.update(exchanged)
             route = request.match_info.route.resource
             endpoint = f"{request.method} {route.canonical if route else request.path}"
-            counters.objects_by_endpoint[endpoint] += sum(touched.values())
+            counters.objects_by_endpoint[endpoint] += exchanged.total()
         if snapshot is not None:
             object_headers, stop = limits.settle(now, snapshot, touched)
             if stop:

@@ -13,6 +13,10 @@ What a 2xx means (spec §6.2 rule 3: any 2xx acknowledges):
 - ``200 {"status": "duplicate"}``: the nonce was seen within the de-duplication TTL;
   ``200 {"status": "ignored"}``: no handler (and no fallback) for the event type.
 
+Each delivery answered ``handled``, ``accepted`` or ``ignored`` is counted once as an object
+(spec §8) when the receiver has a store (``Receiver(objects=...)``); a duplicate, a
+rejection or a failure is not (its redelivery, once accepted, is).
+
 Errors answer ``{"message": ...}``: 400 malformed JSON, 401 secret missing or wrong, 404,
 405, 409 too old (``max_age``), 413 too large, 415 not JSON, 422 wrong shape, 500 handler
 failure (memory mode), 503 de-duplication store or spool unavailable.
@@ -111,6 +115,7 @@ class _Endpoint:
         if rejection is not None:
             return _reply(rejection.status, rejection.body())
         if receiver.handler_for(payload.type) is None:
+            await receiver.count_delivery()  # received and acknowledged: exchanged
             return _reply(200, _IGNORED)
         nonce = payload.nonce
         if nonce is not None:
@@ -131,6 +136,7 @@ class _Endpoint:
             _log.exception("webhook handler failed (type %r, nonce %r)", payload.type, nonce)
             await _release(receiver, nonce)
             return _reply(500, _HANDLER_FAILED)
+        await receiver.count_delivery()
         return _reply(200, _HANDLED)
 
     async def _spool(
@@ -150,6 +156,7 @@ class _Endpoint:
         if spooled is None:  # the nonce was spooled before (e.g. before a restart)
             return _reply(200, _DUPLICATE)
         dispatcher.notify()
+        await self.receiver.count_delivery()
         return _reply(202, _ACCEPTED)
 
 

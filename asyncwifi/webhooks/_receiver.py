@@ -7,6 +7,12 @@ message); the aiohttp app (``_app.py``) and the spool worker only move bytes aro
 Order of the checks, and why: authentication first (a stranger learns nothing else, not even
 the size limit), then content type (415), declared size (413), JSON syntax (400), shape
 (422), and last the optional age limit (409).
+
+spec §8: objects exchanged through webhooks count toward the subscription's volume like the
+API's. Given a store (``objects``, a :class:`~asyncwifi.ratelimit.RateStore`), the receiver
+counts each delivery it accepted, once, as an object of kind ``"webhooks"``
+(:meth:`Receiver.count_delivery`, called by the app): with the ``RedisStore`` of the API
+key's clients, their schedulers' ``objects()`` see the deliveries beside their own reads.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import asyncio
 import hashlib
 import hmac
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
@@ -24,6 +31,8 @@ import msgspec
 from asyncwifi._clock import Clock, SystemClock
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.models._webhook import WebhookPayload
+from asyncwifi.ratelimit import RateStore
+from asyncwifi.ratelimit._volume import WEBHOOKS
 from asyncwifi.webhooks._dedup import Deduplicator, MemoryDeduplicator
 
 __all__ = [
@@ -38,6 +47,7 @@ __all__ = [
 #: only offers custom headers configured on the webhook, so the name is the user's choice).
 DEFAULT_HEADER_NAME: Final = "X-Webhook-Secret"
 
+_log = logging.getLogger("asyncwifi.webhooks")
 _DECODER: Final = msgspec.json.Decoder(WebhookPayload)
 _ANY_DECODER: Final = msgspec.json.Decoder()
 _ERROR_ENCODER: Final = msgspec.json.Encoder()
@@ -108,6 +118,8 @@ class Receiver:
     accepted); an empty secret is refused. ``max_age`` (seconds), when set, refuses events
     whose ``event.timestamp`` is older (409); keep it at most the de-duplication TTL so that
     a redelivery the de-duplicator has forgotten is refused rather than handled twice.
+    ``objects``, when given, is the store each accepted delivery is counted in (spec §8, on
+    ``clock``); the receiver uses it until :meth:`aclose`.
     """
 
     __slots__ = (
@@ -121,6 +133,7 @@ class Receiver:
         "header_name",
         "max_age",
         "max_body_size",
+        "objects",
     )
 
     def __init__(
@@ -133,6 +146,7 @@ class Receiver:
         max_age: float | None = None,
         handler_timeout: float | None = 30.0,
         clock: Clock | None = None,
+        objects: RateStore | None = None,
     ) -> None:
         values = [secrets] if isinstance(secrets, str) else list(secrets)
         if not values:
@@ -145,6 +159,10 @@ class Receiver:
             raise ConfigurationError("max_body_size must be positive")
         if max_age is not None and max_age <= 0:
             raise ConfigurationError("max_age must be positive (or None for no limit)")
+        if objects is not None and not isinstance(objects, RateStore):
+            raise ConfigurationError(
+                f"objects must be a RateStore (a scheduler's is its .store), not {objects!r}"
+            )
         self._digests: tuple[bytes, ...] = tuple(_digest(v.encode()) for v in values)
         #: the header carrying the shared secret
         self.header_name = header_name
@@ -157,8 +175,12 @@ class Receiver:
         self.max_age = max_age
         #: seconds a handler may run before it counts as failed (``None``: no limit)
         self.handler_timeout = handler_timeout
-        #: where "now" comes from (age checks, de-duplication, retry schedule)
+        #: where "now" comes from (age checks, de-duplication, retry schedule, counts)
         self.clock: Clock = clock if clock is not None else SystemClock()
+        #: where accepted deliveries are counted as objects (spec §8), or None
+        self.objects = objects
+        if objects is not None:
+            objects.attach()
         self._routes: dict[str | None, Handler] = {}
         self._fallback: Handler | None = None
 
@@ -225,6 +247,17 @@ class Receiver:
                 async with asyncio.timeout(self.clock.real(self.handler_timeout)):
                     await result
         return True
+
+    async def count_delivery(self) -> None:
+        """Count one accepted delivery as an object of kind ``"webhooks"`` in :attr:`objects`
+        (spec §8), now. The delivery is accepted already: a store that fails is logged,
+        never raised."""
+        if self.objects is None:
+            return
+        try:
+            await self.objects.add_objects(self.clock.now(), WEBHOOKS, 1)
+        except Exception:
+            _log.exception("could not count a webhook delivery in the object store")
 
     # -- checks (sans-I/O) ------------------------------------------------------------------
 
@@ -327,5 +360,9 @@ class Receiver:
         return out
 
     async def aclose(self) -> None:
-        """Release the de-duplicator's resources (a Redis connection pool)."""
+        """Release the de-duplicator's resources (a Redis connection pool) and let go of
+        the object store (closed if no one else uses it); again: no effect."""
         await self.dedup.aclose()
+        objects, self.objects = self.objects, None
+        if objects is not None:
+            await objects.detach()

@@ -1,7 +1,9 @@
 """A child process for the multi-process tests: one scheduler on a shared RedisStore key.
 
 Run as ``python -m tests.ratelimit.rl_worker '<json config>'``; prints one JSON line with
-the admission times (and, against the simulator, the response statuses).
+the admission times (and, against the simulator, the response statuses), or, with
+``"objects": n`` in the config, counts n events objects one by one (all at once) and prints
+the month's events count the store answered last.
 """
 
 from __future__ import annotations
@@ -76,9 +78,21 @@ async def simulator(cfg: dict[str, Any], sched: Scheduler) -> dict[str, Any]:
     return {"sent": sent, "statuses": statuses}
 
 
+async def objects(cfg: dict[str, Any], store: RedisStore) -> dict[str, Any]:
+    counts = await asyncio.gather(
+        *(store.add_objects(cfg["now"], "events", 1) for _ in range(cfg["objects"]))
+    )
+    last = await store.object_counts(cfg["now"])
+    await store.aclose()
+    return {"events": max([c.used("events") for c in counts] + [last.used("events")])}
+
+
 async def main(cfg: dict[str, Any]) -> None:
-    clock = SharedClock(cfg["speed"], cfg["start"], cfg["anchor"])
     store = RedisStore(cfg["url"], key=cfg["key"], prefix=cfg["prefix"], use_redis_time=False)
+    if cfg.get("objects"):
+        print(json.dumps(await objects(cfg, store)), flush=True)
+        return
+    clock = SharedClock(cfg["speed"], cfg["start"], cfg["anchor"])
     limits = Limits(
         minute=Limit(cfg["n"], 60.0), day=Limit(15_000, 86_400.0), minute_margin=cfg["margin"]
     )
