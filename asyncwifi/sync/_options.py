@@ -33,6 +33,8 @@ class SyncOptions:
     refresh_every: float = 900.0
     #: between full contact reconciles (deleted contacts), in both modes
     reconcile_every: float = 86_400.0
+    #: the share of the month's object allowance this sync plans to spend
+    object_share: float = 0.9
     #: the query names of the contacts' modified-date filters (not shown in the reference)
     modified_from: str = MODIFIED_FROM
     modified_to: str = MODIFIED_TO
@@ -66,3 +68,5 @@ class SyncStats:
     #: lookback); and the requests the re-reads spent (within ``requests["events"]``)
     late_events: dict[str, int] = field(default_factory=lambda: {"lookback": 0, "audit": 0})
     lookback_requests: int = 0
+    #: objects a month the sync's plan projects (None: no plan yet)
+    projection: int | None = None
