@@ -261,12 +261,16 @@ class RedisStore(RateStore):
         current = (utc_period(now, "month"), utc_period(now, "day"))
         reply = None
         for period in [p for p in self._unsent if p != current] + [current]:
-            adds = self._unsent.get(period, {})
+            # taken before the call: a count added while it runs goes in the next one, not
+            # again in this one (concurrent callers each sent the whole pending sum)
+            adds = self._unsent.pop(period, {})
             args = [_KEEP_MONTH_MS, _KEEP_DAY_MS, *(x for k, n in adds.items() for x in (k, n))]
             keys = [f"{self._objects}m:{period[0]}", f"{self._objects}d:{period[1]}"]
             if (reply := await self._call(now, OBJECTS, keys, args)) is None:
+                unsent = self._unsent.setdefault(period, {})  # kept for when Redis is back
+                for kind, count in adds.items():
+                    unsent[kind] = unsent.get(kind, 0) + count
                 return None
-            self._unsent.pop(period, None)
         assert reply is not None
         month, day = (cast(dict[str, int], json.loads(x)) for x in reply)
         return ObjectCounts(current[0], current[1], month, day)
