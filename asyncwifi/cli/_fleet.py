@@ -6,7 +6,7 @@
 - ``fleet apply --config fleet.toml``: a workflow per organization of the file; running
   ones kept, those removed from the file stopped;
 - ``fleet worker --config fleet.toml --to URL``: a worker (start as many as needed);
-- ``fleet status``: one line per organization.
+- ``fleet status``: one line per organization (``--format json``: their statuses).
 """
 
 from __future__ import annotations
@@ -224,8 +224,12 @@ def worker_command(
 
 @fleet_group.command("status")
 @_temporal_options
-def status_command(access: TemporalAccess, task_queue: str) -> None:
-    """One line per organization: state, last pass, lag, requests today, last error."""
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True,
+              help="One line per organization, or JSON: a list of their statuses.")  # fmt: skip
+def status_command(access: TemporalAccess, task_queue: str, fmt: str) -> None:
+    """One line per organization: state, last pass, lag, requests today, objects this
+    month (of the allowance) and the month's projection, last error."""
     _require_temporalio()
 
     async def main(stop: asyncio.Event) -> None:
@@ -233,6 +237,12 @@ def status_command(access: TemporalAccess, task_queue: str) -> None:
 
         client = await _connect(access)
         statuses = await fleet_status(client)
+        if fmt == "json":
+            import dataclasses
+            import json
+
+            click.echo(json.dumps([dataclasses.asdict(s) for s in statuses], indent=2))
+            return
         if not statuses:
             click.echo("fleet: no organization is running (asyncwifi fleet apply)")
         for status in statuses:
