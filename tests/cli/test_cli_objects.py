@@ -14,6 +14,7 @@ import json
 import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -319,3 +320,31 @@ def test_a_spent_allowance_pauses_the_export_and_says_which_quota(
     (paused,) = [r for r in json_lines(again.err) if r["event"] == "quota_exhausted"]
     assert paused["quota"] == "month"
     assert str(paused["message"]).startswith("the month's object allowance is spent")
+
+
+def test_the_runs_objects_go_on_across_the_1st() -> None:
+    from types import SimpleNamespace as At
+
+    from asyncwifi.cli._progress import _RunObjects
+    from asyncwifi.ratelimit._snapshot import VolumeSnapshot
+
+    def at(month: str, **counts: int) -> Any:
+        return At(volume=VolumeSnapshot(month, counts))
+
+    spent = _RunObjects(at("2026-11", events=500))  # the month's count when the run began
+    assert spent.read(at("2026-11", events=800)) == 300
+    assert spent.read(at("2026-12")) == 300  # the 1st: the month starts over, the run's not
+    assert spent.read(at("2026-12", events=40, contacts=2)) == 342
+
+
+def test_a_spent_allowance_raised_to_the_command_is_named() -> None:
+    from asyncwifi.cli._command import _status_for
+    from asyncwifi.errors import QuotaExhaustedError
+
+    allowance = "month's object allowance"
+    for limit, said in (("month", allowance), ("month:events", allowance), ("day", "day's quota")):
+        found = _status_for(QuotaExhaustedError("x", reset_at=1_796_083_200.0, limit=limit))
+        assert found == (
+            ExitCode.TEMPFAIL,
+            f"the {said} is spent; it resets at 2026-12-01T00:00:00Z",
+        )
