@@ -195,6 +195,8 @@ def _fields(
         "duplicates_dropped": progress.duplicates_run,
         "objects_run": objects,
         "objects_month": volume.used if volume is not None else None,
+        # without a shared store the month's count is this process's: what is left, at most
+        "objects_month_shared": quota is not None and quota.store == "redis",
         "objects_left_month": left_for(volume, kind) if volume is not None else None,
         "quota_day_remaining": _quota_left(quota),
         # real seconds (a simulated clock runs faster)
@@ -295,7 +297,9 @@ class _TextReporter(Reporter):
         eta = None if eta is None else self.clock.real(eta)
         objects = self._objects.read(quota)
         month = left_for(quota.volume, self.noun) if quota is not None else None
-        month_left = "" if month is None else f" ({month:,} left this month)"
+        # without a shared store, others' objects this month are not known: at most this
+        bound = "" if quota is not None and quota.store == "redis" else "at most "
+        month_left = "" if month is None else f" ({bound}{month:,} left this month)"
         return (
             f"{progress.records:,} {self.noun} · {progress.pages_run:,} pages · "
             f"{_requests_sent(progress, quota):,} requests · "

@@ -265,7 +265,7 @@ def test_progress_lines_carry_the_runs_objects_and_what_is_left(
     assert all(" requests · " in line and " objects" in line for line in slices)
     # each event read once: the run's objects are its events, 4,000 of 10,000 left
     assert "6,000 events · " in slices[-1]
-    assert "· 6,000 objects (4,000 left this month) ·" in slices[-1]
+    assert "· 6,000 objects (at most 4,000 left this month) ·" in slices[-1]
 
     (clean_env / "e.jsonl").unlink()
     (clean_env / "e.jsonl.state").unlink()
@@ -283,6 +283,7 @@ def test_progress_lines_carry_the_runs_objects_and_what_is_left(
     assert finished["objects_run"] == finished["records_run"] == 6_000
     assert finished["objects_month"] == 6_000
     assert finished["objects_left_month"] == 4_000
+    assert finished["objects_month_shared"] is False  # others' objects not known: at most
 
 
 def test_the_runs_objects_count_from_the_months_count_when_it_began(
@@ -297,6 +298,7 @@ def test_the_runs_objects_count_from_the_months_count_when_it_began(
     assert finished["objects_run"] == 6_000  # this run's, not the month's
     assert finished["objects_month"] == 11_000  # every process's
     assert finished["objects_left_month"] == 9_000
+    assert finished["objects_month_shared"] is True
     assert month_in_redis(seed) == {"events": 11_000}
 
 
