@@ -192,7 +192,7 @@ def objects_report(volume: VolumeSnapshot, standing: Standing) -> dict[str, Any]
     """``asyncwifi quota``'s objects: this UTC month's and today's by kind (the limiter's
     counts), the allowance and what is left of it, when the month resets, and whose counts
     these are."""
-    kinds = [*KINDS, *sorted(set(volume.this_month) | set(volume.today) - set(KINDS))]
+    kinds = [*KINDS, *sorted((set(volume.this_month) | set(volume.today)) - set(KINDS))]
     rows: list[dict[str, Any]] = [
         {
             "kind": kind,

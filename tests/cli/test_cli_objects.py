@@ -146,6 +146,8 @@ def test_quota_shows_the_objects_of_a_few_calls_against_the_allowance(
     report = json.loads(result.out)
     assert report["requests_spent_by_this_command"] == 1  # the login: no object read
     objects = report["objects"]
+    kinds = [row["kind"] for row in objects["by_kind"]]
+    assert kinds == ["events", "contacts", "hotspots", "segments", "webhooks", "all"]  # once each
     rows = {row["kind"]: row for row in objects["by_kind"]}
     assert rows["contacts"]["this_month"] == rows["contacts"]["today"] == contacts
     assert rows["events"]["this_month"] == rows["events"]["today"] == 700
