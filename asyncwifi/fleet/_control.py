@@ -230,11 +230,11 @@ def status_line(status: OrganizationStatus, now: datetime | None = None) -> str:
     objects = "-" if status.objects_month is None else f"{status.objects_month:,}"
     if status.objects_month is not None and status.objects_allowance is not None:
         objects += f" of {status.objects_allowance:,}"
-    projection = "-" if status.projection is None else f"{status.projection:,}"
+    projection = "-" if status.projection is None else f"{status.projection:,}/month"
     return (
         f"{status.organization}  {state}  last pass {status.last_pass or '-'}  lag {lag}  "
         f"requests today {requests}  objects this month {objects}  "
-        f"projection {projection}/month  passes {status.passes}  "
+        f"projection {projection}  passes {status.passes}  "
         f"last error {status.last_error or '-'}"
     )
 
