@@ -21,13 +21,15 @@ from asyncwifi._resources._segments import Segments
 from asyncwifi._retry import RetryPolicy
 from asyncwifi._scroll_pages import SCROLL_WINDOW
 from asyncwifi._transport import AiohttpTransport, Transport
-from asyncwifi.errors import ClientStateError, ConfigurationError, DecodeError
+from asyncwifi.errors import ClientStateError, ConfigurationError, DecodeError, ValidationError
 from asyncwifi.models import decode
 from asyncwifi.models._auth import LoginRequest, LoginResponse
 from asyncwifi.models._decode import encode
 from asyncwifi.ratelimit import Lane, Limits, QuotaSnapshot, RateStore, Scheduler
+from asyncwifi.ratelimit._volume import allowance_of
 
 __all__ = [
+    "ALLOWANCE_ENV",
     "ALLOW_HTTP_ENV",
     "ENV_VARS",
     "Client",
@@ -41,6 +43,9 @@ log = logging.getLogger("asyncwifi.client")
 
 #: the one switch that lets a client (``Client.from_env()``, the CLI) use a plain-http URL
 ALLOW_HTTP_ENV = "ASYNCWIFI_ALLOW_HTTP"
+#: the month's object allowance (spec §8) as ``Limits(month=...)`` takes it: ``20000``,
+#: ``"10 access points"``, ``"2000 contacts"`` (``Client.from_env()``, the CLI's ``--allowance``)
+ALLOWANCE_ENV = "ASYNCWIFI_ALLOWANCE"
 #: each setting's environment variable: the one table (``from_env``, the command's
 #: configuration, the dlt source)
 ENV_VARS: dict[str, str] = {
@@ -196,8 +201,11 @@ class Client:
     @classmethod
     def from_env(cls, **options: object) -> Client:
         """A client configured from ASYNCWIFI_CLIENT_KEY, ASYNCWIFI_CLIENT_SECRET,
-        ASYNCWIFI_BASE_URL, ASYNCWIFI_ORGANIZATION and ASYNCWIFI_ALLOW_HTTP (``1`` lets a
-        plain-http URL through, for a local simulator); keyword ``options`` win."""
+        ASYNCWIFI_BASE_URL, ASYNCWIFI_ORGANIZATION, ASYNCWIFI_ALLOW_HTTP (``1`` lets a
+        plain-http URL through, for a local simulator) and ASYNCWIFI_ALLOWANCE (the month's
+        object allowance, spec §8: ``20000``, ``"10 access points"``, ``"2000 contacts"``;
+        the client's ``Limits(month=...)``, so budgets and reports can say what is left);
+        keyword ``options`` win (``limits`` among them: its own ``month`` then)."""
         key = os.environ.get(ENV_VARS["client_key"])
         secret = os.environ.get(ENV_VARS["client_secret"])
         missing = [
@@ -208,6 +216,12 @@ class Client:
         options.setdefault("base_url", os.environ.get(ENV_VARS["base_url"]))
         options.setdefault("organization", os.environ.get(ENV_VARS["organization"]) or None)
         options.setdefault("allow_http", env_flag(os.environ.get(ALLOW_HTTP_ENV)))
+        allowance = os.environ.get(ALLOWANCE_ENV, "").strip()
+        if allowance and options.get("limits") is None:
+            try:  # checked under the variable's name, before any request
+                options["limits"] = Limits(month=allowance_of(allowance, ALLOWANCE_ENV))
+            except ValidationError as exc:
+                raise ConfigurationError(str(exc)) from None
         base_url = options["base_url"]
         if isinstance(base_url, str) and base_url:
             refusal = plain_http_refusal(

@@ -137,17 +137,18 @@ def build_query(
     return query
 
 
-#: the limiter's tag of a request, by a word of its path (what it asks for)
-_TAGS = (
-    ("/sts/login", "login"),
-    ("/sts/logout", "logout"),
-    ("/events", "events"),
-    ("/hotspots", "hotspots"),
-    ("/segments", "segments"),
-    ("/customers", "contacts"),
-)
-
-
 def request_tag(path: str) -> str:
-    """The limiter's tag for a request to ``path`` ("events", "login"...; else "other")."""
-    return next((tag for word, tag in _TAGS if word in path), "other")
+    """The limiter's tag for a request to ``path`` (what it asks for: "events", "contacts",
+    "hotspots", "segments", "login", "logout"; else "other"), by the route's words at their
+    places (spec §4), never by a value in the path (a hotspot identifier "events-hall")."""
+    words = path.strip("/").split("/")[1:]  # the version dropped
+    head = words[0] if words else ""
+    if head == "sts":
+        return words[1] if len(words) > 1 and words[1] in ("login", "logout") else "other"
+    if head in ("hotspots", "segments"):
+        return head
+    if head == "organizations":  # /v1/organizations/{cid}/events, .../customers/{id}/events
+        return "events" if words[-1] == "events" else "other"
+    if head == "customers":  # a contact's events are events; the rest of a contact, contacts
+        return "events" if len(words) == 3 and words[2] == "events" else "contacts"
+    return "other"

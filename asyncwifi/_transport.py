@@ -176,6 +176,12 @@ class AiohttpTransport:
             raise_for_status=False,
             auto_decompress=True,
         )
+        # aiohttp sends an idempotent request lost on a reused keep-alive connection once
+        # more by itself: a request the scheduler never admitted (spec §8: and its objects
+        # counted twice by the server). The pipeline's retry is the one rule; aiohttp has
+        # no public switch for its own, so its attribute is turned off where it exists.
+        if hasattr(self._session, "_retry_connection"):
+            self._session._retry_connection = False
         return self._session
 
     def url(self, path: str) -> URL:

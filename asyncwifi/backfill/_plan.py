@@ -1,4 +1,5 @@
-"""The plan of a backfill: time slices, and what they will cost in requests, time and quota.
+"""The plan of a backfill: time slices, and what they will cost in requests, objects, time and
+quota.
 
 Sans-I/O: nothing here reads the time or touches a file. The job's range is half-open,
 ``[since, until)``, so that two runs ``--since A --until B`` and ``--since B --until C``
@@ -156,6 +157,13 @@ class PlanEstimate:
     def requests(self) -> int:
         """Every request the job should spend, logins included (spec §8: all requests count)."""
         return self.page_requests + self.logins
+
+    @property
+    def objects(self) -> int:
+        """The objects the job should spend (spec §8: each record returned counts): every
+        event of the plan read once; a slice's closing page returns no event beyond them
+        (an empty one costs nothing), and a login returns no object."""
+        return self.events
 
 
 def requests_time(

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Coroutine, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -39,6 +39,9 @@ class App:
 
     config: Path | None = None
     allow_http: bool = False
+    #: the month's object allowance (``--allowance``, ASYNCWIFI_ALLOWANCE), checked: objects
+    #: per kind (``"all"``: every kind together); empty when none was given
+    allowance: Mapping[str, int] = field(default_factory=dict)
     sim: SimOptions = field(default_factory=SimOptions)
     display: Display = field(default_factory=Display)
     _settings: Settings | None = None
@@ -94,6 +97,7 @@ class App:
                 on_exhausted=on_exhausted,
                 max_wait=max_wait,
                 rate_store=rate_store,
+                month=self.allowance or None,
             ) as api:
                 yield api
             return
@@ -109,7 +113,9 @@ class App:
             base_url=base_url,
             organization=settings.organization,
             allow_http=self.allow_http or settings.allow_http,
-            limits=Limits(on_exhausted=on_exhausted, max_wait=max_wait),
+            limits=Limits(
+                on_exhausted=on_exhausted, max_wait=max_wait, month=self.allowance or None
+            ),
             rate_store=shared_store(rate_store, key),
         )
         async with api:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import click
 
+from asyncwifi._client import ALLOWANCE_ENV
 from asyncwifi._version import __version__
 from asyncwifi.cli._app import App, SimOptions, _configure_logging, output_options
 from asyncwifi.cli._exit import CliFailure, ExitCode
@@ -34,6 +35,16 @@ __all__ = ["cli", "run"]
     "(default: ~/.config/asyncwifi/config.toml; environment variables win).",
 )
 @click.option("--allow-http", is_flag=True, help="Allow a plain-http base URL (a local simulator).")
+@click.option(
+    "--allowance",
+    envvar=ALLOWANCE_ENV,
+    metavar="TEXT",
+    default=None,
+    help="The month's object allowance (spec §8): objects a month (20000) or the "
+    "subscription's terms ('10 access points': 2,000 each; '2000 contacts': 10 each). "
+    f"Dry runs, progress and quota say what is left of it; once it is spent, requests "
+    f"for objects stop until the 1st (or set {ALLOWANCE_ENV}).",
+)
 @click.option(
     "--simulate",
     is_flag=True,
@@ -76,6 +87,7 @@ def cli(
     ctx: click.Context,
     config: Path | None,
     allow_http: bool,
+    allowance: str | None,
     simulate: bool,
     sim_speed: float,
     sim_seed: int,
@@ -96,6 +108,7 @@ def cli(
     app: App = ctx.ensure_object(App)
     app.config = config
     app.allow_http = allow_http
+    app.allowance = _allowance(ctx, allowance)
     app.sim = SimOptions(
         enabled=simulate,
         speed=sim_speed,
@@ -105,6 +118,20 @@ def cli(
         start=sim_start,
     )
     _configure_logging(app.display.log_format, verbose)
+
+
+def _allowance(ctx: click.Context, text: str | None) -> Mapping[str, int]:
+    """``--allowance`` (or its variable) checked by the limiter's one rule: a bad value is
+    one usage line (exit 2) before anything is read or sent."""
+    from asyncwifi.errors import ValidationError
+    from asyncwifi.ratelimit._volume import allowance_of
+
+    source = ctx.get_parameter_source("allowance")
+    what = ALLOWANCE_ENV if source is click.core.ParameterSource.ENVIRONMENT else "--allowance"
+    try:
+        return allowance_of(text.strip() if text is not None else None, what)
+    except ValidationError as exc:
+        raise click.UsageError(str(exc), ctx) from None
 
 
 cli.add_command(events_group)
@@ -145,7 +172,9 @@ def _status_for(exc: BaseException) -> tuple[ExitCode, str] | None:
         return ExitCode.USAGE, str(exc)
     if isinstance(exc, QuotaExhaustedError):
         when = format_instant(exc.reset_at, "seconds")
-        return ExitCode.TEMPFAIL, f"the day's quota is spent; it resets at {when}"
+        # spec §8: "month" (every kind) or "month:<kind>" is the month's object allowance
+        spent = "month's object allowance" if exc.limit.startswith("month") else "day's quota"
+        return ExitCode.TEMPFAIL, f"the {spent} is spent; it resets at {when}"
     if isinstance(exc, AsyncWifiError):
         return ExitCode.FAILURE, str(exc)
     if isinstance(exc, OSError):

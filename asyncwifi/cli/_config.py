@@ -20,10 +20,12 @@ from __future__ import annotations
 import os
 import stat
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
 
 from asyncwifi._auth import redact_url
 from asyncwifi._client import ALLOW_HTTP_ENV, ENV_VARS, env_flag
@@ -33,7 +35,16 @@ from asyncwifi.cli._progress import plural
 if TYPE_CHECKING:
     from asyncwifi.ratelimit import RedisStore
 
-__all__ = ["Settings", "default_config_path", "load_settings", "shared_store"]
+__all__ = [
+    "RATE_STORE_SCHEMES",
+    "Settings",
+    "default_config_path",
+    "load_settings",
+    "rate_store_option",
+    "shared_store",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 _BOOLS = {"allow_http": ALLOW_HTTP_ENV}
 
@@ -140,6 +151,30 @@ def load_settings(config: Path | None, environ: Mapping[str, str] | None = None)
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+#: the URLs ``--rate-store`` takes (a Redis server)
+RATE_STORE_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def _rate_store_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not value.startswith(RATE_STORE_SCHEMES):
+        # the value is never repeated: it may hold a password
+        raise click.BadParameter("a redis://, rediss:// or unix:// URL", ctx, param)
+    return value
+
+
+def rate_store_option(help: str) -> Callable[[F], F]:
+    """``--rate-store redis://...`` (or ASYNCWIFI_RATE_STORE): the limiter's store shared by
+    every user of the key; checked before anything is sent. ``help`` says what sharing gives
+    the command."""
+    return click.option(
+        "--rate-store",
+        envvar="ASYNCWIFI_RATE_STORE",
+        metavar="redis://...",
+        callback=_rate_store_url,
+        help=help,
+    )
 
 
 def shared_store(url: str | None, client_key: str) -> RedisStore | None:

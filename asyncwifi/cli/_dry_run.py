@@ -2,6 +2,9 @@
 
 The events API has no count, so the volume is an assumption (``--events-per-day``, the
 simulator's volume under ``--simulate``, else :data:`DEFAULT_EVENTS_PER_DAY`), said so.
+Its objects (spec §8: each event read once) are set against what is left of the month's
+allowance (``--allowance``), the month-to-date count read from the limiter's shared store
+(``--rate-store``; reading it is not a request); more than is left is a warning.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ import click
 
 from asyncwifi.backfill._plan import Slice, estimate
 from asyncwifi.backfill._state import JobParams, JsonlDestination
-from asyncwifi.cli._app import App
+from asyncwifi.cli._app import App, run_async
+from asyncwifi.cli._objects import Standing, month_standing
 from asyncwifi.cli._progress import counted, human_duration
+from asyncwifi.cli._simulate import simulated_clock
 from asyncwifi.ratelimit import Limit, Limits
 
 __all__ = ["DEFAULT_EVENTS_PER_DAY", "dry_run_plan"]
@@ -32,6 +37,7 @@ def dry_run_plan(
     events_per_day: int | None,
     page_size: int,
     concurrency: int,
+    rate_store: str | None = None,
 ) -> None:
     """Print the plan: zero requests, zero files."""
     sim = app.sim
@@ -58,6 +64,8 @@ def dry_run_plan(
             f"{info.slices_done}/{info.slices_total} slices done, {info.records:,} events "
             f"written (the estimate is for the whole job)"
         )
+    standing = run_async(_standing(app, rate_store))
+    excess = standing.excess(plan.objects, "events")
     size = slices[0].end - slices[0].start
     summary = {
         "since": slices[0].date_start,
@@ -70,6 +78,9 @@ def dry_run_plan(
         "assumption_source": source,
         "estimated_events": plan.events,
         "estimated_requests": plan.requests,
+        "estimated_objects": plan.objects,
+        **standing.fields("events"),
+        "objects_warning": excess,
         "page_requests": plan.page_requests,
         "logins": plan.logins,
         "seconds_at_rate_limit": plan.seconds_at_rate,
@@ -80,6 +91,8 @@ def dry_run_plan(
     }
     if app.display.log_format == "json":
         click.echo(json.dumps(summary))
+        if excess:
+            app.display.warning("objects", excess, objects=plan.objects)
         return
     lines = [
         f"plan: events from {slices[0].date_start} to {slices[-1].date_end} (inclusive), "
@@ -100,6 +113,8 @@ def dry_run_plan(
         f"{plan.slices:,} last pages (one ends each slice, short or empty) + "
         f"{counted(plan.logins, 'login')} = "
         f"{plan.requests:,} requests",
+        f"objects: {plan.objects:,} (the events, each read once; a closing empty page "
+        f"costs 0); {standing.describe('events')}",
         f"time at the rate limit ({minute_count}/min): {human_duration(plan.seconds_at_rate)}",
         f"quota: {plan.days_of_quota:.2f} days of the {day_count:,}-request daily quota "
         f"({counted(math.ceil(plan.days_of_quota) or 1, 'day')}); finishes in about "
@@ -109,3 +124,19 @@ def dry_run_plan(
         lines.append(f"state {state_path}: {done_note}")
     lines.append("this dry run sent 0 requests and wrote nothing")
     click.echo("\n".join(lines))
+    if excess:
+        app.display.warning("objects", excess)
+
+
+async def _standing(app: App, rate_store: str | None) -> Standing:
+    """The month's objects against ``--allowance``: the count read from the shared store
+    (named by the key: the simulator's under ``--simulate``, else the configured one)."""
+    key, clock = None, None
+    if app.sim.enabled:
+        from asyncwifi.testing import Simulator
+
+        clock = simulated_clock(app.sim)
+        key = Simulator(seed=app.sim.seed, events=0).client_key if rate_store else None
+    elif rate_store is not None:
+        key = app.settings().client_key
+    return await month_standing(app.allowance, rate_store=rate_store, client_key=key, clock=clock)

@@ -30,9 +30,11 @@ from asyncwifi.backfill._plan import even_slice_size, parse_duration, parse_inst
 from asyncwifi.backfill._preflight import preflight
 from asyncwifi.backfill._state import JobParams, JsonlDestination
 from asyncwifi.cli._app import App, output_options, pass_app, run_async
+from asyncwifi.cli._config import rate_store_option
 from asyncwifi.cli._dry_run import DEFAULT_EVENTS_PER_DAY, dry_run_plan
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._files import check_export_files, remove_if_unused, writing
+from asyncwifi.cli._objects import client_standing, contacts_plan
 from asyncwifi.cli._progress import plural
 from asyncwifi.errors import ValidationError
 
@@ -169,6 +171,12 @@ async def _run_job(app: App, job: ExportJob) -> JobOutcome:
         job.reporter.close()
 
 
+_RATE_STORE_HELP = (
+    "Share the key's quota with its other users in Redis; the month's objects are then "
+    "every process's (what the dry run and the progress say is left of --allowance)."
+)
+
+
 # -- events ----------------------------------------------------------------------------------
 
 
@@ -238,6 +246,7 @@ def events_group() -> None:
     default=None,
     help="With --daemon: exit with 75 instead when the reset is further away than this.",
 )
+@rate_store_option(_RATE_STORE_HELP)
 @click.option("--fsync/--no-fsync", default=True, hidden=True)
 @output_options
 @pass_app
@@ -256,6 +265,7 @@ def backfill(
     events_per_day: int | None,
     wait: bool,
     max_wait: timedelta | None,
+    rate_store: str | None,
     fsync: bool,
 ) -> None:
     """Export every event of [SINCE, UNTIL) to OUT, exactly once, resumably.
@@ -286,7 +296,9 @@ def backfill(
         out=out, since=since, until=until, types=types, slice_size=slice_size, gzip=gzip
     )
     if dry_run:
-        dry_run_plan(app, slices, params, state_path, events_per_day, page_size, concurrency)
+        dry_run_plan(
+            app, slices, params, state_path, events_per_day, page_size, concurrency, rate_store
+        )
         return
     status = _check_files(app, params, state=state_path, out=out)
     if status == "done":
@@ -297,7 +309,10 @@ def backfill(
         return
 
     async def go() -> JobOutcome:
-        async with app.client(since=since, until=until, on_exhausted="raise") as api:
+        async with app.client(
+            since=since, until=until, on_exhausted="raise", rate_store=rate_store
+        ) as api:
+            await client_standing(api, shared=rate_store is not None)  # the run counts from it
             reporter = app.display.reporter(noun="events", quota=lambda: api.quota, clock=api.clock)
             job = events_backfill(
                 api,
@@ -357,6 +372,7 @@ def contacts_group() -> None:
 )
 @click.option("--daemon", "--wait", "wait", is_flag=True, help="Wait for the quota reset.")
 @click.option("--max-wait", type=DurationType(), default=None, help="With --daemon: longest wait.")
+@rate_store_option(_RATE_STORE_HELP)
 @click.option("--fsync/--no-fsync", default=True, hidden=True)
 @output_options
 @pass_app
@@ -369,6 +385,7 @@ def export(
     page_size: PageSize,
     wait: bool,
     max_wait: timedelta | None,
+    rate_store: str | None,
     fsync: bool,
 ) -> None:
     """Export every contact to OUT, exactly once, resumably (same engine as backfill)."""
@@ -384,7 +401,9 @@ def export(
         return
 
     async def go() -> JobOutcome:
-        async with app.client(on_exhausted="raise") as api:
+        async with app.client(on_exhausted="raise", rate_store=rate_store) as api:
+            standing = await client_standing(api, shared=rate_store is not None)
+            contacts_plan(app.display, standing)
             reporter = app.display.reporter(
                 noun="contacts", quota=lambda: api.quota, clock=api.clock
             )

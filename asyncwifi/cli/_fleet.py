@@ -6,7 +6,7 @@
 - ``fleet apply --config fleet.toml``: a workflow per organization of the file; running
   ones kept, those removed from the file stopped;
 - ``fleet worker --config fleet.toml --to URL``: a worker (start as many as needed);
-- ``fleet status``: one line per organization.
+- ``fleet status``: one line per organization (``--format json``: their statuses).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from asyncwifi.cli._config import rate_store_option
 from asyncwifi.cli._exit import CliFailure, ExitCode
 
 if TYPE_CHECKING:
@@ -163,9 +164,8 @@ def apply_command(
 @_config_option
 @click.option("--to", "url", required=True, help="sqlite:///PATH or postgresql://USER@HOST/DB.")
 @_temporal_options
-@click.option("--rate-store", envvar="ASYNCWIFI_RATE_STORE", metavar="redis://...",
-              help="Share each key's limits with its other users (and other workers) in "
-              "Redis.")  # fmt: skip
+@rate_store_option("Share each key's limits and object counts with its other users (and "
+                   "other workers) in Redis.")  # fmt: skip
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="Serve the worker's Prometheus metrics on this port (/metrics).")  # fmt: skip
 @click.option("--store-patience", type=click.FloatRange(0.0), default=60.0, show_default=True,
@@ -201,8 +201,6 @@ def worker_command(
         config.check_secrets()  # a secret this worker cannot read: said now, not per pass
     except ConfigurationError as exc:
         raise CliFailure(str(exc), ExitCode.CONFIG) from None
-    if rate_store is not None and not rate_store.startswith(("redis://", "rediss://", "unix://")):
-        raise click.BadParameter("a redis://, rediss:// or unix:// URL", param_hint="--rate-store")
 
     async def main(stop: asyncio.Event) -> None:
         from asyncwifi.fleet._worker import WorkerOptions, run_worker
@@ -226,8 +224,12 @@ def worker_command(
 
 @fleet_group.command("status")
 @_temporal_options
-def status_command(access: TemporalAccess, task_queue: str) -> None:
-    """One line per organization: state, last pass, lag, requests today, last error."""
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True,
+              help="One line per organization, or JSON: a list of their statuses.")  # fmt: skip
+def status_command(access: TemporalAccess, task_queue: str, fmt: str) -> None:
+    """One line per organization: state, last pass, lag, requests today, objects this
+    month (of the allowance) and the month's projection, last error."""
     _require_temporalio()
 
     async def main(stop: asyncio.Event) -> None:
@@ -235,6 +237,12 @@ def status_command(access: TemporalAccess, task_queue: str) -> None:
 
         client = await _connect(access)
         statuses = await fleet_status(client)
+        if fmt == "json":
+            import dataclasses
+            import json
+
+            click.echo(json.dumps([dataclasses.asdict(s) for s in statuses], indent=2))
+            return
         if not statuses:
             click.echo("fleet: no organization is running (asyncwifi fleet apply)")
         for status in statuses:

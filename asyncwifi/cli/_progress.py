@@ -1,7 +1,8 @@
 """What the command shows while it works: a live display, plain lines, or JSON lines.
 
 - on a terminal: a rich progress bar over the slices with records, pages, requests used,
-  quota left and an ETA computed from the quota;
+  objects exchanged (spec §8, and what is left of the month's allowance), quota left and an
+  ETA computed from the quota;
 - not on a terminal: one line per finished slice, pause and end;
 - ``--log-format json``: one JSON object per line (``ts``, ``level``, ``event``, fields),
   for daemons and log shippers;
@@ -28,6 +29,7 @@ from asyncwifi._clock import Clock
 from asyncwifi._instant import format_instant
 from asyncwifi.backfill import Progress, Reporter
 from asyncwifi.backfill._plan import requests_time
+from asyncwifi.cli._objects import left_for
 from asyncwifi.ratelimit import QuotaSnapshot
 
 __all__ = ["Display", "LogFormat", "counted", "eta_seconds", "human_duration", "plural"]
@@ -91,6 +93,42 @@ def _quota_left(quota: QuotaSnapshot | None) -> int | None:
     return day.remaining if day is not None else None
 
 
+def _spent_quota(quota: QuotaSnapshot | None) -> str:
+    """Which quota a pause waits for: the month's object allowance once the limiter's count
+    reached it, else the day's requests."""
+    volume = quota.volume if quota is not None else None
+    if volume is not None and any(volume.remaining(k) == 0 for k in volume.allowance):
+        return "month"
+    return "day"
+
+
+_SPENT = {"day": "the day's quota", "month": "the month's object allowance"}
+
+
+class _RunObjects:
+    """The objects this run exchanged, read from the limiter (no counter of its own): the
+    month's count now less what it was when the run began (the command reads it from the
+    store before the job starts); in a new month, what the run spent in the last one plus
+    the new month's count. With a shared store the month's count is every process's."""
+
+    __slots__ = ("base", "carried", "last", "month")
+
+    def __init__(self, start: QuotaSnapshot | None) -> None:
+        volume = start.volume if start is not None else None
+        self.month = volume.month if volume is not None else ""
+        self.base = volume.used if volume is not None else 0
+        self.carried = self.last = 0
+
+    def read(self, quota: QuotaSnapshot | None) -> int:
+        if quota is None:
+            return self.last
+        volume = quota.volume
+        if volume.month != self.month:  # the 1st, 00:00 UTC: the month's count starts over
+            self.month, self.base, self.carried = volume.month, 0, self.last
+        self.last = self.carried + max(0, volume.used - self.base)
+        return self.last
+
+
 class Display:
     """The command's voice: messages, warnings and a progress reporter, in one format."""
 
@@ -132,16 +170,20 @@ class Display:
     def reporter(
         self, *, noun: str, quota: Callable[[], QuotaSnapshot | None], clock: Clock
     ) -> Reporter:
-        """A reporter for an export of ``noun`` (``events``, ``contacts``)."""
+        """A reporter for an export of ``noun`` (``events``, ``contacts``: the kind of its
+        objects too); the run's objects count from the limiter's month at this call."""
         self.clock = clock
         if self.log_format == "json":
-            return _JsonReporter(self, quota, clock)
+            return _JsonReporter(self, noun, quota, clock)
         live = not self.quiet and self.stream.isatty()
         return _TextReporter(self, noun, quota, clock, live=live)
 
 
-def _fields(progress: Progress, quota: QuotaSnapshot | None, clock: Clock) -> dict[str, Any]:
+def _fields(
+    progress: Progress, quota: QuotaSnapshot | None, clock: Clock, objects: int, kind: str
+) -> dict[str, Any]:
     eta = eta_seconds(progress, quota, clock.now())
+    volume = quota.volume if quota is not None else None
     return {
         "slices_done": progress.slices_done,
         "slices_total": progress.slices_total,
@@ -151,6 +193,11 @@ def _fields(progress: Progress, quota: QuotaSnapshot | None, clock: Clock) -> di
         "requests_run": _requests_sent(progress, quota),
         "requests_total": progress.requests_total,
         "duplicates_dropped": progress.duplicates_run,
+        "objects_run": objects,
+        "objects_month": volume.used if volume is not None else None,
+        # without a shared store the month's count is this process's: what is left, at most
+        "objects_month_shared": quota is not None and quota.store == "redis",
+        "objects_left_month": left_for(volume, kind) if volume is not None else None,
         "quota_day_remaining": _quota_left(quota),
         # real seconds (a simulated clock runs faster)
         "eta_seconds": None if eta is None else round(clock.real(eta), 3),
@@ -159,14 +206,22 @@ def _fields(progress: Progress, quota: QuotaSnapshot | None, clock: Clock) -> di
 
 class _JsonReporter(Reporter):
     def __init__(
-        self, display: Display, quota: Callable[[], QuotaSnapshot | None], clock: Clock
+        self,
+        display: Display,
+        noun: str,
+        quota: Callable[[], QuotaSnapshot | None],
+        clock: Clock,
     ) -> None:
         self.display = display
+        self.noun = noun
         self.quota = quota
         self.clock = clock
+        self._objects = _RunObjects(quota())
 
     def _emit(self, level: str, event: str, message: str, progress: Progress, **extra: Any) -> None:
-        fields = _fields(progress, self.quota(), self.clock)
+        quota = self.quota()
+        objects = self._objects.read(quota)
+        fields = _fields(progress, quota, self.clock, objects, self.noun)
         fields.update(extra)
         self.display.emit(level, event, message, **fields)
 
@@ -185,13 +240,15 @@ class _JsonReporter(Reporter):
 
     def paused(self, progress: Progress, *, reset_at: float, waiting: bool) -> None:
         verb = "waiting for" if waiting else "resume after"
+        spent = _spent_quota(self.quota())
         self._emit(
             "warning",
             "quota_exhausted",
-            f"day quota spent; {verb} the reset at {format_instant(reset_at, 'seconds')}",
+            f"{_SPENT[spent]} is spent; {verb} the reset at {format_instant(reset_at, 'seconds')}",
             progress,
             reset_at=format_instant(reset_at, "seconds"),
             waiting=waiting,
+            quota=spent,
         )
 
     def resumed(self, progress: Progress) -> None:
@@ -215,6 +272,7 @@ class _TextReporter(Reporter):
         self.noun = noun
         self.quota = quota
         self.clock = clock
+        self._objects = _RunObjects(quota())
         self._bar: RichProgress | None = None
         self._live: Live | None = None
         self._text = Text()
@@ -237,9 +295,15 @@ class _TextReporter(Reporter):
         eta = eta_seconds(progress, quota, self.clock.now())
         # in real seconds: a simulated clock runs faster than the reader's
         eta = None if eta is None else self.clock.real(eta)
+        objects = self._objects.read(quota)
+        month = left_for(quota.volume, self.noun) if quota is not None else None
+        # without a shared store, others' objects this month are not known: at most this
+        bound = "" if quota is not None and quota.store == "redis" else "at most "
+        month_left = "" if month is None else f" ({bound}{month:,} left this month)"
         return (
             f"{progress.records:,} {self.noun} · {progress.pages_run:,} pages · "
-            f"{_requests_sent(progress, quota):,} requests · quota left "
+            f"{_requests_sent(progress, quota):,} requests · "
+            f"{objects:,} objects{month_left} · quota left "
             f"{'?' if left is None else f'{left:,}'} · ETA {human_duration(eta)}"
         )
 
@@ -283,7 +347,8 @@ class _TextReporter(Reporter):
         what = "waiting until" if waiting else "run the same command again after"
         self.display.warning(
             "quota_exhausted",
-            f"the day's quota is spent; progress is saved ({progress.records:,} {self.noun}); "
+            f"{_SPENT[_spent_quota(self.quota())]} is spent; progress is saved "
+            f"({progress.records:,} {self.noun}); "
             f"{what} {format_instant(reset_at, 'seconds')} to resume",
         )
 

@@ -1,4 +1,5 @@
-"""``asyncwifi hotspots ...``, ``segments list`` and ``quota``: one request each, JSON out.
+"""``asyncwifi hotspots ...``, ``segments list`` and ``quota``: one request each, JSON out
+(``quota``: requests per window, and the objects of the month and day against the allowance).
 
 Results go to stdout as JSON (``--format table`` for a table); messages go to stderr.
 Write bodies are given as JSON with the API's own field names (``--data '{"name": ...}'``,
@@ -22,7 +23,9 @@ from rich.table import Table
 from asyncwifi._instant import format_instant
 from asyncwifi._rules import HOTSPOT_UPDATE_FORBIDDEN
 from asyncwifi.cli._app import App, pass_app, run_async
+from asyncwifi.cli._config import rate_store_option
 from asyncwifi.cli._exit import CliFailure, ExitCode
+from asyncwifi.cli._objects import client_standing, objects_lines, objects_report
 from asyncwifi.cli._progress import plural
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import HotspotCreate, HotspotUpdate
@@ -270,14 +273,23 @@ def _when(epoch: float | None) -> str | None:
 
 @click.command("quota")
 @_format_option
+@rate_store_option(
+    "Read the key's counts in Redis: the objects of the month and day are then every "
+    "process's (without it, only this command's, which exchanges none)."
+)
 @pass_app
-def quota_command(app: App, fmt: str) -> None:
-    """Show the quota left (spends one request: the login, whose answer carries the counts)."""
+def quota_command(app: App, fmt: str, rate_store: str | None) -> None:
+    """Show the quota left: requests per window, and the objects (spec §8) of this UTC
+    month and day by kind against the month's allowance (--allowance). Spends one request:
+    the login, whose answer carries the counts; the objects are read from the limiter's
+    store."""
     app.check_credentials(organization=False)
 
     async def go() -> dict[str, Any]:
-        async with app.client(organization=False) as api:
+        async with app.client(organization=False, rate_store=rate_store) as api:
             await api.login()
+            standing = await client_standing(api, shared=rate_store is not None)
+            await api.scheduler.objects(period="day")
             snap = api.quota
             windows = {}
             for name, window in snap.windows.items():
@@ -293,11 +305,16 @@ def quota_command(app: App, fmt: str) -> None:
                 "paused_until": _when(snap.paused_until),
                 "mode": snap.mode,
                 "requests_spent_by_this_command": api.logins,
+                "objects": objects_report(snap.volume, standing),
             }
 
     result = run_async(go())
     if fmt == "table":
         rows = [{"window": k, **v} for k, v in result["windows"].items()]
         _emit(rows, "table", ("window", "limit", "remaining", "reset_at", "source"))
+        objects = result["objects"]
+        _emit(objects["by_kind"], "table", ("kind", "this_month", "today", "allowance", "left"))
+        for line in objects_lines(objects):
+            click.echo(line)
         return
     _emit(result, "json")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
@@ -126,9 +126,10 @@ async def simulated_client(
     on_exhausted: Literal["wait", "raise"] = "wait",
     max_wait: float | None = None,
     rate_store: str | None = None,
+    month: Mapping[str, int] | None = None,
 ) -> AsyncIterator[Client]:
     """A simulator started in-process and a client opened on it, both on one fast clock
-    (``rate_store``: see ``App.client``)."""
+    (``rate_store``: see ``App.client``; ``month``: the object allowance, ``Limits.month``)."""
 
     clock = simulated_clock(options)
     simulator = build_simulator(options, since=since, until=until, clock=clock)
@@ -151,6 +152,7 @@ async def simulated_client(
         async with sim.client(
             on_exhausted=on_exhausted,
             max_wait=max_wait,
+            month=month,
             rate_store=shared_store(rate_store, sim.client_key),
         ) as api:
             yield api

@@ -19,6 +19,7 @@ import click
 from asyncwifi._instant import MS
 from asyncwifi.backfill._plan import parse_duration, parse_instant
 from asyncwifi.cli._app import App, output_options, pass_app, run_async
+from asyncwifi.cli._config import rate_store_option
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._progress import counted
 
@@ -75,9 +76,8 @@ def _lookback(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     show_default=True,
     help="Share of the day's quota this sync may use (the rest is left to other users).",
 )
-@click.option("--rate-store", envvar="ASYNCWIFI_RATE_STORE", metavar="redis://...",
-              help="Share the key's quota and this budget with its other users, in Redis "
-              "(every process of the key uses the same).")  # fmt: skip
+@rate_store_option("Share the key's quota and this budget with its other users, in Redis "
+                   "(every process of the key uses the same).")  # fmt: skip
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="Serve /metrics (Prometheus) and /healthz on this port.")  # fmt: skip
 @click.option("--object-share", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.9,
@@ -136,8 +136,6 @@ def sync_command(
         raise click.UsageError("--since must be before --until")
     if poll == 0 or refresh_every == 0:
         raise click.UsageError("--poll and --refresh-every must be positive")
-    if rate_store is not None and not rate_store.startswith(("redis://", "rediss://", "unix://")):
-        raise click.BadParameter("a redis://, rediss:// or unix:// URL", param_hint="--rate-store")
     app.check_credentials()
     open_destination(url)  # a wrong URL is refused before anything starts
 

@@ -6,7 +6,9 @@ the worker's one database (a fencing token: a stale attempt that Temporal gave u
 that still runs cannot commit), and runs :meth:`~asyncwifi.sync.Syncer.run_once`. It
 heartbeats after each committed batch and on a ticker in between (a request may wait a
 minute on the quota); the details are counts, and lag: the database's checkpoints are the
-truth, never the heartbeat.
+truth, never the heartbeat. The result says the objects of the month (spec §8: the limiter's
+count, every worker's with a shared rate store), the allowance and the sync plan's month
+projection, plain numbers; the worker's metrics (``--metrics-port``) carry them too.
 
 What cannot be done now comes back as a :class:`PassResult` failure that the workflow turns
 into a status and a wait, never a hot loop: a refused key ("unauthorized"), a spent day
@@ -33,6 +35,7 @@ from asyncwifi.errors import ConfigurationError, UnauthorizedError
 from asyncwifi.fleet._clients import ClientPool
 from asyncwifi.fleet._config import FleetConfig, Organization
 from asyncwifi.fleet._workflow import PASS_ACTIVITY, PassRequest, PassResult
+from asyncwifi.ratelimit._volume import ALL
 from asyncwifi.sync import Budget, Destination, DestinationUnavailableError, Syncer, SyncOptions
 
 __all__ = ["PassActivities", "fleet_database_url"]
@@ -150,14 +153,14 @@ class PassActivities:
 
         def on_write(table: str, rows: int) -> None:
             written[table] = written.get(table, 0) + rows
-            activity.heartbeat({"rows": written})
+            activity.heartbeat({"rows": written, "objects_month": api.quota.volume.used})
 
         syncer = Syncer(
             api, view, options=_options(org), budget=Budget(api.scheduler, org.budget),
             on_write=on_write,
         )  # fmt: skip
         every = info.heartbeat_timeout.total_seconds() / 3 if info.heartbeat_timeout else 10.0
-        ticker = asyncio.create_task(self._tick(syncer, written, every))
+        ticker = asyncio.create_task(self._tick(api, syncer, written, every))
         try:
             rows = await syncer.run_once()
         except asyncio.CancelledError:  # Temporal gave the pass up: end between transactions
@@ -170,21 +173,27 @@ class PassActivities:
                 await ticker
         self.passes[org.organization] = self.passes.get(org.organization, 0) + 1
         stats = syncer.stats
+        objects = sum((await api.scheduler.objects()).values())
         result = PassResult(
             rows=rows,
             newest_event=None if stats.newest_event is None else format_instant(stats.newest_event),
             requests_today=sum((await api.scheduler.used()).values()),
+            objects_month=objects,
+            objects_allowance=api.scheduler.limits.allowance.get(ALL),
+            projection=stats.projection,
         )
-        if stats.quota_sleeps:  # stopped by the ticker: wait for the day's reset
-            day = api.quota.day
-            reset = day.reset_at if day is not None and day.reset_at else api.clock.now()
-            result.failure, result.error = "quota", "the day's quota is spent"
+        _record_objects(org.organization, objects, stats.projection)
+        if stats.quota_sleeps:  # stopped by the ticker: wait for the reset
+            reset, result.error = _spent(api)
+            result.failure = "quota"
             result.retry_after = api.clock.real(max(0.0, reset - api.clock.now()))
         elif stats.store_down_since is not None:
             result.failure, result.error = "database", UNREACHABLE
         return result
 
-    async def _tick(self, syncer: Syncer, written: Mapping[str, int], every: float) -> None:
+    async def _tick(
+        self, api: Client, syncer: Syncer, written: Mapping[str, int], every: float
+    ) -> None:
         """Heartbeat between batches; end the pass when the day is spent or the database
         stays down (the workflow waits instead of this activity)."""
         down_since: float | None = None
@@ -196,7 +205,13 @@ class PassActivities:
                 down_since = None
             elif down_since is None:
                 down_since = time.monotonic()
-            activity.heartbeat({"rows": dict(written), "store_down": down_since is not None})
+            activity.heartbeat(
+                {
+                    "rows": dict(written),
+                    "store_down": down_since is not None,
+                    "objects_month": api.quota.volume.used,  # what the limiter last read
+                }
+            )
             too_long = (
                 down_since is not None and time.monotonic() - down_since > self.store_patience
             )
@@ -222,4 +237,31 @@ def _options(org: Organization) -> SyncOptions:
         lookback=org.lookback,
         refresh_every=org.refresh_every,
         reconcile_every=org.reconcile_every,
+        object_share=org.object_share,
     )
+
+
+def _spent(api: Client) -> tuple[float, str]:
+    """What a pass stopped by a spent quota waits for, and says: the month's object
+    allowance once the limiter's count reached it (spec §8: back on the 1st), else the
+    day's requests."""
+    volume, now = api.quota.volume, api.clock.now()
+    if volume.resets_at is not None and any(volume.remaining(k) == 0 for k in volume.allowance):
+        return volume.resets_at, "the month's object allowance is spent"
+    day = api.quota.day
+    return (day.reset_at if day is not None and day.reset_at else now), "the day's quota is spent"
+
+
+def _record_objects(organization: str, objects: int, projection: int | None) -> None:
+    """The worker's metrics (``fleet worker --metrics-port``, Temporal's Prometheus endpoint):
+    the organization's objects this month and the sync plan's projection (-1: no plan yet)."""
+    meter = activity.metric_meter()
+    where = {"organization": organization}
+    meter.create_gauge(
+        "asyncwifi_fleet_objects_month",
+        "Objects exchanged this UTC month (spec §8), every kind, per organization",
+    ).set(objects, where)
+    meter.create_gauge(
+        "asyncwifi_fleet_objects_projection",
+        "Objects a month the sync's plan projects, per organization (-1: no plan yet)",
+    ).set(-1 if projection is None else projection, where)

@@ -78,8 +78,9 @@ class ClientPool:
             allow_http=org.allow_http,
             clock=self._clock,
             rate_store=self._store(org.client_key),
-            # the pass reports a spent day to its workflow, which waits for the reset
-            limits=Limits(on_exhausted="raise"),
+            # the pass reports a spent day (or month's allowance) to its workflow, which
+            # waits for the reset
+            limits=Limits(on_exhausted="raise", month=org.allowance),
             transport=_SharedTransport(transport),
         )
         client.open()

@@ -6,6 +6,8 @@
     base_url = "https://api.example.net"
     poll = "1m"                   # between passes (a duration, or seconds)
     budget = 1.0                  # share of each key's day this fleet may use
+    allowance = "10 access points"  # the month's objects (spec §8): a number or the terms
+    object_share = 0.9            # share of that allowance the sync plans to spend
     # allow_http, settle, lookback, refresh_every, reconcile_every, since
 
     [[organizations]]
@@ -33,7 +35,8 @@ from typing import Any
 
 from asyncwifi._auth import Secret
 from asyncwifi._client import plain_http_refusal
-from asyncwifi.errors import ConfigurationError
+from asyncwifi.errors import ConfigurationError, ValidationError
+from asyncwifi.ratelimit._volume import ALL, KINDS, allowance_of
 
 __all__ = ["FleetConfig", "Organization", "load_fleet_config", "parse_fleet_config"]
 
@@ -44,11 +47,14 @@ _DEFAULTS: dict[str, Any] = {
     "allow_http": False,
     "poll": 60.0,
     "budget": 1.0,
-    "settle": 60.0,
+    # None: the sync's object plan chooses (from the organization's allowance and share)
+    "settle": None,
     "lookback": 600.0,
-    "refresh_every": 900.0,
-    "reconcile_every": 86_400.0,
+    "refresh_every": None,
+    "reconcile_every": None,
     "since": None,
+    "allowance": None,
+    "object_share": 0.9,
 }
 _DURATIONS = ("poll", "settle", "lookback", "refresh_every", "reconcile_every")
 _OWN = ("organization", "client_key", "client_secret", "client_secret_env")
@@ -67,12 +73,18 @@ class Organization:
     allow_http: bool = False
     poll: float = 60.0
     budget: float = 1.0
-    settle: float = 60.0
+    #: None: chosen by the sync's object plan
+    settle: float | None = None
     lookback: float = 600.0
-    refresh_every: float = 900.0
-    reconcile_every: float = 86_400.0
+    refresh_every: float | None = None
+    reconcile_every: float | None = None
     #: where a first run's events start (default: the sync's, 7 days back)
     since: datetime | None = None
+    #: the month's object allowance per kind (``"all"``: every kind; spec §8), checked by
+    #: the limiter's rule; None: not known (the client's ``Limits(month=...)``)
+    allowance: Mapping[str, int] | None = field(default=None, hash=False)
+    #: the share of that allowance the sync plans to spend (``SyncOptions.object_share``)
+    object_share: float = 0.9
 
     def secret(self, environ: Mapping[str, str] | None = None) -> Secret:
         """The client secret: from the file, or from the worker's environment variable."""
@@ -214,10 +226,20 @@ def _settings(table: Mapping[str, Any], label: str, *, allowed: set[str]) -> dic
                 except ValueError as exc:
                     raise ConfigurationError(f"{label}: lookback: {exc}") from None
             out[key] = seconds
-        elif key == "budget":
+        elif key in ("budget", "object_share"):
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
-                raise ConfigurationError(f"{label}: budget: a share of the day in (0, 1]")
+                of = "the day" if key == "budget" else "the month's object allowance"
+                raise ConfigurationError(f"{label}: {key}: a share of {of} in (0, 1]")
             out[key] = float(value)
+        elif key == "allowance":
+            try:  # the limiter's one rule (Limits.month): a number or the subscription's terms
+                out[key] = dict(allowance_of(value, "allowance")) or None
+            except ValidationError:  # said without the value, as every field of the file
+                raise ConfigurationError(
+                    f"{label}: allowance: objects a month (20000), the subscription's terms (\"10 "
+                    f'access points": 2,000 each; "2000 contacts": 10 each) or a table of them '
+                    f"by kind ({', '.join((ALL, *KINDS))})"
+                ) from None
         elif key == "allow_http":
             if not isinstance(value, bool):
                 raise ConfigurationError(f"{label}: allow_http: true or false")

@@ -215,7 +215,8 @@ async def fleet_status(client: TemporalClient) -> list[OrganizationStatus]:
 
 def status_line(status: OrganizationStatus, now: datetime | None = None) -> str:
     """One line of ``asyncwifi fleet status``: state (failing: why, and until when), last
-    pass, lag behind the newest event stored, requests today, last error."""
+    pass, lag behind the newest event stored, requests today, objects this month (of the
+    allowance) and the month's projection, last error."""
     now = now or datetime.now(UTC)
     lag = "-"
     if status.newest_event is not None:
@@ -226,9 +227,14 @@ def status_line(status: OrganizationStatus, now: datetime | None = None) -> str:
         state += f" ({status.failure})"
         state += "" if status.next_pass is None else f" until {status.next_pass}"
     requests = "-" if status.requests_today is None else f"{status.requests_today:,}"
+    objects = "-" if status.objects_month is None else f"{status.objects_month:,}"
+    if status.objects_month is not None and status.objects_allowance is not None:
+        objects += f" of {status.objects_allowance:,}"
+    projection = "-" if status.projection is None else f"{status.projection:,}/month"
     return (
         f"{status.organization}  {state}  last pass {status.last_pass or '-'}  lag {lag}  "
-        f"requests today {requests}  passes {status.passes}  "
+        f"requests today {requests}  objects this month {objects}  "
+        f"projection {projection}  passes {status.passes}  "
         f"last error {status.last_error or '-'}"
     )
 

@@ -71,6 +71,12 @@ class OrganizationStatus:
     #: the time of the newest event stored (ISO 8601): the lag is now minus this
     newest_event: str | None = None
     requests_today: int | None = None
+    #: objects exchanged this UTC month (spec §8: every kind, the limiter's count), the
+    #: month's allowance of every kind (None: not known) and the objects a month the sync's
+    #: plan projects (None: no plan yet), as of the last pass that said
+    objects_month: int | None = None
+    objects_allowance: int | None = None
+    projection: int | None = None
     last_error: str | None = None
     #: what the last failure was: "unauthorized", "quota", "database", "worker lost",
     #: "error"
@@ -117,6 +123,10 @@ class PassResult:
     rows: int = 0
     newest_event: str | None = None
     requests_today: int | None = None
+    #: as :class:`OrganizationStatus` says them: plain counts
+    objects_month: int | None = None
+    objects_allowance: int | None = None
+    projection: int | None = None
     #: None: the pass was done; else "unauthorized", "quota", "database"
     failure: str | None = None
     error: str | None = None
@@ -206,6 +216,11 @@ class OrganizationWorkflow:
         status.newest_event = result.newest_event or status.newest_event
         if result.requests_today is not None:
             status.requests_today = result.requests_today
+        if result.objects_month is not None:  # a pass that could not say keeps the last
+            status.objects_month = result.objects_month
+            status.objects_allowance = result.objects_allowance
+        if result.projection is not None:
+            status.projection = result.projection
         if result.failure is None:
             status.state, status.last_success = OK, now
             status.failure, status.failures, status.last_error = None, 0, None
@@ -246,7 +261,8 @@ class OrganizationWorkflow:
 
     @workflow.query
     def status(self) -> OrganizationStatus:
-        """The organization's state, last pass, rows, newest event, requests, last error."""
+        """The organization's state, last pass, rows, newest event, requests, objects and
+        their projection, last error."""
         return self._status
 
 

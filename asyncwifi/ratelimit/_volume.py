@@ -88,10 +88,12 @@ def _count(value: object, what: str) -> int:
     return value
 
 
-def allowance_of(value: object) -> Mapping[str, int]:
+def allowance_of(value: object, what: str = "Limits.month") -> Mapping[str, int]:
     """The month's allowance, checked (``Limits.month``): ``None`` (none known), a number of
     objects of every kind together, text in the subscription's terms (``"10 access points"``:
-    x 2,000; ``"2000 contacts"``: x 10), or a mapping of kind (or ``"all"``) to either."""
+    x 2,000; ``"2000 contacts"``: x 10), or a mapping of kind (or ``"all"``) to either.
+    ``what`` names the value in an error as its giver wrote it (``--allowance``, a file's
+    field)."""
     if value is None:
         return {}
     if isinstance(value, Mapping):
@@ -99,12 +101,12 @@ def allowance_of(value: object) -> Mapping[str, int]:
         for kind, figure in value.items():
             if not isinstance(kind, str) or kind not in (ALL, *KINDS):
                 raise ValidationError(
-                    f"Limits.month: {kind!r} is not a kind of object; use {ALL!r} or one of "
+                    f"{what}: {kind!r} is not a kind of object; use {ALL!r} or one of "
                     f"{', '.join(KINDS)}"
                 )
-            out[kind] = _count(figure, f"Limits.month[{kind!r}]")
+            out[kind] = _count(figure, f"{what}[{kind!r}]")
         return out
-    return {ALL: _count(value, "Limits.month")}
+    return {ALL: _count(value, what)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,9 @@
 ``/metrics``: rows synced per table, requests per resource (and those re-reading the
 recent past), late events stored (by the lookback, or by the audit: later than the
 lookback), 429s, quota left today, lag behind the newest event, time of the last
-successful pass. ``/healthz``: 200 while the
+successful pass; objects (spec §8) this UTC month and day by kind, as the limiter counts
+them (``scheduler.objects()``: every process's of the key with a shared store), the month's
+allowance by kind and the sync plan's month projection. ``/healthz``: 200 while the
 database answers and a pass succeeded, else 503 with the reason.
 """
 
@@ -14,6 +16,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+
+from asyncwifi.ratelimit._volume import ALL, KINDS
 
 if TYPE_CHECKING:
     from asyncwifi._client import Client
@@ -71,8 +75,26 @@ class SyncMetrics:
         self.dead_letters = Gauge(
             "asyncwifi_sync_dead_letters", "Records set aside this run", registry=registry
         )
+        self.objects = Gauge(
+            "asyncwifi_sync_objects",
+            "Objects exchanged (spec §8: records returned, created, edited or deleted) this "
+            "UTC month or day, by kind, as the limiter counts them (every process's of the key "
+            "with a shared rate store)",
+            ["period", "kind"], registry=registry,
+        )  # fmt: skip
+        self.allowance = Gauge(
+            "asyncwifi_sync_objects_allowance",
+            "The month's object allowance by kind ('all': every kind together; -1: none known)",
+            ["kind"], registry=registry,
+        )  # fmt: skip
+        self.projection = Gauge(
+            "asyncwifi_sync_objects_projection",
+            "Objects a month the sync's plan projects (-1: no plan yet)", registry=registry,
+        )  # fmt: skip
         self._runner: web.AppRunner | None = None
         self._unhook: Callable[[], None] | None = None
+        #: the kinds of object shown so far (a kind gone from a new period shows 0)
+        self._kinds: set[str] = set()
 
     def on_write(self, table: str, rows: int) -> None:
         """``Syncer(on_write=...)``: count rows per table."""
@@ -100,10 +122,25 @@ class SyncMetrics:
         if stats.last_success is not None:
             self.last_success.set(stats.last_success)
         self.dead_letters.set(stats.dead_letters)
+        allowance = self.api.scheduler.limits.allowance
+        for kind, figure in (allowance or {ALL: -1}).items():
+            self.allowance.labels(kind=kind).set(figure)
+        self.projection.set(-1 if stats.projection is None else stats.projection)
+
+    async def refresh_objects(self) -> None:
+        """Read the objects of this month and day from the limiter's store (not a request);
+        every kind is shown, at 0 when none was exchanged (a new period starts at 0)."""
+        scheduler = self.api.scheduler
+        for period in ("month", "day"):
+            counts = await scheduler.objects(period=period)
+            for kind in sorted({*KINDS, *counts, *self._kinds}):
+                self.objects.labels(period=period, kind=kind).set(counts.get(kind, 0))
+            self._kinds.update(counts)
 
     async def _metrics(self, request: web.Request) -> web.Response:
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+        await self.refresh_objects()
         self.refresh()
         body = generate_latest(self.registry)
         resp = web.Response(body=body)

@@ -326,6 +326,24 @@ def test_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "super-secret" not in repr(api)
 
 
+def test_from_env_reads_the_months_object_allowance(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASYNCWIFI_CLIENT_KEY", "key")
+    monkeypatch.setenv("ASYNCWIFI_CLIENT_SECRET", "super-secret")
+    monkeypatch.setenv("ASYNCWIFI_BASE_URL", "https://api.example.net")
+    monkeypatch.delenv("ASYNCWIFI_ALLOWANCE", raising=False)
+    assert asyncwifi.Client.from_env().scheduler.limits.allowance == {}
+    monkeypatch.setenv("ASYNCWIFI_ALLOWANCE", "10 access points")
+    api = asyncwifi.Client.from_env()
+    assert api.scheduler.limits.allowance == {"all": 20_000}  # spec §8: 2,000 each
+    assert api.quota.volume.remaining() == 20_000
+    # limits given in code win, their own month with them
+    given = asyncwifi.Client.from_env(limits=asyncwifi.Limits(month=500))
+    assert given.scheduler.limits.allowance == {"all": 500}
+    monkeypatch.setenv("ASYNCWIFI_ALLOWANCE", "plenty")
+    with pytest.raises(errors.ConfigurationError, match="ASYNCWIFI_ALLOWANCE: 'plenty'"):
+        asyncwifi.Client.from_env()
+
+
 async def test_a_revocation_right_after_login_is_recovered_and_a_refusal_never_storms(
     make_sim: Any,
 ) -> None:

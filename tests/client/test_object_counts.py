@@ -299,12 +299,6 @@ async def test_a_spent_allowance_stops_a_stream_after_the_page_that_spent_it(
         assert api.quota.volume.remaining("events") == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="asyncwifi/_protocol.request_tag (not this branch's file) tags a request by the "
-    "first word found anywhere in its path: a hotspot identifier 'events-hall' makes its "
-    "lookup an events request (wrong kind counted, held by an events allowance)",
-)
 async def test_a_value_in_the_path_does_not_change_the_kind_counted(make_sim: Any) -> None:
     import msgspec
 

@@ -237,12 +237,6 @@ async def test_a_page_cut_off_by_closing_the_stream_is_counted_by_the_server_onl
         assert served(sim) == {"events": 300}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="asyncwifi/_transport.py: aiohttp's ClientSession sends a GET, PUT or DELETE lost "
-    "on a reused keep-alive connection once more by itself, a request the scheduler never "
-    "admitted (and objects the server counts twice); not this branch's file",
-)
 async def test_a_lost_idempotent_request_is_sent_once_per_admission(make_sim: Any) -> None:
     async with make_sim(hotspots=3) as sim:
         admitted: list[object] = []

@@ -95,6 +95,14 @@ async def _running(target: str) -> set[str]:
         ('client_key = "k"\nclient_secret = "s"\npoll = "soon"', "organization 'org-x': poll:"),
         ('client_secret = "s"', "organization 'org-x': client_key: missing"),
         ('client_key = "k"\nclient_secret = "s"\nbudget = 2', "organization 'org-x': budget:"),
+        (
+            'client_key = "k"\nclient_secret = "s"\nallowance = "many"',
+            "organization 'org-x': allowance:",
+        ),
+        (
+            'client_key = "k"\nclient_secret = "s"\nobject_share = 2',
+            "organization 'org-x': object_share:",
+        ),
     ],
 )
 def test_a_bad_fleet_toml_is_one_line_naming_the_organization_and_field(

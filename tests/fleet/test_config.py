@@ -1,5 +1,7 @@
 """fleet.toml: defaults and per-organization overrides; a bad file is one line naming the
-organization and the field, never a secret; secrets never show in a repr."""
+organization and the field, never a secret; secrets never show in a repr; the month's
+object allowance and the share of it the sync plans reach each organization's client and
+sync options."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ GOOD = """
 base_url = "https://api.example.net"
 poll = "2m"
 budget = 0.5
+allowance = "10 access points"
 
 [[organizations]]
 organization = "org-a"
@@ -29,6 +32,8 @@ poll = 30
 base_url = "http://127.0.0.1:9000"
 allow_http = true
 since = "2024-01-01"
+allowance = 5000
+object_share = 0.5
 """
 
 
@@ -50,6 +55,9 @@ def test_defaults_and_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     )
     assert b.since is not None
     assert b.since.year == 2024
+    # the month's objects (spec §8): the subscription's terms, or a number; the share
+    assert (a.allowance, a.object_share) == ({"all": 20_000}, 0.9)
+    assert (b.allowance, b.object_share) == ({"all": 5_000}, 0.5)
     assert a.secret().reveal() == "s3cret-a"
     assert "s3cret-a" not in repr(a)
     assert "s3cret-a" not in repr(config)
@@ -99,6 +107,36 @@ BAD = [
         'organization = "o7"\nclient_key = "k"\nclient_secret = "SECRETVALUE"',
         "organization 'o7': organization: listed twice",
     ),
+    (
+        '[fleet]\nbase_url = "https://x"\n[[organizations]]\norganization = "o8"\n'
+        'client_key = "k"\nclient_secret = "SECRETVALUE"\nallowance = "SECRETVALUE"',
+        "organization 'o8': allowance: objects a month \\(20000\\), the subscription's terms",
+    ),
+    (
+        '[fleet]\nbase_url = "https://x"\n[[organizations]]\norganization = "o9"\n'
+        'client_key = "k"\nclient_secret = "SECRETVALUE"\nallowance = 0',
+        "organization 'o9': allowance:",
+    ),
+    (
+        '[fleet]\nbase_url = "https://x"\n[[organizations]]\norganization = "o10"\n'
+        'client_key = "k"\nclient_secret = "SECRETVALUE"\nallowance = { visits = 10 }',
+        "organization 'o10': allowance: .* by kind \\(all, events, contacts",
+    ),
+    (
+        '[fleet]\nbase_url = "https://x"\nallowance = "ten APs"\n[[organizations]]\n'
+        'organization = "o11"\nclient_key = "k"\nclient_secret = "SECRETVALUE"',
+        "\\[fleet\\]: allowance:",
+    ),
+    (
+        '[fleet]\nbase_url = "https://x"\n[[organizations]]\norganization = "o12"\n'
+        'client_key = "k"\nclient_secret = "SECRETVALUE"\nobject_share = 0',
+        "organization 'o12': object_share: a share of the month's object allowance in",
+    ),
+    (
+        '[fleet]\nbase_url = "https://x"\nobject_share = 1.5\n[[organizations]]\n'
+        'organization = "o13"\nclient_key = "k"\nclient_secret = "SECRETVALUE"',
+        "\\[fleet\\]: object_share:",
+    ),
     ("[fleet]\npoll = 1\n[[organizations]]\nclient_key = 1", "organization #1: organization"),
     ("[fleet\n", "not valid TOML"),
 ]
@@ -119,3 +157,19 @@ def test_a_bad_file_is_one_line_naming_the_organization_and_the_field(
 def test_a_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="cannot read it"):
         load_fleet_config(tmp_path / "nope.toml")
+
+
+async def test_the_allowance_and_share_reach_the_client_and_the_sync(tmp_path: Path) -> None:
+    from asyncwifi.fleet._activities import _options
+    from asyncwifi.fleet._clients import ClientPool
+
+    config = load_fleet_config(write(tmp_path, GOOD))
+    pool = ClientPool(environ={"ORG_B_SECRET": "from-env"})
+    try:
+        for name, allowance, share in (("org-a", 20_000, 0.9), ("org-b", 5_000, 0.5)):
+            api = pool.client(config[name])
+            assert api.scheduler.limits.allowance == {"all": allowance}
+            assert api.scheduler.limits.on_exhausted == "raise"  # the workflow waits
+            assert _options(config[name]).object_share == share
+    finally:
+        await pool.aclose()

@@ -303,3 +303,17 @@ async def test_a_day_spent_elsewhere_raises_here_without_waiting(prefix: str) ->
     assert ei.value.reset_at > clock.now() + 80_000
     await a.aclose()
     await b.aclose()
+
+
+async def test_object_counts_made_at_once_each_reach_redis_once(prefix: str) -> None:
+    """A backfill's parallel scrolls count their pages at the same moment: each count is
+    added once, however the calls interleave (each used to send the whole pending sum)."""
+    shared = store(prefix)
+    now = SystemClock().now()
+    try:
+        await asyncio.gather(*(shared.add_objects(now, "events", 100) for _ in range(20)))
+        await shared.add_objects(now, "contacts", 7)
+        counts = await shared.object_counts(now)
+        assert counts.this_month == counts.today == {"events": 2_000, "contacts": 7}
+    finally:
+        await shared.aclose()

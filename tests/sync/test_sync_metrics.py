@@ -1,5 +1,7 @@
 """The sync's metrics end to end: real 429s from the simulator's gateway counted on
-``/metrics``, rows per table, requests, and ``Client.add_hook`` attached and removed."""
+``/metrics``, rows per table, requests, objects of the month and day by kind (the limiter's
+``scheduler.objects()``), the allowance and the plan's projection, and ``Client.add_hook``
+attached and removed."""
 
 from __future__ import annotations
 
@@ -116,3 +118,61 @@ async def test_add_hook_adds_and_removes_and_refuses_a_bad_kind() -> None:
             api.add_hook("responses", print)  # type: ignore[arg-type]
         with pytest.raises(ConfigurationError, match="callable"):
             api.add_hook("retry", 42)  # type: ignore[arg-type]
+
+
+async def test_objects_allowance_and_projection_reach_metrics(tmp_path: Path) -> None:
+    clock = ScaledClock(600.0)
+    async with Simulator(clock=clock, events=1_200, contacts=40, rate_limit_mode="off") as sim:
+        async with sim.client(month="3 access points") as api:  # 6,000 objects a month
+            store = open_destination(f"sqlite:///{tmp_path / 'o.db'}")
+            options = SyncOptions(
+                since=datetime.fromtimestamp(DEFAULT_EVENTS_START, UTC),
+                until=datetime.fromtimestamp(DEFAULT_EVENTS_END, UTC),
+                page_size=500,
+            )
+            syncer = Syncer(api, store, options=options)
+            metrics = SyncMetrics(api, syncer)
+            port = await metrics.start(0)
+            try:
+                await syncer.run_once()
+                text = await _scrape(port)
+                month = await api.scheduler.objects()
+                today = await api.scheduler.objects(period="day")
+                syncer.stats.projection = 4_321  # what a plan projects (set by the sync)
+                later = await _scrape(port)
+            finally:
+                await metrics.stop()
+                await store.close()
+        assert month["events"] >= 1_200  # every event read at least once
+        for kind in ("events", "contacts", "hotspots", "segments", "webhooks"):
+            for period, counts in (("month", month), ("day", today)):
+                labels = f'{{kind="{kind}",period="{period}"}}'
+                assert _sample(text, "asyncwifi_sync_objects", labels) == counts.get(kind, 0)
+        assert _sample(text, "asyncwifi_sync_objects_allowance", '{kind="all"}') == 6_000
+        assert _sample(text, "asyncwifi_sync_objects_projection") == -1  # no plan yet
+        assert _sample(later, "asyncwifi_sync_objects_projection") == 4_321
+
+
+async def test_without_an_allowance_it_shows_as_unknown() -> None:
+    async with (
+        Simulator(clock=ScaledClock(100.0), events=10, contacts=5) as sim,
+        sim.client() as api,
+    ):
+        assert api.scheduler.limits.allowance == {}
+        metrics = SyncMetrics(api, Syncer(api, open_destination("sqlite:///:memory:")))
+        port = await metrics.start(0)
+        try:
+            text = await _scrape(port)
+        finally:
+            await metrics.stop()
+        assert _sample(text, "asyncwifi_sync_objects_allowance", '{kind="all"}') == -1
+        assert _sample(text, "asyncwifi_sync_objects", '{kind="events",period="month"}') == 0
+
+
+async def _scrape(port: int) -> str:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"http://127.0.0.1:{port}/metrics") as resp,
+    ):
+        assert resp.status == 200
+        return await resp.text()
