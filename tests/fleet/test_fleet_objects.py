@@ -34,19 +34,22 @@ from tests.fleet.conftest import free_port
 from tests.fleet.test_fleet_sync import SIZES, statuses, until
 
 #: what the sync's plan projects in this test (the sync sets it; the fleet only reports it)
-PROJECTED = 4_321
 
 
 class _PlannedSyncer(Syncer):
-    """A sync whose plan projects :data:`PROJECTED` objects a month, and that records the
-    share of the allowance it was given."""
+    """A sync that records the share of the allowance it was given and the projection of
+    its object plan."""
 
     shares: ClassVar[dict[str, float]] = {}
+    projections: ClassVar[dict[str, int | None]] = {}
 
     async def run_once(self) -> int:
-        self.stats.projection = PROJECTED
-        _PlannedSyncer.shares[self.api.organization or ""] = self.options.object_share
-        return await super().run_once()
+        org = self.api.organization or ""
+        _PlannedSyncer.shares[org] = self.options.object_share
+        try:
+            return await super().run_once()
+        finally:
+            _PlannedSyncer.projections[org] = self.stats.projection
 
 
 async def decoded_histories(temporal: Any, config: FleetConfig) -> str:
@@ -150,7 +153,7 @@ async def test_objects_projection_and_a_spent_allowance_in_status_and_metrics(
             ok = found[roomy]
             assert ok.objects_month == counted[roomy] >= sum(SIZES.values())
             assert ok.objects_allowance == 20_000
-            assert ok.projection == PROJECTED
+            assert ok.projection == _PlannedSyncer.projections[roomy] is not None
             # the one whose allowance ran out: a quota wait until the 1st, said so
             spent = found[tight]
             assert spent.last_error == "the month's object allowance is spent"
@@ -167,7 +170,8 @@ async def test_objects_projection_and_a_spent_allowance_in_status_and_metrics(
             assert code == 0
             lines = {line.split("  ")[0]: line for line in text.splitlines()}
             assert (
-                f"objects this month {counted[roomy]:,} of 20,000  projection 4,321/month"
+                f"objects this month {counted[roomy]:,} of 20,000  "
+                f"projection {ok.projection:,}/month"
                 in lines[roomy]
             )
             assert f"objects this month {counted[tight]:,} of 100  " in lines[tight]
@@ -180,7 +184,7 @@ async def test_objects_projection_and_a_spent_allowance_in_status_and_metrics(
             shown = {s["organization"]: s for s in json.loads(capsys.readouterr().out)}
             assert shown[roomy]["objects_month"] == counted[roomy]
             assert shown[roomy]["objects_allowance"] == 20_000
-            assert shown[roomy]["projection"] == PROJECTED
+            assert shown[roomy]["projection"] == ok.projection
             assert shown[tight]["failure"] == "quota"
 
             async with (
@@ -189,7 +193,7 @@ async def test_objects_projection_and_a_spent_allowance_in_status_and_metrics(
             ):
                 metrics = await resp.text()
             assert _metric(metrics, "asyncwifi_fleet_objects_month", roomy) == counted[roomy]
-            assert _metric(metrics, "asyncwifi_fleet_objects_projection", roomy) == PROJECTED
+            assert _metric(metrics, "asyncwifi_fleet_objects_projection", roomy) == ok.projection
 
             scanned = await decoded_histories(temporal, config)
             assert '"objects_month":' in scanned  # the counts are there, plain numbers
