@@ -22,7 +22,7 @@ import msgspec
 
 from asyncwifi._client import Client
 from asyncwifi._cursor import TimeCursor
-from asyncwifi._instant import floor_ms, utc_times
+from asyncwifi._instant import MS, floor_ms, utc_times
 from asyncwifi._scroll import Record, ScrollStream
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import Event, ItemError
@@ -285,8 +285,8 @@ class EventFeed:
                     items, raws, idents = _fresh(items, raws, cursor, bad)
                 times = utc_times([e.time_text for e in items])
                 cursor.add_page(idents, times)
-                self.rereads.remember(idents, times, stop, [b.raw for b in bad])
                 self.rereads.forward(cursor.at)
+                self.rereads.remember(idents, times, stop, [b.raw for b in bad])
                 if None in times:
                     timed = False
                 top = max(filter(None, times), default=None)
@@ -312,7 +312,7 @@ class EventFeed:
             self.timed_shape = True
         self._covered += (stop - start).total_seconds() if stop > start else 0.0
         cursor.complete(stop)
-        self.rereads.forward(cursor.at)
+        self.rereads.forward(cursor.at + MS)  # every event up to ``stop`` (inclusive)
         yield Batch(
             "events", [], [], [], self._checkpoint(), times=[], ids=[],
             requests=self._spent(stream),

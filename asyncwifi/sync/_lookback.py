@@ -179,10 +179,9 @@ class Lookback:
             self.audit_from = max(self.audit_from, min(upto, read_at - 2 * self.span))
 
     def needed(self, key: datetime) -> bool:
-        """Whether a record keyed ``key``, read at this poll, may be met by a later re-read
-        (read younger than the oldest re-read's age)."""
-        age = self.span * (2 if self.audit else 1)
-        return bool(self.span) and key > datetime.fromtimestamp(self._poll[0], UTC) - age
+        """Whether a later re-read may meet a record keyed ``key`` (at or after a watermark:
+        what a forward read delivered a span old already moved it)."""
+        return bool(self.span) and key >= self.oldest
 
     @property
     def oldest(self) -> datetime:
@@ -285,8 +284,9 @@ class Rereads:
         bad: Sequence[bytes],
     ) -> None:
         """What a page of the feed delivered (a record with no time is keyed by the end of
-        its span: until then, a re-read may ask for it again). Only records read young
-        enough for a re-read to meet them are kept (a feed catching up keeps none). A
+        its span: until then, a re-read may ask for it again), once :meth:`forward` said what
+        it delivered. Only records a later re-read may meet are kept (a feed catching up,
+        whose reads are a span late already, keeps none). A
         record set aside (``bad``) is remembered by its bytes (``content_id``), not by its
         id: the same record, mended upstream, is then stored when a re-read meets it."""
         if self.delivered is None:

@@ -191,8 +191,8 @@ def test_a_feed_catching_up_keeps_no_ids_it_will_not_compare_with() -> None:
     base = at_of(T0)
     for hour in range(20):  # the day behind, read an hour at a time
         stop = base + timedelta(hours=hour + 1)
+        rereads.forward(stop + timedelta(milliseconds=1))  # the span, complete
         rereads.remember([f"e{hour}-{i}" for i in range(500)], [stop] * 500, stop, [])
-        rereads.forward(stop)
         assert rereads.due(now + 30 * (hour + 1), stop) is None  # nothing behind to re-read
         assert rereads.delivered is not None
         assert len(rereads.delivered) == 0  # read a day late: no re-read compares with it
