@@ -326,6 +326,8 @@ class Syncer(Copier):
                 await self._sleep(plan.cadence.refresh)
                 if events.done():
                     events.result()  # a failure of the event follower ends the daemon
+        except Stopped:
+            pass  # a stop while the plan read the database: the end
         finally:
             events.cancel()
             await asyncio.gather(events, return_exceptions=True)

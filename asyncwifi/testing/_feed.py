@@ -97,9 +97,9 @@ class LiveEvents:
         changes = math.floor(elapsed * self.contact_changes) - self.changed
         for _ in range(max(0, changes)):
             for tenant in self.tenants:
-                contacts = tenant.data.contacts
-                if contacts:
-                    cid = self._random.choice(contacts)["cid"]
+                order = tenant.data.contact_order  # ids, live or deleted
+                cid = self._random.choice(order) if order else None
+                if cid is not None and tenant.data.contact(cid) is not None:
                     modify_contact(tenant.data, cid, now, lastLogin=iso_ms(now))
             self.changed += 1
         due = math.floor(elapsed * self.rate) - self.added
