@@ -136,7 +136,12 @@ async def run(org: Org, label: str, days: float, speed: float) -> Result:
                     await asyncio.sleep(0.05)
                 await sim.stop_feed()
                 stop = clock.now()
-                while clock.now() < stop + 3_600 and not task.done():  # the last reads
+                # the last events are read a lookback after their time: wait for them (a
+                # minute of real time at most: what is still missing then was lost)
+                ids, give_up = set(sim.data.event_ids()), time.monotonic() + 60
+                while not task.done() and time.monotonic() < give_up:
+                    if clock.now() > stop + 3_600 and set(store.events) >= ids:
+                        break
                     await asyncio.sleep(0.05)
                 syncer.stop()
                 await asyncio.wait_for(task, timeout=120)
