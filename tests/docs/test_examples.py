@@ -132,3 +132,16 @@ def test_the_exit_status_table_lists_every_status() -> None:
     page = (ROOT / "docs" / "guides" / "cli.md").read_text(encoding="utf-8")
     documented = {int(n) for n in re.findall(r"^\| (\d+) \|", page, re.MULTILINE)}
     assert documented == {int(code) for code in ExitCode}
+
+
+def test_the_python_reference_shows_every_resource_and_links_its_roles() -> None:
+    """The reference renders the resource namespaces a client reaches (``api.hotspots``...),
+    and a griffe extension turns the docstrings' reST roles into links (issue 34)."""
+    reference = (ROOT / "docs" / "reference" / "python.md").read_text(encoding="utf-8")
+    for resource in ("Contacts", "Hotspots", "Segments", "Events"):
+        assert f"._{resource.lower()}.{resource}\n" in reference
+    import mkdocs_griffe
+
+    text = "See :class:`~asyncwifi.sync.Syncer` and :meth:`!nothing`."
+    linked = mkdocs_griffe.ROLE.sub(lambda m: f"[{m.group(2)}]", text)
+    assert linked == "See [asyncwifi.sync.Syncer] and [nothing]."

@@ -171,8 +171,7 @@ async def test_objects_projection_and_a_spent_allowance_in_status_and_metrics(
             lines = {line.split("  ")[0]: line for line in text.splitlines()}
             assert (
                 f"objects this month {counted[roomy]:,} of 20,000  "
-                f"projection {ok.projection:,}/month"
-                in lines[roomy]
+                f"projection {ok.projection:,}/month" in lines[roomy]
             )
             assert f"objects this month {counted[tight]:,} of 100  " in lines[tight]
             assert "failing (quota)" in lines[tight]
