@@ -11,6 +11,7 @@ reference shows stays plain code (``optional``: the strict build does not fail o
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from typing import Any
@@ -65,5 +66,5 @@ class Roles(griffe.Extension):
             seen.add(id(obj))
             doc = obj.docstring
             if doc is not None and ":" in doc.value:
-                doc.value = ROLE.sub(lambda m, o=obj: _link(o, pkg, m), doc.value)
+                doc.value = ROLE.sub(functools.partial(_link, obj, pkg), doc.value)
             stack.extend(m for m in obj.members.values() if not m.is_alias)
