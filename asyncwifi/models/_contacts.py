@@ -7,6 +7,9 @@ decoding. Timestamps stay strings; parse them with :func:`asyncwifi.models.parse
 
 from __future__ import annotations
 
+from datetime import datetime
+
+from asyncwifi._instant import parse_timestamp
 from asyncwifi.models._base import KeyValue, Model
 
 __all__ = [
@@ -43,12 +46,26 @@ class Metrics(Model):
 
 
 class Policy(Model):
-    """One consent the contact gave or refused (termsOfUse, privacy, mktgCommunications, ...)."""
+    """One consent the contact gave or refused (termsOfUse, privacy, mktgCommunications, ...).
+
+    ``date`` is a "timestamp" of no stated type (spec §2.1): ISO 8601 text, or epoch
+    seconds as the webhooks' consents carry it (spec §6.2). Both are kept as the server
+    wrote them; :attr:`time` reads either (``None`` for a date that is neither), so a date
+    in an unexpected form never costs the contact.
+    """
 
     name: str | None = None
     accepted: bool | None = None
-    date: str | None = None
+    date: str | float | None = None
     version: str | None = None
+
+    @property
+    def time(self) -> datetime | None:
+        """``date`` as an aware UTC ``datetime``; ``None`` when absent or unreadable."""
+        try:
+            return parse_timestamp(self.date)
+        except (ValueError, OverflowError, OSError):
+            return None  # text that is no time, or a number out of any calendar's range
 
 
 class SegmentRef(Model):
