@@ -70,11 +70,13 @@ EXCERPT_BYTES = 1024
 _DECODE_FAILURES = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
 
 _ENCODER = msgspec.json.Encoder()
-#: spec §2 types counts, ages and metrics as "number", and a JSON writer may well write 25
-#: as 25.0: responses are read in msgspec's lax mode (``strict=False``), the one rule for
-#: every field the models declare: an integral float is read as an int (25.5 stays an
-#: error, named by its path: the record, not the page, pays for it); a number, a boolean
-#: or null written as text is read as one; a string field still takes only a string.
+#: spec §2 types every count as "number", and a JSON writer may well write 25 as 25.0.
+#: The one rule: a record's numbers are ``int | float`` in the models (read as written,
+#: never costing the record); the envelope's counts, which the scroll computes with
+#: (``count``, ``totalCount``, ``size``), are ints, and responses are read in msgspec's lax
+#: mode (``strict=False``) so that an integral float is read as one; a count that is no
+#: whole number is unknown, not a lost page (``_lenient_envelope``). Lax mode also reads a
+#: number, a boolean or null written as text as one; a string field takes only a string.
 #: Request bodies are checked strictly (:func:`encode`): what the SDK sends is exact.
 RESPONSES_STRICT = False
 _DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {
