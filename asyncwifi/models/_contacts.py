@@ -5,7 +5,8 @@ endpoints" and leaves required fields "not shown", so a missing or null value ne
 decoding. The record's numbers (``age``, ``logins``, the metrics) are "number" (spec §2.1),
 read as the server wrote them, int or float: the SDK computes nothing with them, so 2.5
 visits costs nothing; only the envelope's counts, which the scroll counts with, are ints
-(read from an integral float too, see :mod:`asyncwifi.models._decode`). Timestamps stay strings; parse them with :func:`asyncwifi.models.parse_timestamp`.
+(read from an integral float too, see :mod:`asyncwifi.models._decode`). Timestamps stay
+as the server wrote them (text; a policy's date may be epoch seconds: :attr:`Policy.time`).
 """
 
 from __future__ import annotations
