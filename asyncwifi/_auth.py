@@ -197,8 +197,9 @@ class TokenManager:
     """Hands out a valid token; logs in once however many coroutines ask at the same time.
 
     ``refresh_margin``: a token is renewed this many seconds before its ``exp``.
-    ``relogin_cooldown``: when a 403-forced login did not help (its retry was refused too),
-    a 403 within this many seconds is a permission refusal and causes no further login; a
+    ``relogin_cooldown``: when a login forced by a refused token (403, or the 401 some
+    gateways send) did not help (its retry was refused too), a refusal within this many
+    seconds is a permission refusal and causes no further login; a
     refused endpoint costs at most one extra login per cooldown, however many calls hit it
     (no token storm). When the retry worked (an expiry or a revocation), the next 403 may
     force a login again at once, so back-to-back revocations are recovered from.
@@ -296,8 +297,9 @@ class TokenManager:
             log.debug("logged in (token generation %d)", self._generation)
             return self._token
 
-    def rejected(self, token: Token) -> bool:
-        """A request with ``token`` got a 403: is one new login (or newer token) worth a retry?
+    def rejected(self, token: Token, status: int = 403) -> bool:
+        """A request with ``token`` was refused (``status``: 403, or the 401 some gateways
+        send for a revoked token): is one new login (or newer token) worth a retry?
 
         True when a newer token exists already, or when no 403 has forced a login within
         ``relogin_cooldown`` (``token`` is then marked expired, and the next :meth:`get`
@@ -314,7 +316,9 @@ class TokenManager:
             return False
         self._forced_at = now
         self._move(_Ev.REJECT)
-        log.info("token generation %d refused with 403; one new login is due", token.generation)
+        log.info(
+            "token generation %d refused with %d; one new login is due", token.generation, status
+        )
         return True
 
     def relogin_worked(self) -> None:

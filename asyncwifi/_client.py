@@ -21,7 +21,13 @@ from asyncwifi._resources._segments import Segments
 from asyncwifi._retry import RetryPolicy
 from asyncwifi._scroll_pages import SCROLL_WINDOW
 from asyncwifi._transport import AiohttpTransport, Transport
-from asyncwifi.errors import ClientStateError, ConfigurationError, DecodeError, ValidationError
+from asyncwifi.errors import (
+    ClientStateError,
+    ConfigurationError,
+    DecodeError,
+    TransportError,
+    ValidationError,
+)
 from asyncwifi.models import decode
 from asyncwifi.models._auth import LoginRequest, LoginResponse
 from asyncwifi.models._decode import encode
@@ -156,7 +162,12 @@ class Client:
         require_text(client_key, "client_key")
         if not isinstance(client_secret, str) or not client_secret:
             raise ConfigurationError("client_secret must be a non-empty string")
-        base_url = base_url or os.environ.get(ENV_VARS["base_url"])
+        from_env = os.environ.get(ENV_VARS["base_url"])
+        #: where the base URL was set, for the message of one that nothing answers at
+        self._base_url_from = (
+            ENV_VARS["base_url"] if not base_url or base_url == from_env else "base_url"
+        )
+        base_url = base_url or from_env
         if not base_url:
             raise ConfigurationError("base_url is required (or set ASYNCWIFI_BASE_URL)")
         if not isinstance(base_url, str):
@@ -189,6 +200,7 @@ class Client:
             clock=self.clock,
             retry=retry or RetryPolicy(),
             hooks=Hooks(),
+            misconfigured=self._unreachable,
         )
         for kind, callbacks in (hooks or {}).items():
             for callback in [callbacks] if callable(callbacks) else callbacks:
@@ -352,6 +364,14 @@ class Client:
         if not response.token:
             raise DecodeError("the login response holds no token")
         return response.token
+
+    def _unreachable(self, exc: TransportError) -> ConfigurationError:
+        """The error for a base URL where nothing has ever answered (a host name that does
+        not resolve, a refused connection): a wrong setting, named with where it was set."""
+        return ConfigurationError(
+            f"cannot reach the API at {redact_url(self.base_url)} ({exc.message}) and nothing "
+            f"has ever answered there: check the base URL (set by {self._base_url_from})"
+        )
 
     async def _logout(self, token: Token) -> None:
         # spec §4.1: the payload is not shown; the token is presented in the header

@@ -61,6 +61,13 @@ log = logging.getLogger("asyncwifi.http")
 T = TypeVar("T")
 
 
+#: the statuses of a request whose token may be the cause: spec §7 gives 403 for an invalid
+#: or expired token (and 401 for a bad key: the login's), but common gateways answer 401 to
+#: a token they no longer accept. Either, on a request that carried a token, is worth one
+#: new login and one retry; a 401 to the login itself is the key's fault (raised at once)
+REFUSED_TOKEN = frozenset({401, 403})
+
+
 def one_object(_: object) -> int:
     """The objects of an answer about one record (a get, a write): spec §8 counts one."""
     return 1
@@ -169,7 +176,16 @@ class _Call:
 class RequestPipeline:
     """Sends requests for the resources (one per Client)."""
 
-    __slots__ = ("clock", "hooks", "retry", "scheduler", "tokens", "transport")
+    __slots__ = (
+        "answered",
+        "clock",
+        "hooks",
+        "misconfigured",
+        "retry",
+        "scheduler",
+        "tokens",
+        "transport",
+    )
 
     def __init__(
         self,
@@ -180,6 +196,7 @@ class RequestPipeline:
         clock: Clock,
         retry: RetryPolicy,
         hooks: Hooks,
+        misconfigured: Callable[[TransportError], Exception] | None = None,
     ) -> None:
         self.transport = transport
         self.scheduler = scheduler
@@ -187,6 +204,11 @@ class RequestPipeline:
         self.clock = clock
         self.retry = retry
         self.hooks = hooks
+        #: whether any response ever came back (then an unreachable host is an outage)
+        self.answered = False
+        #: the error for an address where nothing listens before anything ever answered:
+        #: the client's words for a wrong base URL (raised at once, never retried)
+        self.misconfigured = misconfigured
 
     @attempt_scope
     async def _attempt(self, call: _Call) -> Response:
@@ -222,7 +244,16 @@ class RequestPipeline:
             if call.on_sent is not None:
                 call.on_sent(self.clock.now())
             started = time.perf_counter()
-            response = await self.transport.send(request)
+            try:
+                response = await self.transport.send(request)
+            except TransportError as exc:
+                if exc.unreachable and not self.answered and self.misconfigured is not None:
+                    # nothing has ever answered at this address: not an outage to wait
+                    # out (the retry policy is for a server that answered before), but
+                    # a wrong address, said at once
+                    raise self.misconfigured(exc) from exc
+                raise
+            self.answered = True
             limits = RateLimitHeaders.from_headers(response.headers)
             permit.observe(response.status, limits)
         elapsed = time.perf_counter() - started
@@ -250,15 +281,15 @@ class RequestPipeline:
         if response.status < 400:
             return response
         if (
-            response.status == 403
+            response.status in REFUSED_TOKEN
             and token is not None
             and call.token is None
             and not call.relogged
-            and self.tokens.rejected(token)
+            and self.tokens.rejected(token, response.status)
         ):
             # spec §3: an expired or revoked token -> one new login and one retry, never a loop
             call.relogged = True
-            response = await self._attempt(call)  # a 403 again: a refusal, raised
+            response = await self._attempt(call)  # refused again: a refusal, raised
             self.tokens.relogin_worked()
             return response
         raise error_from_response(

@@ -22,6 +22,7 @@ from asyncwifi._transport import BodyBuffer
 from asyncwifi.errors import ConflictError, ScrollExpiredError
 from asyncwifi.models import ItemError
 from asyncwifi.models._decode import decode_page
+from asyncwifi.models._identity import record_ids
 from asyncwifi.ratelimit import Lane, Scheduler
 
 __all__ = ["Producer", "scroll_start_wait"]
@@ -218,20 +219,28 @@ class Producer:
         envelope, items = page.envelope, page.items
         total = spec.total(envelope)
         self.total = self.total if total is None else total
+        records = page.objects
+        scroll_id = spec.scroll_id(envelope)
+        size = self.size if spec.short_ends else None
+        ids = [*record_ids(items, page.raw_items), *(error.id for error in page.errors)]
+        if self.cursor.repeats(ids, continuation):
+            # the server did not advance the scroll: nothing of it is new (the machine
+            # decides what that means; its bad records were reported the first time)
+            outcome = PageOutcome(
+                records, 0, continuation, bool(scroll_id), gap, total, size, repeated=True
+            )
+            return outcome, scroll_id
         for error in page.errors:
             self._bad_item(error)
         if items:
             keep = self.cursor.deliver(
                 items, page.raw_items, spec.time_of, bool(self.machine.resumes)
             )
-        records = page.objects
         fresh = len(items) if keep is None else len(keep)
-        scroll_id = spec.scroll_id(envelope)
         # a page of repeats only (a resumed scroll re-reading its start): nothing to hand out
         if fresh or page.errors:
             self.pages += 1
             self.queue.put_nowait(self._queued(page, body, keep, scroll_id))
-        size = self.size if spec.short_ends else None
         return PageOutcome(
             records, fresh, continuation, bool(scroll_id), gap, total, size
         ), scroll_id
@@ -300,14 +309,23 @@ class Producer:
         """The query of a resume, or the error of a scroll that cannot go on."""
         spec, cursor = self.spec, self.cursor
         delivered, total = cursor.delivered, self.total
+        known = total if total is not None else "an unknown number of"
+        if decision is Step.REPEATED:
+            raise ScrollExpiredError(
+                f"the server repeats pages: it answered a continuation of the {spec.what} "
+                f"scroll with a page the scroll already had (as a server that ignores the "
+                f"scroll id does); {delivered} of {known} records were delivered, each once, "
+                "and the scroll stopped rather than read them again",
+                delivered=delivered,
+                total=total,
+            )
         if decision is Step.FAIL or spec.restart is None:
             if not spec.resumable:
                 hint = "pass resume=True to re-scan and skip what was delivered"
             else:
                 hint = "a resume made no progress (scroll ids expire sooner than it can page)"
             raise ScrollExpiredError(
-                f"the {spec.what} scroll expired after {delivered} of "
-                f"{total if total is not None else 'an unknown number of'} records "
+                f"the {spec.what} scroll expired after {delivered} of {known} records "
                 f"({gap:.1f} s since the previous request); {hint}",
                 delivered=delivered,
                 total=total,

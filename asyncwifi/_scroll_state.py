@@ -12,7 +12,15 @@ which), and an expired id answers 200 with no results, exactly like the end. So:
   and the previous page was full, so it is ambiguous: it is settled by a resume (which
   proves the end in one request with a time cursor: its first page comes back short);
 * a continuation due more than a window after the previous answer is known dead: resume
-  without spending a request on it.
+  without spending a request on it;
+* a continuation answered with a page this scroll already had (the same records in the
+  same order: a server that ignores the scroll id, or replays the page it continues) does
+  not advance: nothing of it is delivered again, and the stream stops with an error saying
+  the server repeats pages (:attr:`Step.REPEATED`), unless a total shows that every record
+  is in (the end). Without it a repeating server is read forever, the quota with it;
+* contacts whose envelope carries no usable ``totalCount``: an empty continuation is the
+  end, as spec §4.2 says ("repeat until a response has no results"): nothing can tell it
+  from an expiry.
 
 In ``"ids"`` mode (no time cursor) an ambiguous end costs a re-scan, which asks for the
 largest pages (events: 10,000), so that a first page shorter than that proves the end in one
@@ -57,6 +65,8 @@ class Step(enum.Enum):
     RESUME_RESCAN = "resume-rescan"
     #: the scroll cannot be continued and may not be resumed (or a resume made no progress)
     FAIL = "fail"
+    #: a continuation repeated a page of this scroll: the server does not advance it
+    REPEATED = "repeated"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +86,8 @@ class PageOutcome:
     total: int | None = None
     #: the page size asked for, when a shorter page proves the end (events)
     size: int | None = None
+    #: the page is one this scroll had before (see :meth:`Cursor.repeats`)
+    repeated: bool = False
 
 
 @dataclass(slots=True)
@@ -102,6 +114,8 @@ class Cursor:
     #: hashes of the ids (``ItemError.id``) of records that did not decode: set aside once,
     #: and counted toward a total (else a contacts scroll with one bad record resumes forever)
     set_aside: set[int] = field(default_factory=set)
+    #: fingerprints of the pages of the current scroll (since its latest fresh query)
+    pages: set[int] = field(default_factory=set)
 
     @classmethod
     def create(cls, *, ordered: bool, ids: bool = False) -> Cursor:
@@ -126,6 +140,22 @@ class Cursor:
             self._lookup = set(self.hashes)
             self.hashes = array("q")  # the set holds them from now on
         return self._lookup
+
+    def repeats(self, ids: Sequence[str | None], continuation: bool) -> bool:
+        """Whether a page whose records have these ``ids`` (in order; the bad records' too)
+        repeats a page of the current scroll, which a fresh query (not a ``continuation``)
+        starts. A page with a record that has no id (a stream without ``keep_raw`` names it
+        by nothing) is never taken for a repeat: two such pages may differ, and a mistaken
+        repeat would lose records."""
+        if not continuation:
+            self.pages.clear()
+        if not ids or None in ids:
+            return False
+        key = hash(tuple(ids))
+        if key in self.pages:
+            return True
+        self.pages.add(key)
+        return False
 
     def aside(self, ident: str) -> bool:
         """Note a record that did not decode, by its id; False if a re-scan met it before."""
@@ -248,6 +278,11 @@ class ScrollMachine:
 
     def after_page(self, page: PageOutcome) -> Step:
         """The decision once a page is in (its fresh records already delivered)."""
+        if page.repeated:
+            # a continuation answered with a page this scroll had: the server does not
+            # advance it; the end only if a total shows that nothing is missing
+            total = page.total
+            return Step.END if total is not None and self._counted() >= total else Step.REPEATED
         if page.fresh:
             self.progressed = True
         if self.rescanned is not None:
@@ -260,6 +295,9 @@ class ScrollMachine:
             if page.total is not None:
                 # contacts: totalCount says whether anything is missing
                 return self._resume() if self._counted() < page.total else Step.END
+            if page.size is None:
+                # contacts with no total to compare with: spec §4.2, an empty answer ends
+                return Step.END
             # events: the previous page was full (a short one ends the scroll), so this may
             # be an id that expired sooner than documented: only a resume can tell
             cursor = self.cursor

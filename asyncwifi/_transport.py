@@ -8,7 +8,9 @@ users can test their own code without a network.
 
 from __future__ import annotations
 
+import errno
 import inspect
+import socket
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -212,7 +214,11 @@ class AiohttpTransport:
         except (TimeoutError, aiohttp.ClientError, ssl.SSLError) as exc:
             kind, message = _classify(exc)
             raise TransportError(
-                message, method=request.method, path=request.path, kind=kind
+                message,
+                method=request.method,
+                path=request.path,
+                kind=kind,
+                unreachable=_unreachable(exc),
             ) from exc
 
     async def aclose(self) -> None:
@@ -235,9 +241,26 @@ _FAILURES: tuple[tuple[tuple[type[BaseException], ...], str, str], ...] = (
 )
 
 
+def _unreachable(exc: BaseException) -> bool:
+    """Whether nothing listens at the address: the host name does not resolve, or the host
+    refused the connection (a timeout is not this: a network may be slow or filtered)."""
+    if isinstance(exc, aiohttp.ClientConnectorError) and not isinstance(
+        exc, aiohttp.ConnectionTimeoutError | aiohttp.ClientSSLError
+    ):
+        cause = exc.os_error
+        return isinstance(cause, socket.gaierror | ConnectionRefusedError) or (
+            getattr(cause, "errno", None) == errno.ECONNREFUSED
+        )
+    return False
+
+
 def _classify(exc: BaseException) -> tuple[str, str]:
     """The ``kind`` of a transport failure (whether the request may have been executed)
     and a message naming the exception type, never its text (it may hold a URL)."""
+    if _unreachable(exc):
+        cause = exc.os_error if isinstance(exc, aiohttp.ClientConnectorError) else None
+        what = "host name not found" if isinstance(cause, socket.gaierror) else "refused"
+        return "connect", f"cannot connect: {what} ({type(exc).__name__})"
     for types, kind, message in _FAILURES:
         if isinstance(exc, types):
             return kind, f"{message} ({type(exc).__name__})"

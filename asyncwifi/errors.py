@@ -16,7 +16,8 @@ No exception ever carries the client secret or an access token::
     ├── ScrollExpiredError       a scroll session lapsed; says how many were delivered
     ├── AmbiguousWriteError      a write whose outcome could not be established
     └── ApiError                 the server answered with an error status
-        ├── UnauthorizedError    401: invalid client key or secret
+        ├── UnauthorizedError    401: invalid client key or secret (or a token refused
+        │                        even after a new login)
         ├── ForbiddenError       403: not authorised, or token invalid/expired
         ├── NotFoundError        404
         ├── ConflictError        409: semantic errors or invalid parameters
@@ -116,13 +117,23 @@ class TransportError(AsyncWifiError):
     """
 
     def __init__(
-        self, message: str, *, method: str = "", path: str = "", kind: str = "disconnected"
+        self,
+        message: str,
+        *,
+        method: str = "",
+        path: str = "",
+        kind: str = "disconnected",
+        unreachable: bool = False,
     ) -> None:
         super().__init__(f"{method} {path}: {message}" if method else message)
         self.message = message
         self.method = method
         self.path = path
         self.kind = kind
+        #: nothing listens at the address: its host name does not resolve, or the host
+        #: refused the connection (a ``"connect"`` failure); at a client's first request
+        #: that is a wrong base URL, not an outage (see ``Client``)
+        self.unreachable = unreachable
 
     @property
     def request_may_have_been_executed(self) -> bool:
@@ -193,7 +204,9 @@ class ApiError(AsyncWifiError):
 
 
 class UnauthorizedError(ApiError):
-    """401: invalid client key or secret (spec §7)."""
+    """401: invalid client key or secret (spec §7). A 401 to a request that carried a token
+    (some gateways send it for a revoked token, where the reference says 403) is raised only
+    once a new login did not cure it."""
 
 
 class ForbiddenError(ApiError):

@@ -49,15 +49,25 @@ def page_size(size: object, what: str = "size") -> PageSize:
     return size
 
 
-def _contact_of(body: bytes | memoryview) -> Contact:
+#: the wire names of a contact's fields (spec §2.1)
+_CONTACT_FIELDS = frozenset(f.encode_name for f in msgspec.structs.fields(Contact))
+
+
+def _contact_of(body: bytes | memoryview) -> Contact | None:
+    """The contact a ``GET /v2/customers/{cid}`` body holds (the body itself, or its
+    ``customer`` / ``contact`` / ``data`` member), or None when it holds none: no field of a
+    contact has a value (``{"status": "OK"}``, ``{"customer": {}}``)."""
     data = decode_generic(body, what="contact")
     for key in ("customer", "contact", "data"):
         inner = data.get(key)
         if isinstance(inner, dict) and "cid" not in data:
             data = inner
             break
+    if not any(data.get(name) is not None for name in _CONTACT_FIELDS):
+        return None
     try:
-        return msgspec.convert(data, Contact, str_keys=True)
+        # read as the lists are (models._decode.RESPONSES_STRICT): an integral float is an int
+        return msgspec.convert(data, Contact, str_keys=True, strict=False)
     except msgspec.ValidationError as exc:
         raise DecodeError(f"invalid contact: {exc}", raw=bytes(body[:1024])) from None
 
@@ -161,9 +171,19 @@ class Contacts:
     async def get(self, cid: str) -> Contact:
         """One contact by id (response shape "not shown": see the module doc)."""
         path = f"/v2/customers/{path_segment(cid, 'cid')}"
-        return await self._api.read(
-            "GET", path, lane=Lane.INTERACTIVE, decode=_contact_of, count=one_object
+        contact = await self._api.read(
+            "GET",
+            path,
+            lane=Lane.INTERACTIVE,
+            decode=_contact_of,
+            count=lambda found: int(found is not None),
         )
+        if contact is None:
+            # as hotspots.get: a 200 with nothing in it is no contact, not an empty one
+            raise NotFoundError(
+                "the response holds no contact", status=404, method="GET", path=path
+            )
+        return contact
 
     async def _generic(
         self, suffix: str, cid: str, extra: Mapping[str, object] | None

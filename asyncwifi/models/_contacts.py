@@ -2,11 +2,18 @@
 
 Every field is optional and nullable: the spec says the contact "differs between
 endpoints" and leaves required fields "not shown", so a missing or null value never fails
-decoding. Timestamps stay strings; parse them with :func:`asyncwifi.models.parse_timestamp`.
+decoding. The record's numbers (``age``, ``logins``, the metrics) are "number" (spec §2.1),
+read as the server wrote them, int or float: the SDK computes nothing with them, so 2.5
+visits costs nothing; only the envelope's counts, which the scroll counts with, are ints
+(read from an integral float too, see :mod:`asyncwifi.models._decode`). Timestamps stay
+as the server wrote them (text; a policy's date may be epoch seconds: :attr:`Policy.time`).
 """
 
 from __future__ import annotations
 
+from datetime import datetime
+
+from asyncwifi._instant import parse_timestamp
 from asyncwifi.models._base import KeyValue, Model
 
 __all__ = [
@@ -21,34 +28,50 @@ __all__ = [
 
 
 class Metrics(Model):
-    """A contact's visit metrics (spec §2.1, "Metrics object")."""
+    """A contact's visit metrics (spec §2.1, "Metrics object"): every number as the server
+    wrote it (an int, or a float: spec §2.1 says "number"), never a reason to set the
+    contact aside."""
 
     frequency_monthly_visit: float | None = None
     compass_top_location: str | None = None
-    compass_top_location_count: int | None = None
+    compass_top_location_count: int | float | None = None
     top_frequency_buckets: str | None = None
     last_visit_venue: str | None = None
-    pref_visit_w_day: int | None = None
+    pref_visit_w_day: int | float | None = None
     #: ISO 8601 UTC
     last_visit_date_utc: str | None = None
     avg_visit_length: float | None = None
-    count_visited_locations: int | None = None
+    count_visited_locations: int | float | None = None
     pref_visit_timebucket: str | None = None
     pref_visit_time_hour: str | None = None
     #: ISO 8601, the location's local (business) time, no zone
     last_visit_date_business: str | None = None
-    count_total_visits: int | None = None
+    count_total_visits: int | float | None = None
     conversion_rate: float | None = None
     avg_days_between_visits: float | None = None
 
 
 class Policy(Model):
-    """One consent the contact gave or refused (termsOfUse, privacy, mktgCommunications, ...)."""
+    """One consent the contact gave or refused (termsOfUse, privacy, mktgCommunications, ...).
+
+    ``date`` is a "timestamp" of no stated type (spec §2.1): ISO 8601 text, or epoch
+    seconds as the webhooks' consents carry it (spec §6.2). Both are kept as the server
+    wrote them; :attr:`time` reads either (``None`` for a date that is neither), so a date
+    in an unexpected form never costs the contact.
+    """
 
     name: str | None = None
     accepted: bool | None = None
-    date: str | None = None
+    date: str | float | None = None
     version: str | None = None
+
+    @property
+    def time(self) -> datetime | None:
+        """``date`` as an aware UTC ``datetime``; ``None`` when absent or unreadable."""
+        try:
+            return parse_timestamp(self.date)
+        except (ValueError, OverflowError, OSError):
+            return None  # text that is no time, or a number out of any calendar's range
 
 
 class SegmentRef(Model):
@@ -83,7 +106,7 @@ class Contact(Model):
     #: MM-DD
     birth_day: str | None = None
     # spec §2.1: a number, but a string in the generic shape
-    age: int | str | None = None
+    age: int | float | str | None = None
     country: str | None = None
     zip_code: str | None = None
     created: str | None = None
@@ -110,7 +133,7 @@ class Contact(Model):
     external_source: str | None = None
     #: ISO 8601 with milliseconds
     last_login: str | None = None
-    logins: int | None = None
+    logins: int | float | None = None
     # spec §2.1: a string (not an array), unlike ``segments``
     segment_cids: str | None = None
     segments: list[SegmentRef] | None = None

@@ -15,6 +15,7 @@ segments) without ever losing a good record to a bad one:
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,6 +56,8 @@ Body: TypeAlias = bytes | bytearray | memoryview
 #: what the decoders accept: a body, or JSON text
 JsonInput: TypeAlias = Body | str
 
+log = logging.getLogger("asyncwifi.decode")
+
 T = TypeVar("T")
 EnvelopeT = TypeVar("EnvelopeT", bound=Model)
 ItemT = TypeVar("ItemT", bound=Model)
@@ -67,8 +70,17 @@ EXCERPT_BYTES = 1024
 _DECODE_FAILURES = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
 
 _ENCODER = msgspec.json.Encoder()
+#: spec §2 types every count as "number", and a JSON writer may well write 25 as 25.0.
+#: The one rule: a record's numbers are ``int | float`` in the models (read as written,
+#: never costing the record); the envelope's counts, which the scroll computes with
+#: (``count``, ``totalCount``, ``size``), are ints, and responses are read in msgspec's lax
+#: mode (``strict=False``) so that an integral float is read as one; a count that is no
+#: whole number is unknown, not a lost page (``_lenient_envelope``). Lax mode also reads a
+#: number, a boolean or null written as text as one; a string field takes only a string.
+#: Request bodies are checked strictly (:func:`encode`): what the SDK sends is exact.
+RESPONSES_STRICT = False
 _DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {
-    t: msgspec.json.Decoder(t)
+    t: msgspec.json.Decoder(t, strict=RESPONSES_STRICT)
     for t in (
         ErrorBody,
         LoginRequest,
@@ -102,7 +114,18 @@ def _decoder(type_: Any) -> msgspec.json.Decoder[Any]:
         return _DECODERS[type_]
     except KeyError:
         # a type not known in advance: build its decoder once, then reuse it
-        return _DECODERS.setdefault(type_, msgspec.json.Decoder(type_))
+        return _DECODERS.setdefault(type_, msgspec.json.Decoder(type_, strict=RESPONSES_STRICT))
+
+
+#: the strict decoders that check a request body against its own model (see ``encode``)
+_STRICT: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def _strict(type_: Any) -> msgspec.json.Decoder[Any]:
+    try:
+        return _STRICT[type_]
+    except KeyError:
+        return _STRICT.setdefault(type_, msgspec.json.Decoder(type_))
 
 
 def _split_path(message: str) -> tuple[str, str | None]:
@@ -182,7 +205,7 @@ def encode(obj: Any) -> bytes:
         raise ValidationError(f"cannot encode {type(obj).__name__}: {exc}") from exc
     if isinstance(obj, Model):
         try:
-            _decoder(type(obj)).decode(body)
+            _strict(type(obj)).decode(body)
         except msgspec.ValidationError as exc:
             message, path = _split_path(str(exc))
             where = f" at {path}" if path else ""
@@ -243,6 +266,7 @@ class _PageKind:
     """What ``decode_page`` needs to know about one envelope type, decoders built once."""
 
     __slots__ = (
+        "counts",
         "envelope",
         "field",
         "item",
@@ -250,6 +274,7 @@ class _PageKind:
         "key",
         "raw_envelope",
         "raw_items",
+        "raw_type",
         "typed",
         "what",
         "wire",
@@ -276,8 +301,17 @@ class _PageKind:
         )
         self.typed: msgspec.json.Decoder[Any] = _decoder(envelope)
         self.items: msgspec.json.Decoder[Any] = _decoder(item)
-        self.raw_envelope: msgspec.json.Decoder[Any] = msgspec.json.Decoder(raw_env)
-        self.raw_items: msgspec.json.Decoder[Any] = msgspec.json.Decoder(raw_only)
+        #: the envelope with raw items (a Struct type)
+        self.raw_type: Any = raw_env
+        #: the envelope's counts (``count``, ``totalCount``, ``size``): one that cannot be
+        #: read is unknown, not a lost page (see ``_lenient_envelope``)
+        self.counts = frozenset(f.name for f in fields if f.type == int | None)
+        self.raw_envelope: msgspec.json.Decoder[Any] = msgspec.json.Decoder(
+            raw_env, strict=RESPONSES_STRICT
+        )
+        self.raw_items: msgspec.json.Decoder[Any] = msgspec.json.Decoder(
+            raw_only, strict=RESPONSES_STRICT
+        )
         #: the item list's name on the wire, for JSON paths
         self.wire: str = next(f.encode_name for f in fields if f.name == items_field)
         #: the item list's member as compact JSON writes it: ``"events":[``
@@ -373,6 +407,44 @@ def decode_page(
     return DecodedPage(envelope, items, raw_items)
 
 
+#: a page's top-level members, each as its exact bytes (for :func:`_lenient_envelope`)
+_MEMBERS: msgspec.json.Decoder[dict[str, msgspec.Raw]] = msgspec.json.Decoder(
+    dict[str, msgspec.Raw]
+)
+
+
+def _lenient_envelope(kind: _PageKind, data: Body, failure: msgspec.ValidationError) -> Any:
+    """The envelope of a page whose count cannot be read (a ``totalCount`` of 250.5, spec
+    §2: counts are "number"): that count is read as unknown (``None``) with a warning
+    naming it, and the records are kept. Any other member that does not match (a scroll id
+    that is no string, an item list that is no list) is the ``failure`` it was:
+    ``DecodeError``; nothing of such a page could be trusted."""
+    try:
+        members = _MEMBERS.decode(data)
+    except _DECODE_FAILURES:
+        raise _error(failure, data, kind.what) from failure  # not even a JSON object
+    values: dict[str, Any] = {}
+    for member in msgspec.structs.fields(kind.raw_type):
+        raw = members.get(member.encode_name)
+        if raw is None:
+            continue
+        try:
+            values[member.name] = msgspec.json.decode(
+                raw, type=member.type, strict=RESPONSES_STRICT
+            )
+        except _DECODE_FAILURES as exc:
+            if member.name not in kind.counts:
+                raise _error(failure, data, kind.what) from failure
+            log.warning(
+                "%s: $.%s (%s) is not a whole number (%s): taken as unknown",
+                kind.what,
+                member.encode_name,
+                bytes(raw)[:64].decode("utf-8", "replace"),
+                exc,
+            )
+    return kind.raw_type(**values)
+
+
 def _decode_page_slowly(
     kind: _PageKind,
     data: Body,
@@ -382,6 +454,8 @@ def _decode_page_slowly(
     """The fallback: raw envelope once, then item by item; bad items become ItemErrors."""
     try:
         raw_env = kind.raw_envelope.decode(data)
+    except msgspec.ValidationError as exc:
+        raw_env = _lenient_envelope(kind, data, exc)
     except _DECODE_FAILURES as exc:
         raise _error(exc, data, kind.what) from exc
     raws: list[msgspec.Raw] = getattr(raw_env, kind.field) or []

@@ -18,7 +18,8 @@ class Segment(Model):
     modified: str | None = None
     # spec §3: allowed values not shown, so a plain string
     segment_status: str | None = None
-    audience: int | None = None
+    #: spec §2.3: "number" (of contacts), as the server wrote it: an int, or a float
+    audience: int | float | None = None
 
 
 class SegmentPage(Model):

@@ -104,7 +104,7 @@ class WebhookMetrics(Model):
     """``contact.metrics``."""
 
     #: total Wi-Fi logins before the current event
-    visit_count: int | None = None
+    visit_count: int | float | None = None
 
 
 class WebhookExtIds(Model):

@@ -1,5 +1,6 @@
 """The simulator's own endpoints under ``/_simulator/`` (not behind the gateway): what a
-test or benchmark in another process reads and changes (see ``SimulatorProcess``).
+test or benchmark in another process reads and changes (see ``SimulatorProcess``); and the
+API's OpenAPI definition at ``/openapi.json`` (spec §9.4), outside the gateway too.
 
 ``?organization=`` names one organization by id or index (default: the first).
 """
@@ -7,17 +8,18 @@ test or benchmark in another process reads and changes (see ``SimulatorProcess``
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
+from importlib import resources
 from typing import Any
 
 from aiohttp import web
 
 from asyncwifi.testing._api import json_response
 from asyncwifi.testing._faults import Faults
-from asyncwifi.testing._gateway import ADMIN, Gateway
+from asyncwifi.testing._gateway import ADMIN, OPENAPI_PATH, Gateway
 from asyncwifi.testing._tenant import Tenant
 from asyncwifi.testing._util import BadParameter, parse_int
 
-__all__ = ["admin_routes"]
+__all__ = ["admin_routes", "openapi_definition"]
 
 _Handler = Callable[[web.Request], Coroutine[Any, Any, web.StreamResponse]]
 
@@ -67,10 +69,24 @@ class _Admin:
         return json_response({t.organization: t.add_events(count) for t in chosen})
 
 
+def openapi_definition() -> bytes:
+    """The API's OpenAPI definition (spec §9.4), as shipped in the package: written from the
+    reference and the vendor's published pages alone (``docs/reference/api.md``,
+    ``observed.md``), both event record shapes, numbers as "number", "not shown" left open."""
+    return resources.files("asyncwifi.testing").joinpath("openapi.json").read_bytes()
+
+
+async def _openapi(request: web.Request) -> web.Response:
+    """GET /openapi.json: the definition, with no token and outside the gateway's counts."""
+    return web.Response(body=openapi_definition(), content_type="application/json")
+
+
 def admin_routes(gateway: Gateway) -> list[tuple[str, str, _Handler]]:
-    """(method, path, handler) of the admin endpoints."""
+    """(method, path, handler) of the simulator's own endpoints: the admin's, and the API's
+    OpenAPI definition."""
     admin = _Admin(gateway)
     return [
+        ("GET", OPENAPI_PATH, _openapi),
         ("GET", ADMIN + "counters", admin.counters),
         ("GET", ADMIN + "organizations", admin.organizations),
         ("PUT", ADMIN + "faults", admin.faults),

@@ -16,7 +16,7 @@ from asyncwifi.testing._api import (
     json_response,
     touch,
 )
-from asyncwifi.testing._data import SimulatorData, _contact, public
+from asyncwifi.testing._data import SimulatorData, _contact, served
 from asyncwifi.testing._scroll import ScrollSession
 from asyncwifi.testing._util import (
     BadParameter,
@@ -182,7 +182,7 @@ class ContactsApi(ApiBase):
                 "totalCount": total,
                 "count": len(page),
                 "sId": sid,
-                "customers": [public(c) for c in page],
+                "customers": [served(c) for c in page],
             }
         )
 
@@ -193,7 +193,7 @@ class ContactsApi(ApiBase):
         generic shape"); the list has it as a number.
         """
         c = self._contact(request.match_info["cid"])
-        shown = public(c)
+        shown = served(c)
         shown["age"] = str(shown["age"])
         touch(request, "contacts", 1)
         return json_response({"status": "OK", "generated": iso_ms(self._now()), "customer": shown})

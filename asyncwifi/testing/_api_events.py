@@ -97,6 +97,9 @@ class EventsApi(ApiBase):
         now = self._now()
         sid = q.get("scrollId")
         if sid is not None:
+            # the other parameters are checked as on a first request (a bad sortBy is a
+            # 409 either way); the scroll's own filters then apply
+            self._event_query(q)
             look = sim.scrolls.lookup(sid, now)
             if look.status != "ok" or look.session is None or look.session.kind != "events":
                 self._count_lost(look.status)

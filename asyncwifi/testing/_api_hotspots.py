@@ -134,6 +134,9 @@ class HotspotsApi(ApiBase):
             "enabled": True,
             "deleted": False,
         }
+        # spec §2.2 types the address fields "string" and the coordinates "number", not
+        # null: what the body did not give (coordinates, say) is left out, not served null
+        hotspot = {key: value for key, value in hotspot.items() if value is not None}
         self.data.hotspots[hid] = hotspot
         touch(request, "hotspots", 1)
         return json_response(

@@ -19,7 +19,14 @@ from asyncwifi.testing._event_records import EventShape
 from asyncwifi.testing._events import EVENT_TYPES, EventStore, Venue
 from asyncwifi.testing._util import hex_id, iso_ms, iso_z, mix, to_epoch
 
-__all__ = ["DEFAULT_EVENTS_END", "DEFAULT_EVENTS_START", "HotspotDate", "SimulatorData"]
+__all__ = [
+    "DEFAULT_EVENTS_END",
+    "DEFAULT_EVENTS_START",
+    "HotspotDate",
+    "SimulatorData",
+    "public",
+    "served",
+]
 
 #: what a hotspot's ``date`` is (spec §2.2 shows a string only): when it last changed, or
 #: when it was created (see ``Simulator(hotspot_date=...)``)
@@ -152,9 +159,22 @@ def _contact(
     }
 
 
+#: contact fields spec §2.1 types "string" (not "string or null"): a contact without an
+#: email or a phone is served without them, never with a null
+_STRINGS = frozenset({"email", "phone", "phoneNumber", "phonePrefix"})
+
+
 def public(contact: dict[str, Any]) -> dict[str, Any]:
     """A contact without the simulator's private (underscore) bookkeeping keys."""
     return {k: v for k, v in contact.items() if k[0] != "_"}
+
+
+def served(contact: dict[str, Any]) -> dict[str, Any]:
+    """A contact as the API serves it: :func:`public`, without the string fields it has no
+    value for (spec §2.1 types them "string", not "string or null")."""
+    return {
+        k: v for k, v in contact.items() if k[0] != "_" and (v is not None or k not in _STRINGS)
+    }
 
 
 class SimulatorData:

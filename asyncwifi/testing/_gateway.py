@@ -42,10 +42,12 @@ from asyncwifi.testing._kong import UPSTREAM_MESSAGES, negotiate, render_error
 from asyncwifi.testing._tenant import TENANT, Tenant, Tenants
 from asyncwifi.testing._util import BadParameter
 
-__all__ = ["ADMIN", "Gateway"]
+__all__ = ["ADMIN", "OPENAPI_PATH", "Gateway"]
 
 #: path prefix of the simulator's own endpoints (not behind the gateway)
 ADMIN = "/_simulator/"
+#: where the API's OpenAPI definition is served (spec §9.4): no token, never counted
+OPENAPI_PATH = "/openapi.json"
 _VIA = "1.1 kong/3.9.1"
 
 
@@ -94,7 +96,7 @@ class Gateway:
     @web.middleware
     async def middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
         """The aiohttp middleware: every request but the admin's goes through here."""
-        if request.path.startswith(ADMIN):
+        if request.path.startswith(ADMIN) or request.path == OPENAPI_PATH:
             return await handler(request)  # type: ignore[no-any-return]
         tenant = request[TENANT] = await self.tenants.of_request(request)
         c = tenant.counters

@@ -300,7 +300,6 @@ def test_a_callback_that_raises_stops_decoding() -> None:
 @pytest.mark.parametrize(
     ("body", "path"),
     [
-        (b'{"status":"OK","count":"many","events":[]}', "$.count"),
         (b'{"status":"OK","events":{"0":{}}}', "$.events"),
         (b'{"status":"OK","scrollId":7,"events":[{"id":"a"}, {"id": 1}]}', "$.scrollId"),
         (b'[{"id":"a"}]', None),
@@ -315,6 +314,19 @@ def test_a_malformed_envelope_raises(body: bytes, path: str | None) -> None:
     assert info.value.path == path
     assert "event page" in str(info.value)
     assert seen == []
+
+
+def test_a_count_that_cannot_be_read_is_unknown_and_the_page_is_kept() -> None:
+    # spec §2: counts are "number"; one that is no whole number costs itself, not the page
+    for count in (b'"many"', b"2.5"):
+        body = b'{"status":"OK","count":%s,"events":[{"id":"a"},{"id":"b"}]}' % count
+        page = decode_page(body, EventPage)
+        assert page.envelope.count is None
+        assert [e.id for e in page.items] == ["a", "b"]
+    # written as a float, or as text, a whole number is read as one
+    for count in (b"2.0", b'"2"'):
+        body = b'{"status":"OK","count":%s,"events":[{"id":"a"},{"id":"b"}]}' % count
+        assert decode_page(body, EventPage).envelope.count == 2
 
 
 # --- the never-lose-a-record property -------------------------------------------------
