@@ -13,6 +13,7 @@ import enum
 from dataclasses import dataclass
 from typing import TypeGuard
 
+from asyncwifi._protocol import require_positive
 from asyncwifi.errors import (
     ConfigurationError,
     DecodeError,
@@ -89,18 +90,21 @@ class RetryPolicy:
     max_rate_limited: int = 3
 
     def __post_init__(self) -> None:
-        for name, least in (("max_attempts", 1), ("max_rate_limited", 0)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < least:
-                raise ConfigurationError(
-                    f"RetryPolicy.{name} must be an integer >= {least}, got {value!r}"
-                )
+        # the one check of counts and seconds (finite: an infinite wait is a hang, not a policy)
+        require_positive(
+            self.max_attempts, "RetryPolicy.max_attempts", integer=True, error=ConfigurationError
+        )
+        require_positive(
+            self.max_rate_limited,
+            "RetryPolicy.max_rate_limited",
+            integer=True,
+            zero=True,
+            error=ConfigurationError,
+        )
         for name in ("max_elapsed", "backoff_base", "backoff_max", "max_rate_limit_wait"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or isinstance(value, bool) or not value >= 0:
-                raise ConfigurationError(
-                    f"RetryPolicy.{name} must be a number of seconds >= 0, got {value!r}"
-                )
+            require_positive(
+                getattr(self, name), f"RetryPolicy.{name}", zero=True, error=ConfigurationError
+            )
 
     def gives_up(
         self, error: BaseException, *, attempts: int, rate_limited: int, elapsed: float

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from asyncwifi._protocol import require_positive
 from asyncwifi.errors import ConfigurationError
 
 __all__ = ["Fate", "FaultPlan", "Faults"]
@@ -87,8 +88,10 @@ class Faults:
         for name in ("latency", "latency_jitter", "spike", "inbound_jitter", "hidden_competitor"):
             if getattr(self, name) < 0:
                 raise ConfigurationError(f"{name} must not be negative")
-        if self.revoke_tokens_every is not None and self.revoke_tokens_every <= 0:
-            raise ConfigurationError("revoke_tokens_every must be positive")
+        if self.revoke_tokens_every is not None:
+            require_positive(
+                self.revoke_tokens_every, "revoke_tokens_every", error=ConfigurationError
+            )
         if not self.error_statuses or any(not 500 <= s <= 599 for s in self.error_statuses):
             raise ConfigurationError("error_statuses must be 5xx codes")
 

@@ -31,6 +31,7 @@ from typing import IO, Any, Self
 import aiohttp
 
 from asyncwifi._clock import Clock, ScaledClock, SystemClock
+from asyncwifi._protocol import require_positive
 from asyncwifi.errors import ClientStateError, ConfigurationError
 from asyncwifi.testing._faults import Faults
 from asyncwifi.testing._fleet_toml import write_fleet_toml
@@ -52,8 +53,7 @@ class AnchoredClock:
     __slots__ = ("anchor", "speed", "start")
 
     def __init__(self, speed: float, start: float, anchor: float) -> None:
-        if speed <= 0:
-            raise ConfigurationError("speed must be positive")
+        require_positive(speed, "speed", error=ConfigurationError)
         self.speed = float(speed)
         self.start = float(start)
         self.anchor = float(anchor)

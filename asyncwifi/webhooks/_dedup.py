@@ -14,6 +14,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from asyncwifi._auth import check_url
+from asyncwifi._protocol import require_positive
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.ratelimit._redis import redis_asyncio
 
@@ -51,10 +52,8 @@ class MemoryDeduplicator:
     __slots__ = ("_seen", "max_entries", "ttl")
 
     def __init__(self, ttl: float = 3600.0, *, max_entries: int = 100_000) -> None:
-        if ttl <= 0:
-            raise ConfigurationError("the de-duplication ttl must be positive")
-        if max_entries <= 0:
-            raise ConfigurationError("max_entries must be positive")
+        require_positive(ttl, "the de-duplication ttl", error=ConfigurationError)
+        require_positive(max_entries, "max_entries", integer=True, error=ConfigurationError)
         #: seconds a nonce is remembered
         self.ttl = float(ttl)
         #: the most nonces remembered at once
@@ -113,8 +112,7 @@ class RedisDeduplicator:
         prefix: str = "asyncwifi:webhooks:nonce:",
         client: redis.asyncio.Redis | None = None,
     ) -> None:
-        if ttl <= 0:
-            raise ConfigurationError("the de-duplication ttl must be positive")
+        require_positive(ttl, "the de-duplication ttl", error=ConfigurationError)
         #: seconds a nonce is remembered (rounded to milliseconds)
         self.ttl = float(ttl)
         #: key prefix; receivers that must agree share it

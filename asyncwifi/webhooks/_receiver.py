@@ -29,6 +29,7 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from asyncwifi._clock import Clock, SystemClock
+from asyncwifi._protocol import require_positive
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.models._webhook import WebhookPayload
 from asyncwifi.ratelimit import RateStore
@@ -155,10 +156,9 @@ class Receiver:
             raise ConfigurationError("webhook secrets must be non-empty strings")
         if not header_name or not header_name.isascii() or ":" in header_name:
             raise ConfigurationError("header_name must be a non-empty ASCII header name")
-        if max_body_size <= 0:
-            raise ConfigurationError("max_body_size must be positive")
-        if max_age is not None and max_age <= 0:
-            raise ConfigurationError("max_age must be positive (or None for no limit)")
+        require_positive(max_body_size, "max_body_size", integer=True, error=ConfigurationError)
+        if max_age is not None:
+            require_positive(max_age, "max_age (or None for no limit)", error=ConfigurationError)
         if objects is not None and not isinstance(objects, RateStore):
             raise ConfigurationError(
                 f"objects must be a RateStore (a scheduler's is its .store), not {objects!r}"

@@ -59,6 +59,10 @@ BAD_CALLS: dict[str, Callable[[], object]] = {
     "RetryPolicy: NaN elapsed": lambda: RetryPolicy(max_elapsed=float("nan")),
     "RetryPolicy: rate-limit wait text": lambda: RetryPolicy(max_rate_limit_wait="1"),  # type: ignore[arg-type]
     "RetryPolicy: max_rate_limited -1": lambda: RetryPolicy(max_rate_limited=-1),
+    "RetryPolicy: an endless elapsed": lambda: RetryPolicy(max_elapsed=float("inf")),
+    "RetryPolicy: an endless rate-limit wait": lambda: RetryPolicy(
+        max_rate_limit_wait=float("inf")
+    ),
     "Limit: count 0": lambda: Limit(0, 60),
     "Limit: period 0": lambda: Limit(10, 0),
     "Limits: not a Limit": lambda: Limits(minute=5),  # type: ignore[arg-type]
@@ -68,6 +72,8 @@ BAD_CALLS: dict[str, Callable[[], object]] = {
     "Receiver: no secret": lambda: Receiver([]),
     "Receiver: empty secret": lambda: Receiver([""]),
     "Receiver: max_body_size": lambda: Receiver(["s"], max_body_size=0),
+    "Receiver: an endless max_age": lambda: Receiver(["s"], max_age=float("inf")),
+    "MemoryDeduplicator: an endless ttl": lambda: MemoryDeduplicator(ttl=float("inf")),
     "Receiver.on: no type": lambda: Receiver(["s"]).on(),
     "MemoryDeduplicator: ttl": lambda: MemoryDeduplicator(ttl=0),
     "RetryPolicy: max_attempts a bool": lambda: RetryPolicy(max_attempts=True),  # type: ignore[arg-type]

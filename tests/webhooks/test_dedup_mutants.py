@@ -16,7 +16,11 @@ from asyncwifi.errors import ConfigurationError
 from asyncwifi.webhooks import MemoryDeduplicator, RedisDeduplicator
 
 NOW = 1_700_000_000.0
-TTL_MESSAGE = "the de-duplication ttl must be positive"
+
+
+def refused(what: str, value: object, kind: str = "number") -> str:
+    """The one message of a count or seconds refused (``_protocol.require_positive``)."""
+    return exactly(f"{what} must be a finite positive {kind}, got {value!r}")
 
 
 def exactly(message: str) -> str:
@@ -78,16 +82,15 @@ async def test_a_sub_second_ttl_and_a_single_entry_are_accepted() -> None:
 
 
 def test_refused_settings_say_what_is_wrong() -> None:
-    with pytest.raises(ConfigurationError, match=exactly(TTL_MESSAGE)):
-        MemoryDeduplicator(ttl=0)
-    with pytest.raises(ConfigurationError, match=exactly(TTL_MESSAGE)):
-        MemoryDeduplicator(ttl=-1)
-    with pytest.raises(ConfigurationError, match=exactly("max_entries must be positive")):
-        MemoryDeduplicator(max_entries=0)
-    with pytest.raises(ConfigurationError, match=exactly(TTL_MESSAGE)):
-        RedisDeduplicator(ttl=0, client=object())  # type: ignore[arg-type]
-    with pytest.raises(ConfigurationError, match=exactly(TTL_MESSAGE)):
-        RedisDeduplicator(ttl=-1, client=object())  # type: ignore[arg-type]
+    ttl = "the de-duplication ttl"
+    for bad in (0, -1, float("inf"), float("nan")):
+        with pytest.raises(ConfigurationError, match=refused(ttl, bad)):
+            MemoryDeduplicator(ttl=bad)
+        with pytest.raises(ConfigurationError, match=refused(ttl, bad)):
+            RedisDeduplicator(ttl=bad, client=object())  # type: ignore[arg-type]
+    for bad_count in (0, 2.5):
+        with pytest.raises(ConfigurationError, match=refused("max_entries", bad_count, "integer")):
+            MemoryDeduplicator(max_entries=bad_count)  # type: ignore[arg-type]
 
 
 def test_without_the_redis_extra_the_error_says_how_to_install_it(
