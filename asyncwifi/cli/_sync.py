@@ -24,7 +24,7 @@ from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._progress import counted
 
 if TYPE_CHECKING:
-    from asyncwifi.sync import Syncer
+    from asyncwifi.sync import Destination, Syncer
     from asyncwifi.sync._plan import SyncPlan
 
 __all__ = ["sync_command"]
@@ -151,6 +151,7 @@ def sync_command(
             # the client's organization's rows (a database of before organizations: its
             # rows become this organization's)
             destination = open_destination(url, organization=api.organization)
+            await _open_at_start(destination, url)
             options = SyncOptions(
                 since=since,
                 until=None if until is None else until - MS,
@@ -208,6 +209,29 @@ def sync_command(
         if isinstance(exc, DestinationUnavailableError):
             raise CliFailure(str(exc), ExitCode.FAILURE) from None
         raise
+
+
+async def _open_at_start(destination: Destination, url: str) -> None:
+    """Open the database once, before the sync: one that cannot be reached (exit 69) or
+    refuses us (exit 78) at start is a setting to fix, named, not an outage to wait for
+    (the sync waits only for a database that answered before)."""
+    from asyncwifi._auth import hide_password, redact_url
+    from asyncwifi.errors import ConfigurationError
+    from asyncwifi.sync import DestinationUnavailableError
+
+    try:
+        await destination.open()
+    except (DestinationUnavailableError, ConfigurationError) as exc:
+        await destination.close()
+        # the library's own words (the cause), once: the URL is named by the setting
+        reason = hide_password(str(exc.__cause__ or exc), url)
+        if isinstance(exc, ConfigurationError):
+            raise CliFailure(f"--to {redact_url(url)}: {reason}", ExitCode.CONFIG) from None
+        raise CliFailure(
+            f"--to {redact_url(url)}: the database cannot be reached at start ({reason}); "
+            "check the host, the port and that it runs",
+            ExitCode.UNAVAILABLE,
+        ) from None
 
 
 def _say_plan(app: App, plan: SyncPlan) -> None:

@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 from asyncwifi._auth import check_url, hide_password, redact_url
 from asyncwifi._protocol import require_positive, require_text
 from asyncwifi._sqlite import pending
-from asyncwifi.errors import ValidationError
+from asyncwifi.errors import ConfigurationError, ValidationError
 from asyncwifi.sync._destination import (
     Destination,
     DestinationUnavailableError,
@@ -141,6 +141,13 @@ class PostgresDestination(Destination):
         except Exception as exc:
             if unavailable(exc):
                 raise self._unavailable(exc) from exc
+            if isinstance(exc, asyncpg.PostgresError):
+                # the server answered and refused us: a role, a database or a password
+                # that is wrong (retrying cannot help)
+                raise ConfigurationError(
+                    f"PostgreSQL at {redact_url(self.url)} refused the connection: "
+                    f"{hide_password(str(exc), self.url)}"
+                ) from exc
             raise
         return _Session(conn)
 

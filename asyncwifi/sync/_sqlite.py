@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from typing import TypeVar
 from asyncwifi._instant import format_instant
 from asyncwifi._protocol import require_text
 from asyncwifi._sqlite import SqliteThread, Step, migrate, statements
+from asyncwifi.errors import ConfigurationError
 from asyncwifi.sync._destination import (
     Destination,
     DestinationUnavailableError,
@@ -98,7 +100,14 @@ class SqliteDestination(Destination):
 
     def _connect(self) -> sqlite3.Connection:
         """On the bridge's thread: open, migrate (first: a newer file is refused before
-        anything in it changes), then WAL."""
+        anything in it changes), then WAL. A file in a folder that does not exist is a
+        setting to fix (``ConfigurationError``), not an outage to wait for."""
+        folder = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(folder):
+            raise ConfigurationError(
+                f"the SQLite database {self.path} cannot be created: its folder {folder} "
+                "does not exist"
+            )
         conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
         try:
             what = f"the sync database {self.path}"

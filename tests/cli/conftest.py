@@ -46,3 +46,48 @@ def run(capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
         return Result(int(code), captured.out, captured.err)
 
     return invoke
+
+
+# -- the real command, in a child process (the careless suites) --------------------------
+
+
+def asyncwifi_command() -> list[str]:
+    """The installed ``asyncwifi`` console script (else the module), as a user runs it."""
+    import sys
+
+    script = Path(sys.executable).with_name("asyncwifi")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "import sys; from asyncwifi.cli import main; sys.exit(main())"]
+
+
+def run_command(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120.0, quiet: bool = True
+) -> Result:
+    """``asyncwifi ARGS`` as a child process (``-q`` first unless ``quiet=False``)."""
+    import os
+    import subprocess
+
+    proc = subprocess.run(
+        [*asyncwifi_command(), *(["-q"] if quiet else []), *args],
+        env=dict(os.environ if env is None else env),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def one_clean_line(result: Result, code: int, *named: str) -> str:
+    """The result is exit ``code``, one ``asyncwifi: error:`` line on stderr naming each of
+    ``named``, and no traceback; returns the line."""
+    assert "Traceback" not in result.err + result.out, result.err
+    lines = [line for line in result.err.splitlines() if line.strip()]
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith("asyncwifi: error: "), lines[0]
+    assert result.code == code, (result.code, result.err)
+    for text in named:
+        assert text in lines[0], (text, lines[0])
+    return lines[0]

@@ -1,0 +1,61 @@
+"""An operator's first hour (issue 33): each careless input of the sync, the extras and
+the fleet, through the real ``asyncwifi`` command in a child process: one line naming
+the setting, the documented exit status, no traceback.
+
+Items: 7 (a database that is wrong at start), 8 (an extra not installed), 10 (two syncs
+of one organization), 11 (a daemon's passes and /healthz), 12 (a stop at start), 13
+(``fleet status`` without Temporal).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from asyncwifi.cli import ExitCode
+from tests.cli.conftest import one_clean_line, run_command
+from tests.sync.conftest import PG_HOST, PG_PORT, require_postgres
+
+SIM = ("--simulate", "--sim-events-per-day", "200")
+DAY = ("--since", "2026-01-01", "--until", "2026-01-02")
+
+
+def _sync_once(url: str) -> tuple[str, ...]:
+    return (*SIM, "sync", "--once", "--to", url, *DAY)
+
+
+# -- item 7: the database at start ---------------------------------------------------------
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    ("url", "code", "says"),
+    [
+        (f"postgresql://nobody_here@{PG_HOST}:{PG_PORT}/postgres", ExitCode.CONFIG,
+         'role "nobody_here" does not exist'),
+        (f"postgresql://postgres:s3cret@{PG_HOST}:{PG_PORT}/no_such_db", ExitCode.CONFIG,
+         'database "no_such_db" does not exist'),
+        (f"postgresql://postgres:s3cret@{PG_HOST}:1/postgres", ExitCode.UNAVAILABLE,
+         "cannot be reached at start"),
+        ("postgresql://postgres@no-such-host.invalid/postgres", ExitCode.UNAVAILABLE,
+         "cannot be reached at start"),
+    ],
+    ids=["unknown-role", "unknown-database", "wrong-port", "unknown-host"],
+)  # fmt: skip
+def test_a_postgresql_database_wrong_at_start_is_one_line(
+    url: str, code: ExitCode, says: str
+) -> None:
+    require_postgres()
+    result = run_command(*_sync_once(url), timeout=60)
+    line = one_clean_line(result, code, "--to postgresql://", says)
+    assert "s3cret" not in result.err
+    if ":s3cret@" in url:
+        assert ":***@" in line
+
+
+def test_a_sqlite_file_in_a_missing_folder_is_one_line(tmp_path: Path) -> None:
+    db = tmp_path / "missing" / "sync.db"
+    result = run_command(*_sync_once(f"sqlite:///{db}"), timeout=60)
+    one_clean_line(result, ExitCode.CONFIG, f"--to sqlite:///{db}", "does not exist")
+    assert not db.parent.exists()
