@@ -1,5 +1,5 @@
 """The ``asyncwifi`` command: exports, resources, the sync, the simulator and the webhook
-receiver (``pip install 'asyncwifi[cli]'``: click and rich are not in the SDK's install).
+receiver (the ``cli`` extra: click and rich are not in the SDK's install).
 
 ``main()`` is the console script. Errors are one line on stderr with a documented exit
 status (:class:`ExitCode`): 2 for a bad command line, 65/73 for output and state problems,
@@ -28,8 +28,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     missing = [name for name in _EXTRA if importlib.util.find_spec(name) is None]
     if missing:
+        from asyncwifi._extras import install_hint
+
         print(
-            f"asyncwifi: the command needs {' and '.join(missing)}: pip install 'asyncwifi[cli]'",
+            f"asyncwifi: the command needs {' and '.join(missing)}: {install_hint('cli')}",
             file=sys.stderr,
         )
         if argv is None:

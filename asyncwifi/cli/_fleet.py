@@ -35,12 +35,13 @@ if TYPE_CHECKING:
 __all__ = ["fleet_group"]
 
 T = TypeVar("T")
-_HINT = "the fleet needs temporalio: pip install 'asyncwifi[fleet]'"
 
 
 def _require_temporalio() -> None:
     if importlib.util.find_spec("temporalio") is None:
-        raise CliFailure(_HINT, ExitCode.CONFIG)
+        from asyncwifi._extras import install_hint
+
+        raise CliFailure(f"the fleet needs temporalio: {install_hint('fleet')}", ExitCode.CONFIG)
 
 
 def _temporal_options(fn: Any) -> Any:

@@ -137,7 +137,11 @@ def sync_command(
     if poll == 0 or refresh_every == 0:
         raise click.UsageError("--poll and --refresh-every must be positive")
     app.check_credentials()
-    open_destination(url)  # a wrong URL is refused before anything starts
+    open_destination(url)  # a wrong URL (or a missing driver) is refused before anything
+    if metrics_port is not None:
+        from asyncwifi._extras import require
+
+        require("prometheus_client", "sync", "--metrics-port")
 
     async def go() -> None:
         sim_since = since

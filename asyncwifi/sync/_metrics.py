@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from asyncwifi._extras import require
 from asyncwifi.ratelimit._volume import ALL, KINDS
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ class SyncMetrics:
     """The metrics of one :class:`~asyncwifi.sync.Syncer`, served on ``port``."""
 
     def __init__(self, api: Client, syncer: Syncer) -> None:
+        require("prometheus_client", "sync", "--metrics-port (SyncMetrics)")
         from prometheus_client import CollectorRegistry, Counter, Gauge
 
         self.api = api

@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from asyncwifi._auth import check_url, hide_password, redact_url
+from asyncwifi._extras import require
 from asyncwifi._protocol import require_positive, require_text
 from asyncwifi._sqlite import pending
 from asyncwifi.errors import ConfigurationError, ValidationError
@@ -105,6 +106,7 @@ class PostgresDestination(Destination):
         if max_connections is not None:
             require_positive(max_connections, "max_connections", integer=True)
         check_url(url, "PostgreSQL")
+        require("asyncpg", "sync", "a PostgreSQL destination")  # before anything starts
         self.url = url
         self.organization = check_organization(organization)
         self.connect_timeout = connect_timeout

@@ -62,14 +62,19 @@ def asyncwifi_command() -> list[str]:
 
 
 def run_command(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 120.0, quiet: bool = True
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 120.0,
+    quiet: bool = True,
+    argv0: list[str] | None = None,
 ) -> Result:
-    """``asyncwifi ARGS`` as a child process (``-q`` first unless ``quiet=False``)."""
+    """``asyncwifi ARGS`` as a child process (``-q`` first unless ``quiet=False``;
+    ``argv0``: what runs instead of the console script)."""
     import os
     import subprocess
 
     proc = subprocess.run(
-        [*asyncwifi_command(), *(["-q"] if quiet else []), *args],
+        [*(argv0 or asyncwifi_command()), *(["-q"] if quiet else []), *args],
         env=dict(os.environ if env is None else env),
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -91,3 +96,18 @@ def one_clean_line(result: Result, code: int, *named: str) -> str:
     for text in named:
         assert text in lines[0], (text, lines[0])
     return lines[0]
+
+
+def run_without(packages: tuple[str, ...], *args: str, timeout: float = 60.0) -> Result:
+    """``asyncwifi -q ARGS`` in a child process where ``packages`` are not installed (as
+    after the README's ``pip install -e ".[cli]"``, which has no optional extra)."""
+    import sys
+
+    script = (
+        "import sys\n"
+        f"for name in {packages!r}:\n"
+        "    sys.modules[name] = None  # import fails, find_spec finds nothing\n"
+        "from asyncwifi.cli import main\n"
+        "main()\n"
+    )
+    return run_command(*args, timeout=timeout, argv0=[sys.executable, "-c", script])

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from asyncwifi.cli import ExitCode
-from tests.cli.conftest import one_clean_line, run_command
+from tests.cli.conftest import one_clean_line, run_command, run_without
 from tests.sync.conftest import PG_HOST, PG_PORT, require_postgres
 
 SIM = ("--simulate", "--sim-events-per-day", "200")
@@ -59,3 +59,32 @@ def test_a_sqlite_file_in_a_missing_folder_is_one_line(tmp_path: Path) -> None:
     result = run_command(*_sync_once(f"sqlite:///{db}"), timeout=60)
     one_clean_line(result, ExitCode.CONFIG, f"--to sqlite:///{db}", "does not exist")
     assert not db.parent.exists()
+
+
+# -- item 8: an extra that is not installed -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("missing", "args", "named"),
+    [
+        (("asyncpg",), ("sync", "--once", "--to", "postgresql://u@127.0.0.1/db"), "asyncpg"),
+        (("prometheus_client",), ("sync", "--once", "--metrics-port", "0", "--to",
+                                  "sqlite:///{tmp}/s.db"), "prometheus_client"),
+        (("temporalio",), ("fleet", "status"), "temporalio"),
+    ],
+    ids=["postgres", "metrics-port", "fleet"],
+)  # fmt: skip
+def test_a_missing_extra_names_a_command_that_works_from_this_clone(
+    tmp_path: Path, missing: tuple[str, ...], args: tuple[str, ...], named: str
+) -> None:
+    from asyncwifi._extras import source_checkout
+
+    args = tuple(arg.replace("{tmp}", str(tmp_path)) for arg in args)
+    result = run_without(missing, *SIM, *args)
+    line = one_clean_line(result, ExitCode.CONFIG, named, "pip install")
+    root = source_checkout()
+    assert root is not None  # the tests run from the clone
+    extra = "fleet" if named == "temporalio" else "sync"
+    assert f'pip install -e "{root}[{extra}]"' in line
+    assert "pip install 'asyncwifi[" not in line  # the package is on no index
+    assert not (tmp_path / "s.db").exists()
