@@ -26,6 +26,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     Exits the process (``SystemExit``) with that status when called with ``argv=None``.
     Without the ``cli`` extra it says how to install it (exit 78, a configuration error).
     """
+    try:
+        code = _run(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C before the command's own handling is in place (importing it, the first
+        # half second) or after it: the documented line and status, never a traceback
+        print("asyncwifi: error: interrupted", file=sys.stderr)
+        code = int(ExitCode.INTERRUPTED)
+    if argv is None:
+        sys.exit(code)
+    return code
+
+
+def _run(argv: Sequence[str] | None) -> int:
     missing = [name for name in _EXTRA if importlib.util.find_spec(name) is None]
     if missing:
         from asyncwifi._extras import install_hint
@@ -34,9 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"asyncwifi: the command needs {' and '.join(missing)}: {install_hint('cli')}",
             file=sys.stderr,
         )
-        if argv is None:
-            sys.exit(ExitCode.CONFIG)
         return int(ExitCode.CONFIG)
     from asyncwifi.cli._command import run
 
-    return run(argv)
+    return run(argv, exit=False)

@@ -143,7 +143,20 @@ def sync_command(
 
         require("prometheus_client", "sync", "--metrics-port")
 
+    started = False  # the sync's own stop (between transactions) is in place
+
     async def go() -> None:
+        try:
+            await sync()
+        except asyncio.CancelledError:
+            if started:
+                raise
+            # stopped while it got ready (the simulator's data, the login, the database):
+            # nothing was written, and a stop is how a sync ends
+            app.display.info("sync", "sync stopped before its first pass: nothing written")
+
+    async def sync() -> None:
+        nonlocal started
         sim_since = since
         if app.sim.enabled and sim_since is None and until is not None:
             sim_since = until - FIRST_RUN
@@ -189,6 +202,7 @@ def sync_command(
             for signum in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.add_signal_handler(signum, _stopper(app, syncer))
+            started = True
             try:
                 if once:
                     await syncer.run_once()

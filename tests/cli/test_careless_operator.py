@@ -9,11 +9,14 @@ of one organization), 11 (a daemon's passes and /healthz), 12 (a stop at start),
 
 from __future__ import annotations
 
+import signal
+import sys
 from pathlib import Path
 
 import pytest
 
 from asyncwifi.cli import ExitCode
+from tests._stopping import STOP_WITHIN, Child
 from tests.cli.conftest import one_clean_line, run_command, run_without
 from tests.sync.conftest import PG_HOST, PG_PORT, require_postgres
 
@@ -88,3 +91,41 @@ def test_a_missing_extra_names_a_command_that_works_from_this_clone(
     assert f'pip install -e "{root}[{extra}]"' in line
     assert "pip install 'asyncwifi[" not in line  # the package is on no index
     assert not (tmp_path / "s.db").exists()
+
+
+# -- item 12: a stop while the sync gets ready ----------------------------------------------
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+async def test_a_stop_while_simulate_generates_data_is_a_sync_stopped_at_once(
+    tmp_path: Path, signum: int
+) -> None:
+    """A million events to generate (seconds of work); the stop ends it at once."""
+    args = ["--simulate", "--sim-events-per-day", "300000", "sync", "--once",
+            "--to", f"sqlite:///{tmp_path / 's.db'}", "--since", "2026-01-01",
+            "--until", "2026-01-05"]  # fmt: skip
+    async with Child(args) as child:
+        await child.reach("generating the embedded simulator's data")
+        stopped = await child.stop(signum)
+    assert stopped.code == ExitCode.OK, stopped.err
+    assert stopped.seconds < STOP_WITHIN, stopped
+    assert "Traceback" not in stopped.err
+    assert "sync stopped" in stopped.err
+    assert "an export keeps its progress" not in stopped.err
+
+
+def test_ctrl_c_while_the_command_is_imported_is_one_line() -> None:
+    """Ctrl-C in the first half second (the command's modules are being imported)."""
+    script = (
+        "import sys\n"
+        "class CtrlC:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'asyncwifi.cli._command':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, CtrlC())\n"
+        "from asyncwifi.cli import main\n"
+        "main()\n"
+    )
+    result = run_command("--help", argv0=[sys.executable, "-c", script], quiet=False)
+    line = one_clean_line(result, ExitCode.INTERRUPTED)
+    assert line == "asyncwifi: error: interrupted"
