@@ -22,9 +22,10 @@ from asyncwifi.cli._app import App, output_options, pass_app, run_async
 from asyncwifi.cli._config import rate_store_option
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._progress import counted
+from asyncwifi.cli._sync_start import claim_lease, open_at_start
 
 if TYPE_CHECKING:
-    from asyncwifi.sync import Destination, Syncer
+    from asyncwifi.sync import Syncer
     from asyncwifi.sync._plan import SyncPlan
 
 __all__ = ["sync_command"]
@@ -103,6 +104,10 @@ def _lookback(ctx: click.Context, param: click.Parameter, value: str | None) -> 
               help="Query name of the contacts' modified >= filter (not in the docs).")  # fmt: skip
 @click.option("--modified-to-param", default="modifiedTo", show_default=True,
               help="Query name of the contacts' modified <= filter.")  # fmt: skip
+@click.option("--wait-for-lease", is_flag=True,
+              help="Another sync of the organization holds this database: wait for it to "
+              "end (default: exit 75 naming it).")  # fmt: skip
+@click.option("--lease-ttl", type=click.FloatRange(0.1), default=60.0, hidden=True)
 @output_options
 @pass_app
 def sync_command(
@@ -122,6 +127,8 @@ def sync_command(
     reconcile_every: float | None,
     modified_from_param: str,
     modified_to_param: str,
+    wait_for_lease: bool,
+    lease_ttl: float,
 ) -> None:
     """Keep a database in sync: contacts, events, hotspots and segments, exactly once.
 
@@ -168,7 +175,8 @@ def sync_command(
             # the client's organization's rows (a database of before organizations: its
             # rows become this organization's)
             destination = open_destination(url, organization=api.organization)
-            await _open_at_start(destination, url)
+            await open_at_start(destination, url)
+            keeper = await claim_lease(app, destination, url, wait_for_lease, lease_ttl)
             options = SyncOptions(
                 since=since,
                 until=None if until is None else until - MS,
@@ -203,6 +211,7 @@ def sync_command(
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.add_signal_handler(signum, _stopper(app, syncer))
             started = True
+            keeping = asyncio.create_task(keeper.keep(lambda lost: syncer.stop()))
             try:
                 if once:
                     await syncer.run_once()
@@ -213,9 +222,14 @@ def sync_command(
                     _report(app, syncer, "stopped")
             finally:
                 await syncer.drain()
+                keeping.cancel()
+                await asyncio.gather(keeping, return_exceptions=True)
+                await keeper.release()
                 await destination.close()
                 if metrics is not None:
                     await metrics.stop()
+            if keeper.lost is not None:
+                raise CliFailure(f"{keeper.lost}; this sync stopped", ExitCode.TEMPFAIL)
 
     try:
         run_async(go())
@@ -227,29 +241,6 @@ def sync_command(
         if isinstance(exc, DestinationUnavailableError):
             raise CliFailure(str(exc), ExitCode.FAILURE) from None
         raise
-
-
-async def _open_at_start(destination: Destination, url: str) -> None:
-    """Open the database once, before the sync: one that cannot be reached (exit 69) or
-    refuses us (exit 78) at start is a setting to fix, named, not an outage to wait for
-    (the sync waits only for a database that answered before)."""
-    from asyncwifi._auth import hide_password, redact_url
-    from asyncwifi.errors import ConfigurationError
-    from asyncwifi.sync import DestinationUnavailableError
-
-    try:
-        await destination.open()
-    except (DestinationUnavailableError, ConfigurationError) as exc:
-        await destination.close()
-        # the library's own words (the cause), once: the URL is named by the setting
-        reason = hide_password(str(exc.__cause__ or exc), url)
-        if isinstance(exc, ConfigurationError):
-            raise CliFailure(f"--to {redact_url(url)}: {reason}", ExitCode.CONFIG) from None
-        raise CliFailure(
-            f"--to {redact_url(url)}: the database cannot be reached at start ({reason}); "
-            "check the host, the port and that it runs",
-            ExitCode.UNAVAILABLE,
-        ) from None
 
 
 def _say_plan(app: App, plan: SyncPlan) -> None:

@@ -50,6 +50,7 @@ from asyncwifi.sync._schema import (
     STEPS,
     TABLES,
     check_organization,
+    claim_sql,
     lease_sql,
     organization_of,
 )
@@ -58,6 +59,7 @@ __all__ = ["PostgresDestination", "unavailable"]
 
 T = TypeVar("T")
 _TAKE_LEASE, _LEASE = lease_sql(("$1", "$2", "$3"))
+_CLAIM, _HOLDER, _STAMP = claim_sql(("$1", "$2", "$3", "$4"))
 
 # PostgreSQL error classes that mean "not now" (08: connection exception, 57P: operator
 # intervention such as a shutdown or a restart)
@@ -241,6 +243,32 @@ class PostgresDestination(Destination):
 
         self.lease = await self._call(take)
         return self.lease
+
+    async def claim_lease(self, holder: str, cutoff: datetime) -> int | None:
+        args = (self.organization, require_text(holder, "holder"), datetime.now(UTC), cutoff)
+
+        async def claim(session: _Session) -> int | None:
+            token = await session.conn.fetchval(_CLAIM, *args)
+            return None if token is None else int(token)
+
+        token = await self._call(claim)
+        if token is not None:
+            self.lease = token
+        return token
+
+    async def lease_holder(self) -> tuple[str, datetime] | None:
+        async def who(session: _Session) -> tuple[str, datetime] | None:
+            row = await session.conn.fetchrow(_HOLDER, self.organization)
+            return None if row is None else (str(row[0]), row[1])
+
+        return await self._call(who)
+
+    async def stamp_lease(self, when: datetime) -> bool:
+        async def stamp(session: _Session) -> bool:
+            status = await session.conn.execute(_STAMP, self.organization, when, self.lease)
+            return bool(status != "UPDATE 0")
+
+        return await self._call(stamp)
 
     async def _fence(self, conn: Any, lease: int | None) -> None:
         """Inside a write's transaction: lock the organization's lease row if it still holds

@@ -9,6 +9,7 @@ of one organization), 11 (a daemon's passes and /healthz), 12 (a stop at start),
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import sys
 from pathlib import Path
@@ -129,3 +130,49 @@ def test_ctrl_c_while_the_command_is_imported_is_one_line() -> None:
     result = run_command("--help", argv0=[sys.executable, "-c", script], quiet=False)
     line = one_clean_line(result, ExitCode.INTERRUPTED)
     assert line == "asyncwifi: error: interrupted"
+
+
+# -- item 10: two syncs of one organization into one database -------------------------------
+
+
+def _daemon(db: Path, *extra: str) -> list[str]:
+    return [*SIM, "sync", "--to", f"sqlite:///{db}", *DAY, "--poll", "1d", *extra]
+
+
+async def test_a_second_sync_of_the_organization_is_refused_naming_the_first(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "s.db"
+    async with Child(_daemon(db)) as first:
+        await first.reach("syncing into")
+        assert first.proc is not None
+        result = await asyncio.to_thread(run_command, *_sync_once(f"sqlite:///{db}"))
+        line = one_clean_line(result, ExitCode.TEMPFAIL, f"pid {first.proc.pid}")
+        assert "its lease holds until" in line
+        assert "--wait-for-lease" in line
+        assert first.proc.returncode is None  # the first goes on
+        stopped = await first.stop(signal.SIGTERM)
+    assert stopped.code == 0, stopped.err
+    # the first one released its lease: the next sync starts at once
+    assert run_command(*_sync_once(f"sqlite:///{db}")).code == 0
+
+
+async def test_a_killed_syncs_lease_expires_and_a_waiting_sync_takes_over(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "s.db"
+    async with Child(_daemon(db, "--lease-ttl", "4")) as first:
+        await first.reach("syncing into")
+        wait = [*_sync_once(f"sqlite:///{db}"), "--wait-for-lease", "--lease-ttl", "4"]
+        async with Child(wait) as second:
+            await second.reach("waiting for it (--wait-for-lease)")
+            assert first.proc is not None
+            assert second.proc is not None
+            first.proc.kill()  # no release: its lease expires 4 s after its last stamp
+            rest = await asyncio.wait_for(second.proc.stderr.read(), 60)  # type: ignore[union-attr]
+            code = await second.proc.wait()
+    err = second.stderr + rest.decode()
+    assert code == 0, err
+    assert err.count("waiting for it") == 1
+    assert "sync pass done" in err
+    assert "Traceback" not in err
