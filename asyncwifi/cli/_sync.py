@@ -197,6 +197,7 @@ def sync_command(
             syncer = Syncer(
                 api, destination, options=options, budget=shared,
                 on_plan=lambda plan: _say_plan(app, plan),
+                on_pass=lambda stats: _report(app, syncer, f"pass {stats.passes} done"),
             )  # fmt: skip
             if metrics_port is not None:
                 from asyncwifi.sync._metrics import SyncMetrics

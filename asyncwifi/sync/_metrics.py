@@ -153,8 +153,8 @@ class SyncMetrics:
         stats = self.syncer.stats
         if stats.store_down_since is not None:
             return web.json_response({"status": "database unreachable"}, status=503)
-        if stats.last_success is None and stats.passes == 0 and not stats.rows:
-            return web.json_response({"status": "starting"}, status=503)
+        if stats.last_success is None:  # rows written are not a pass that succeeded
+            return web.json_response({"status": "no pass has succeeded yet"}, status=503)
         return web.json_response({"status": "ok", "passes": stats.passes})
 
     async def start(self, port: int, host: str = "127.0.0.1") -> int:

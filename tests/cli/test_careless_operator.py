@@ -19,7 +19,7 @@ import pytest
 from asyncwifi.cli import ExitCode
 from tests._stopping import STOP_WITHIN, Child
 from tests.cli.conftest import one_clean_line, run_command, run_without
-from tests.sync.conftest import PG_HOST, PG_PORT, require_postgres
+from tests.sync.conftest import PG_HOST, PG_PORT, free_port, http_get, require_postgres
 
 SIM = ("--simulate", "--sim-events-per-day", "200")
 DAY = ("--since", "2026-01-01", "--until", "2026-01-02")
@@ -176,3 +176,46 @@ async def test_a_killed_syncs_lease_expires_and_a_waiting_sync_takes_over(
     assert err.count("waiting for it") == 1
     assert "sync pass done" in err
     assert "Traceback" not in err
+
+
+# -- item 11: a daemon says each pass; /healthz is 503 until one succeeded ----------------
+
+#: the simulated clock starts at noon: a day's quota spent is back only 12 h (216 s) later
+NOON = "1768046400"  # 2026-01-10T12:00:00Z
+QUICK = ["--simulate", "--sim-speed", "200", "--sim-seed", "3", "--sim-start", NOON,
+         "--sim-events-per-day", "2000"]  # fmt: skip
+
+
+async def test_a_daemon_prints_a_line_per_pass(tmp_path: Path) -> None:
+    args = [*QUICK, "sync", "--to", f"sqlite:///{tmp_path / 's.db'}", *DAY,
+            "--poll", "1d", "--refresh-every", "1s"]  # fmt: skip
+    async with Child(args) as child:
+        await child.reach("sync pass 1 done: rows changed")
+        await child.reach("sync pass 2 done: rows changed")
+        stopped = await child.stop(signal.SIGTERM)
+    assert stopped.code == 0, stopped.err
+    quiet = [*QUICK, "sync", "--once", "--to", f"sqlite:///{tmp_path / 'q.db'}", *DAY]
+    quieted = run_command(*quiet)  # -q: no progress (warnings only)
+    assert quieted.code == 0, quieted.err
+    assert "sync pass" not in quieted.err
+
+
+async def test_healthz_is_503_until_a_pass_succeeded(tmp_path: Path) -> None:
+    """The day's quota runs out in the first pass (events already stored): not healthy."""
+    port = free_port()
+    args = [*QUICK, "--sim-day-limit", "4", "sync", "--to", f"sqlite:///{tmp_path / 's.db'}",
+            *DAY, "--poll", "1d", "--metrics-port", str(port)]  # fmt: skip
+    async with Child(args) as child:
+        await child.reach("part of the budget is spent")
+        for _ in range(300):  # polled, not guessed: the events follower stored its rows
+            _, metrics = await asyncio.to_thread(http_get, f"http://127.0.0.1:{port}/metrics")
+            if 'asyncwifi_sync_rows_total{table="events"}' in metrics:
+                break
+            await asyncio.sleep(0.1)
+        status, body = await asyncio.to_thread(http_get, f"http://127.0.0.1:{port}/healthz")
+        stopped = await child.stop(signal.SIGTERM)
+    assert 'asyncwifi_sync_rows_total{table="events"}' in metrics  # rows were written
+    assert "sync pass 1 done" not in stopped.err  # and no pass succeeded
+    assert status == 503, body
+    assert "no pass has succeeded yet" in body
+    assert stopped.code == 0, stopped.err
