@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -219,3 +220,36 @@ async def test_healthz_is_503_until_a_pass_succeeded(tmp_path: Path) -> None:
     assert status == 503, body
     assert "no pass has succeeded yet" in body
     assert stopped.code == 0, stopped.err
+
+
+# -- item 13: ``fleet status`` without Temporal, and an organization that never ran --------
+
+
+def test_fleet_status_without_temporal_is_one_line_every_time() -> None:
+    """Once in 3 to 18 runs the process used to abort at exit (``Fatal Python error:
+    PyGILState_Release``, exit 134): ten runs side by side, each one line and 69."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    port = free_port()
+    args = ("fleet", "status", "--temporal", f"127.0.0.1:{port}")
+    with ThreadPoolExecutor(5) as pool:
+        results = list(pool.map(lambda _: run_command(*args, timeout=60), range(10)))
+    for result in results:
+        assert "Fatal Python error" not in result.err
+        line = one_clean_line(result, ExitCode.UNAVAILABLE, f"127.0.0.1:{port}", "--temporal")
+        assert "Connection refused" in line
+        assert "tonic" not in line  # not the transport's debug chain
+
+
+def test_an_organization_that_never_ran_has_no_lag() -> None:
+    pytest.importorskip("temporalio")
+    from asyncwifi.fleet._control import status_line
+    from asyncwifi.fleet._workflow import OrganizationStatus
+
+    never = OrganizationStatus("org-new", newest_event="2023-12-31T00:00:00Z")
+    assert "lag never run" in status_line(never)
+    ran = OrganizationStatus(
+        "org-old", passes=1, last_success="2026-01-02T00:00:00Z",
+        newest_event="2026-01-01T23:00:00Z",
+    )  # fmt: skip
+    assert "lag 1.0h" in status_line(ran, now=datetime(2026, 1, 2, tzinfo=UTC))
