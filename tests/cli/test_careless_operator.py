@@ -253,3 +253,31 @@ def test_an_organization_that_never_ran_has_no_lag() -> None:
         newest_event="2026-01-01T23:00:00Z",
     )  # fmt: skip
     assert "lag 1.0h" in status_line(ran, now=datetime(2026, 1, 2, tzinfo=UTC))
+
+
+# -- item 13: the progress lines of an export ------------------------------------------------
+
+
+def test_progress_says_its_waits_gives_an_eta_and_one_request_count(tmp_path: Path) -> None:
+    """70 pages at 60 requests a minute (a clock 10x: a minute is 6 s): the run waits for
+    the rate limit once, and says so; the ETA is known from the first slice; the requests
+    of the last line are those of the 'done' line (the limiter's one count)."""
+    out = tmp_path / "e.jsonl"
+    result = run_command(
+        "--simulate", "--sim-speed", "10", "--sim-events-per-day", "700", "events",
+        "backfill", *DAY, "--out", str(out), "--page-size", "10", "--slice", "6h",
+        quiet=False,
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    lines = result.err.splitlines()
+    assert "Traceback" not in result.err
+    waits = [line for line in lines if line.startswith("waiting for the rate limit")]
+    assert waits, result.err
+    assert "60 requests a minute" in waits[0]
+    assert " s" in waits[0].rpartition("the next in ")[2]  # how long, in real time
+    slices = [line for line in lines if line.startswith("slice ")]
+    assert len(slices) == 4, result.err
+    assert all("ETA ?" not in line for line in slices), slices
+    last = int(slices[-1].split(" requests")[0].rpartition("· ")[2].replace(",", ""))
+    done = next(line for line in lines if line.startswith("done: "))
+    assert f"with {last:,} requests" in done, (slices[-1], done)
