@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,3 +112,28 @@ def run_without(packages: tuple[str, ...], *args: str, timeout: float = 60.0) ->
         "main()\n"
     )
     return run_command(*args, timeout=timeout, argv0=[sys.executable, "-c", script])
+
+
+async def run_against(base_url: str, sim: Any, home: Path, *args: str) -> Result:
+    """``asyncwifi ARGS`` in a child process whose credentials are ``sim``'s and whose base
+    URL is ``base_url`` (a proxy that misbehaves), while this loop serves both."""
+    import asyncio
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASYNCWIFI_")}
+    env |= {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "ASYNCWIFI_BASE_URL": base_url,
+        "ASYNCWIFI_CLIENT_KEY": sim.client_key,
+        "ASYNCWIFI_CLIENT_SECRET": sim.client_secret,
+        "ASYNCWIFI_ORGANIZATION": sim.organization,
+        "ASYNCWIFI_ALLOW_HTTP": "1",
+    }
+    proc = await asyncio.create_subprocess_exec(
+        *asyncwifi_command(), "-q", *args, env=env, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode is not None
+    return Result(proc.returncode, out.decode(), err.decode())
