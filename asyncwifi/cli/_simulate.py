@@ -133,8 +133,8 @@ async def simulated_client(
     (``rate_store``: see ``App.client``; ``month``: the object allowance, ``Limits.month``)."""
 
     clock = simulated_clock(options)
-    display.info("simulator", "simulating: generating the embedded simulator's data")
     simulator = build_simulator(options, since=since, until=until, clock=clock)
+    display.info("simulator", "simulating: generating the embedded simulator's data")
     # encode every event before serving, so that serving a page never stalls the loop
     # that also runs the client (a stall would look like a slow client to the scroll);
     # a stop meanwhile (the task cancelled) ends the thread too, not seconds later

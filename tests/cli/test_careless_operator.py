@@ -102,8 +102,8 @@ def test_a_missing_extra_names_a_command_that_works_from_this_clone(
 async def test_a_stop_while_simulate_generates_data_is_a_sync_stopped_at_once(
     tmp_path: Path, signum: int
 ) -> None:
-    """A million events to generate (seconds of work); the stop ends it at once."""
-    args = ["--simulate", "--sim-events-per-day", "300000", "sync", "--once",
+    """600,000 events to encode (seconds of work); the stop ends it at once."""
+    args = ["--simulate", "--sim-events-per-day", "150000", "sync", "--once",
             "--to", f"sqlite:///{tmp_path / 's.db'}", "--since", "2026-01-01",
             "--until", "2026-01-05"]  # fmt: skip
     async with Child(args) as child:
