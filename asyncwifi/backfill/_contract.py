@@ -57,6 +57,10 @@ class Reporter:
     def close(self) -> None:
         """Release the display (called by the reporter's owner, whatever the outcome)."""
 
+    async def watch(self) -> None:
+        """Run beside the job by the reporter's owner (cancelled at its end): a reporter
+        that says why a job is quiet (a rate-limit wait) does it here; the default returns."""
+
 
 @dataclass(frozen=True, slots=True)
 class JobOutcome:

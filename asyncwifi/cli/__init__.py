@@ -1,5 +1,5 @@
 """The ``asyncwifi`` command: exports, resources, the sync, the simulator and the webhook
-receiver (``pip install 'asyncwifi[cli]'``: click and rich are not in the SDK's install).
+receiver (the ``cli`` extra: click and rich are not in the SDK's install).
 
 ``main()`` is the console script. Errors are one line on stderr with a documented exit
 status (:class:`ExitCode`): 2 for a bad command line, 65/73 for output and state problems,
@@ -26,15 +26,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     Exits the process (``SystemExit``) with that status when called with ``argv=None``.
     Without the ``cli`` extra it says how to install it (exit 78, a configuration error).
     """
+    try:
+        code = _run(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C before the command's own handling is in place (importing it, the first
+        # half second) or after it: the documented line and status, never a traceback
+        print("asyncwifi: error: interrupted", file=sys.stderr)
+        code = int(ExitCode.INTERRUPTED)
+    if argv is None:
+        _exit(code)
+    return code
+
+
+def _exit(code: int) -> None:
+    """End the process with ``code``. Once temporalio's runtime started (the fleet), its
+    Rust threads outlive the event loop and may touch the interpreter while it finalizes:
+    ``Fatal Python error: PyGILState_Release`` and exit 134, about once in 3 to 18 runs
+    (temporalio/sdk-python#300; the SDK has no way to close a client or a runtime). The
+    command is done by then: its output is flushed and it leaves without finalizing."""
+    if "temporalio.bridge.runtime" in sys.modules:
+        import logging
+        import os
+
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     missing = [name for name in _EXTRA if importlib.util.find_spec(name) is None]
     if missing:
+        from asyncwifi._extras import install_hint
+
         print(
-            f"asyncwifi: the command needs {' and '.join(missing)}: pip install 'asyncwifi[cli]'",
+            f"asyncwifi: the command needs {' and '.join(missing)}: {install_hint('cli')}",
             file=sys.stderr,
         )
-        if argv is None:
-            sys.exit(ExitCode.CONFIG)
         return int(ExitCode.CONFIG)
     from asyncwifi.cli._command import run
 
-    return run(argv)
+    return run(argv, exit=False)

@@ -188,8 +188,9 @@ def _status_for(exc: BaseException) -> tuple[ExitCode, str] | None:
     return None
 
 
-def run(argv: Sequence[str] | None = None) -> int:
-    """Run the command, print any error as one line, return the status (see ``main``)."""
+def run(argv: Sequence[str] | None = None, *, exit: bool = True) -> int:
+    """Run the command, print any error as one line, return the status (see ``main``;
+    ``exit``: with ``argv=None``, exit the process with it)."""
     args = list(sys.argv[1:] if argv is None else argv)
     # the command sets up the SDK logger for its own output; called in-process (tests,
     # embedding), it must leave the logger as it found it, not bound to a closed stream
@@ -199,7 +200,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         code = _main(args)
     finally:
         sdk_logger.handlers[:], sdk_logger.propagate, sdk_logger.level = saved
-    if argv is None:
+    if argv is None and exit:
         sys.exit(code)
     return code
 

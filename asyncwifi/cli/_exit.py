@@ -23,6 +23,9 @@ class ExitCode(enum.IntEnum):
     #: the output and the state disagree: an output with no state file, a state file for
     #: another job, an output shorter than committed (EX_DATAERR)
     DATA = 65
+    #: a service the command needs cannot be reached at start: ``sync --to`` a database
+    #: that never answered, ``fleet`` without Temporal (EX_UNAVAILABLE)
+    UNAVAILABLE = 69
     #: the output or the state file cannot be created or written (EX_CANTCREAT)
     CANT_CREATE = 73
     #: the day's quota is spent; progress is saved; run the same command again after the

@@ -7,6 +7,7 @@ exclusive, so ``--since A --until B`` then ``--since B --until C`` never overlap
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -35,7 +36,7 @@ from asyncwifi.cli._dry_run import DEFAULT_EVENTS_PER_DAY, dry_run_plan
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._files import check_export_files, remove_if_unused, writing
 from asyncwifi.cli._objects import client_standing, contacts_plan
-from asyncwifi.cli._progress import plural
+from asyncwifi.cli._progress import plural, requests_sent
 from asyncwifi.errors import ValidationError
 
 __all__ = ["contacts_group", "events_group"]
@@ -165,10 +166,17 @@ def _finish(app: App, outcome: JobOutcome, noun: str, out: Path) -> None:
 
 
 async def _run_job(app: App, job: ExportJob) -> JobOutcome:
+    """Run the job, its reporter watching beside it (it says why a run is quiet); the run's
+    requests are then the limiter's count, the one every progress line showed."""
+    watching = asyncio.ensure_future(job.reporter.watch())
     try:
-        return await job.run()
+        outcome = await job.run()
     finally:
+        watching.cancel()
+        await asyncio.gather(watching, return_exceptions=True)
         job.reporter.close()
+    outcome.progress.requests_run = requests_sent(outcome.progress, job.api.quota)
+    return outcome
 
 
 _RATE_STORE_HELP = (

@@ -35,12 +35,13 @@ if TYPE_CHECKING:
 __all__ = ["fleet_group"]
 
 T = TypeVar("T")
-_HINT = "the fleet needs temporalio: pip install 'asyncwifi[fleet]'"
 
 
 def _require_temporalio() -> None:
     if importlib.util.find_spec("temporalio") is None:
-        raise CliFailure(_HINT, ExitCode.CONFIG)
+        from asyncwifi._extras import install_hint
+
+        raise CliFailure(f"the fleet needs temporalio: {install_hint('fleet')}", ExitCode.CONFIG)
 
 
 def _temporal_options(fn: Any) -> Any:
@@ -110,7 +111,15 @@ async def _connect(access: TemporalAccess, metrics_port: int | None = None) -> T
     except ConfigurationError as exc:  # the API key's variable not set, a PEM unreadable
         raise CliFailure(str(exc), ExitCode.CONFIG) from None
     except ConnectionError as exc:
-        raise CliFailure(str(exc), ExitCode.FAILURE) from None
+        # the setting that named the address: the option, or its variable
+        ctx = click.get_current_context(silent=True)
+        source = None if ctx is None else ctx.get_parameter_source("target")
+        env = source is click.core.ParameterSource.ENVIRONMENT
+        setting = "ASYNCWIFI_TEMPORAL" if env else "--temporal"
+        raise CliFailure(
+            f"{exc} (the Temporal frontend, set by {setting}); is it running?",
+            ExitCode.UNAVAILABLE,
+        ) from None
 
 
 def _run(main: Callable[[asyncio.Event], Awaitable[T]]) -> T:

@@ -13,6 +13,7 @@ Everything goes to stderr; stdout is left to data (``hotspots list`` and friends
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import time
@@ -82,10 +83,65 @@ def eta_seconds(progress: Progress, quota: QuotaSnapshot | None, now: float) -> 
     )
 
 
-def _requests_sent(progress: Progress, quota: QuotaSnapshot | None) -> int:
-    """Every request this run sent, logins and retries included: the scheduler admits each
-    one (the job's own count leaves the login out)."""
-    return max(progress.requests_run, quota.admitted if quota is not None else 0)
+def requests_sent(progress: Progress, quota: QuotaSnapshot | None) -> int:
+    """Every request this run sent, logins and retries included: the limiter's count (it
+    admits each one; the job's own count leaves the login out). The one count every line
+    of a run shows, the last one included."""
+    return quota.admitted if quota is not None and quota.admitted else progress.requests_run
+
+
+def eta_or_rate(progress: Progress, quota: QuotaSnapshot | None, now: float) -> float | None:
+    """:func:`eta_seconds`, else (no estimate of the requests left yet) the slices' rate
+    so far: the time per slice done times the slices left, as soon as one is done."""
+    eta = eta_seconds(progress, quota, now)
+    if eta is not None:
+        return eta
+    done, total = progress.slices_done, progress.slices_total
+    if 0 < done < total and now > progress.started_at:
+        return (now - progress.started_at) / done * (total - done)
+    return None
+
+
+#: real seconds without a committed page before a reporter says why the run waits
+QUIET_WAIT = 2.0
+
+
+def wait_reason(quota: QuotaSnapshot | None, now: float, clock: Clock) -> str | None:
+    """Why the limiter holds requests back now, and for how long (real time), or None."""
+    if quota is None:
+        return None
+    if quota.paused_until is not None and quota.paused_until > now:
+        left = human_duration(clock.real(quota.paused_until - now))
+        return f"the server's 429 (too many requests): requests resume in {left}"
+    minute = quota.minute
+    if minute is not None and minute.remaining == 0 and (minute.reset_at or 0.0) > now:
+        left = human_duration(clock.real((minute.reset_at or now) - now))
+        return f"the rate limit ({minute.limit} requests a minute, all used): the next in {left}"
+    return None
+
+
+class _Waits:
+    """Says once why a run has committed nothing for :data:`QUIET_WAIT` real seconds."""
+
+    def __init__(
+        self, display: Display, quota: Callable[[], QuotaSnapshot | None], clock: Clock
+    ) -> None:
+        self.display, self.quota, self.clock = display, quota, clock
+        self.last = time.monotonic()
+        self.said = False
+
+    def active(self) -> None:
+        self.last, self.said = time.monotonic(), False
+
+    async def watch(self) -> None:
+        while True:
+            await asyncio.sleep(QUIET_WAIT / 4)
+            if self.said or time.monotonic() - self.last < QUIET_WAIT:
+                continue
+            reason = wait_reason(self.quota(), self.clock.now(), self.clock)
+            if reason is not None:
+                self.display.info("waiting", f"waiting for {reason}", reason=reason)
+                self.said = True
 
 
 def _quota_left(quota: QuotaSnapshot | None) -> int | None:
@@ -182,7 +238,7 @@ class Display:
 def _fields(
     progress: Progress, quota: QuotaSnapshot | None, clock: Clock, objects: int, kind: str
 ) -> dict[str, Any]:
-    eta = eta_seconds(progress, quota, clock.now())
+    eta = eta_or_rate(progress, quota, clock.now())
     volume = quota.volume if quota is not None else None
     return {
         "slices_done": progress.slices_done,
@@ -190,7 +246,7 @@ def _fields(
         "records": progress.records,
         "records_run": progress.records_run,
         "pages_run": progress.pages_run,
-        "requests_run": _requests_sent(progress, quota),
+        "requests_run": requests_sent(progress, quota),
         "requests_total": progress.requests_total,
         "duplicates_dropped": progress.duplicates_run,
         "objects_run": objects,
@@ -217,10 +273,15 @@ class _JsonReporter(Reporter):
         self.quota = quota
         self.clock = clock
         self._objects = _RunObjects(quota())
+        self._waits = _Waits(display, quota, clock)
+
+    async def watch(self) -> None:
+        await self._waits.watch()
 
     def _emit(self, level: str, event: str, message: str, progress: Progress, **extra: Any) -> None:
         quota = self.quota()
         objects = self._objects.read(quota)
+        self._waits.active()
         fields = _fields(progress, quota, self.clock, objects, self.noun)
         fields.update(extra)
         self.display.emit(level, event, message, **fields)
@@ -273,6 +334,7 @@ class _TextReporter(Reporter):
         self.quota = quota
         self.clock = clock
         self._objects = _RunObjects(quota())
+        self._waits = _Waits(display, quota, clock)
         self._bar: RichProgress | None = None
         self._live: Live | None = None
         self._text = Text()
@@ -292,7 +354,7 @@ class _TextReporter(Reporter):
     def _stats(self, progress: Progress) -> str:
         quota = self.quota()
         left = _quota_left(quota)
-        eta = eta_seconds(progress, quota, self.clock.now())
+        eta = eta_or_rate(progress, quota, self.clock.now())
         # in real seconds: a simulated clock runs faster than the reader's
         eta = None if eta is None else self.clock.real(eta)
         objects = self._objects.read(quota)
@@ -302,12 +364,16 @@ class _TextReporter(Reporter):
         month_left = "" if month is None else f" ({bound}{month:,} left this month)"
         return (
             f"{progress.records:,} {self.noun} · {progress.pages_run:,} pages · "
-            f"{_requests_sent(progress, quota):,} requests · "
+            f"{requests_sent(progress, quota):,} requests · "
             f"{objects:,} objects{month_left} · quota left "
             f"{'?' if left is None else f'{left:,}'} · ETA {human_duration(eta)}"
         )
 
+    async def watch(self) -> None:
+        await self._waits.watch()
+
     def _update(self, progress: Progress) -> None:
+        self._waits.active()
         if self._bar is not None:
             self._bar.update(self._task, completed=progress.slices_done)
             self._text.plain = self._stats(progress)

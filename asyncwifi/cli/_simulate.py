@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -133,9 +134,15 @@ async def simulated_client(
 
     clock = simulated_clock(options)
     simulator = build_simulator(options, since=since, until=until, clock=clock)
+    display.info("simulator", "simulating: generating the embedded simulator's data")
     # encode every event before serving, so that serving a page never stalls the loop
-    # that also runs the client (a stall would look like a slow client to the scroll)
-    await asyncio.to_thread(simulator.data.events.warm)
+    # that also runs the client (a stall would look like a slow client to the scroll);
+    # a stop meanwhile (the task cancelled) ends the thread too, not seconds later
+    stop = threading.Event()
+    try:
+        await asyncio.to_thread(simulator.data.events.warm, stop)
+    finally:
+        stop.set()
     async with simulator as sim:
         data = sim.data
         start, end = simulated_range(since, until, clock.now())

@@ -22,6 +22,7 @@ from asyncwifi.cli._app import App, output_options, pass_app, run_async
 from asyncwifi.cli._config import rate_store_option
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._progress import counted
+from asyncwifi.cli._sync_start import claim_lease, open_at_start
 
 if TYPE_CHECKING:
     from asyncwifi.sync import Syncer
@@ -103,6 +104,10 @@ def _lookback(ctx: click.Context, param: click.Parameter, value: str | None) -> 
               help="Query name of the contacts' modified >= filter (not in the docs).")  # fmt: skip
 @click.option("--modified-to-param", default="modifiedTo", show_default=True,
               help="Query name of the contacts' modified <= filter.")  # fmt: skip
+@click.option("--wait-for-lease", is_flag=True,
+              help="Another sync of the organization holds this database: wait for it to "
+              "end (default: exit 75 naming it).")  # fmt: skip
+@click.option("--lease-ttl", type=click.FloatRange(0.1), default=60.0, hidden=True)
 @output_options
 @pass_app
 def sync_command(
@@ -122,6 +127,8 @@ def sync_command(
     reconcile_every: float | None,
     modified_from_param: str,
     modified_to_param: str,
+    wait_for_lease: bool,
+    lease_ttl: float,
 ) -> None:
     """Keep a database in sync: contacts, events, hotspots and segments, exactly once.
 
@@ -137,9 +144,26 @@ def sync_command(
     if poll == 0 or refresh_every == 0:
         raise click.UsageError("--poll and --refresh-every must be positive")
     app.check_credentials()
-    open_destination(url)  # a wrong URL is refused before anything starts
+    open_destination(url)  # a wrong URL (or a missing driver) is refused before anything
+    if metrics_port is not None:
+        from asyncwifi._extras import require
+
+        require("prometheus_client", "sync", "--metrics-port")
+
+    started = False  # the sync's own stop (between transactions) is in place
 
     async def go() -> None:
+        try:
+            await sync()
+        except asyncio.CancelledError:
+            if started:
+                raise
+            # stopped while it got ready (the simulator's data, the login, the database):
+            # nothing was written, and a stop is how a sync ends
+            app.display.info("sync", "sync stopped before its first pass: nothing written")
+
+    async def sync() -> None:
+        nonlocal started
         sim_since = since
         if app.sim.enabled and sim_since is None and until is not None:
             sim_since = until - FIRST_RUN
@@ -151,6 +175,8 @@ def sync_command(
             # the client's organization's rows (a database of before organizations: its
             # rows become this organization's)
             destination = open_destination(url, organization=api.organization)
+            await open_at_start(destination, url)
+            keeper = await claim_lease(app, destination, url, wait_for_lease, lease_ttl)
             options = SyncOptions(
                 since=since,
                 until=None if until is None else until - MS,
@@ -171,6 +197,7 @@ def sync_command(
             syncer = Syncer(
                 api, destination, options=options, budget=shared,
                 on_plan=lambda plan: _say_plan(app, plan),
+                on_pass=lambda stats: _report(app, syncer, f"pass {stats.passes} done"),
             )  # fmt: skip
             if metrics_port is not None:
                 from asyncwifi.sync._metrics import SyncMetrics
@@ -184,6 +211,8 @@ def sync_command(
             for signum in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.add_signal_handler(signum, _stopper(app, syncer))
+            started = True
+            keeping = asyncio.create_task(keeper.keep(lambda lost: syncer.stop()))
             try:
                 if once:
                     await syncer.run_once()
@@ -194,9 +223,14 @@ def sync_command(
                     _report(app, syncer, "stopped")
             finally:
                 await syncer.drain()
+                keeping.cancel()
+                await asyncio.gather(keeping, return_exceptions=True)
+                await keeper.release()
                 await destination.close()
                 if metrics is not None:
                     await metrics.stop()
+            if keeper.lost is not None:
+                raise CliFailure(f"{keeper.lost}; this sync stopped", ExitCode.TEMPFAIL)
 
     try:
         run_async(go())

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import sys
 from collections.abc import Mapping
@@ -139,10 +140,22 @@ async def connect(
             runtime=runtime,
         )
     except RuntimeError as exc:  # the SDK's "failed client connect"
-        text = str(exc)
+        text = _reason(str(exc))
         if api_key is not None:
             text = text.replace(api_key.reveal(), "***")
         raise ConnectionError(f"cannot reach Temporal at {access.target}: {text}") from None
+
+
+def _reason(text: str) -> str:
+    """The operating system's words in the SDK's transport error chain (``message:
+    "Connection refused"``, a DNS failure), not the whole Rust debug chain."""
+    found = re.findall(r'message: "([^"]+)"', text)
+    if found:
+        return str(found[-1])
+    for known in ("dns error", "tcp connect error", "timed out", "certificate"):
+        if known in text.lower():
+            return known
+    return text.splitlines()[0][:200] if text else "no answer"
 
 
 def temporal_cli() -> str | None:
@@ -219,7 +232,9 @@ def status_line(status: OrganizationStatus, now: datetime | None = None) -> str:
     allowance) and the month's projection, last error."""
     now = now or datetime.now(UTC)
     lag = "-"
-    if status.newest_event is not None:
+    if status.last_success is None:  # a lag of an organization never synced is no lag
+        lag = "never run"
+    elif status.newest_event is not None:
         newest = read_instant(status.newest_event)
         lag = _duration((now - newest).total_seconds())
     state = status.state

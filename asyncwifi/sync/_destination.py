@@ -152,6 +152,21 @@ class Destination(abc.ABC):
         refused from now on (``LeaseLostError``)."""
         raise NotImplementedError(f"{type(self).__name__} has no leases")
 
+    async def claim_lease(self, holder: str, cutoff: datetime) -> int | None:
+        """Take this organization's lease (as :meth:`take_lease`) unless another holder
+        stamped it after ``cutoff``: the token, or None (held; :meth:`lease_holder` says
+        by whom). The ``asyncwifi sync`` command's one-sync-at-a-time (``_lease``)."""
+        raise NotImplementedError(f"{type(self).__name__} has no leases")
+
+    async def lease_holder(self) -> tuple[str, datetime] | None:
+        """Who holds this organization's lease and when they last stamped it, or None."""
+        raise NotImplementedError(f"{type(self).__name__} has no leases")
+
+    async def stamp_lease(self, when: datetime) -> bool:
+        """Stamp the lease this destination holds with ``when`` (a renewal, or the epoch:
+        a release); False when another took it over."""
+        raise NotImplementedError(f"{type(self).__name__} has no leases")
+
     @abc.abstractmethod
     async def open(self) -> None:
         """Connect and apply the migrations not applied yet."""

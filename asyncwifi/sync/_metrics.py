@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from asyncwifi._extras import require
 from asyncwifi.ratelimit._volume import ALL, KINDS
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ class SyncMetrics:
     """The metrics of one :class:`~asyncwifi.sync.Syncer`, served on ``port``."""
 
     def __init__(self, api: Client, syncer: Syncer) -> None:
+        require("prometheus_client", "sync", "--metrics-port (SyncMetrics)")
         from prometheus_client import CollectorRegistry, Counter, Gauge
 
         self.api = api
@@ -151,8 +153,8 @@ class SyncMetrics:
         stats = self.syncer.stats
         if stats.store_down_since is not None:
             return web.json_response({"status": "database unreachable"}, status=503)
-        if stats.last_success is None and stats.passes == 0 and not stats.rows:
-            return web.json_response({"status": "starting"}, status=503)
+        if stats.last_success is None:  # rows written are not a pass that succeeded
+            return web.json_response({"status": "no pass has succeeded yet"}, status=503)
         return web.json_response({"status": "ok", "passes": stats.passes})
 
     async def start(self, port: int, host: str = "127.0.0.1") -> int:

@@ -33,9 +33,10 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from asyncwifi._auth import check_url, hide_password, redact_url
+from asyncwifi._extras import require
 from asyncwifi._protocol import require_positive, require_text
 from asyncwifi._sqlite import pending
-from asyncwifi.errors import ValidationError
+from asyncwifi.errors import ConfigurationError, ValidationError
 from asyncwifi.sync._destination import (
     Destination,
     DestinationUnavailableError,
@@ -49,6 +50,7 @@ from asyncwifi.sync._schema import (
     STEPS,
     TABLES,
     check_organization,
+    claim_sql,
     lease_sql,
     organization_of,
 )
@@ -57,6 +59,7 @@ __all__ = ["PostgresDestination", "unavailable"]
 
 T = TypeVar("T")
 _TAKE_LEASE, _LEASE = lease_sql(("$1", "$2", "$3"))
+_CLAIM, _HOLDER, _STAMP = claim_sql(("$1", "$2", "$3", "$4"))
 
 # PostgreSQL error classes that mean "not now" (08: connection exception, 57P: operator
 # intervention such as a shutdown or a restart)
@@ -105,6 +108,7 @@ class PostgresDestination(Destination):
         if max_connections is not None:
             require_positive(max_connections, "max_connections", integer=True)
         check_url(url, "PostgreSQL")
+        require("asyncpg", "sync", "a PostgreSQL destination")  # before anything starts
         self.url = url
         self.organization = check_organization(organization)
         self.connect_timeout = connect_timeout
@@ -141,6 +145,13 @@ class PostgresDestination(Destination):
         except Exception as exc:
             if unavailable(exc):
                 raise self._unavailable(exc) from exc
+            if isinstance(exc, asyncpg.PostgresError):
+                # the server answered and refused us: a role, a database or a password
+                # that is wrong (retrying cannot help)
+                raise ConfigurationError(
+                    f"PostgreSQL at {redact_url(self.url)} refused the connection: "
+                    f"{hide_password(str(exc), self.url)}"
+                ) from exc
             raise
         return _Session(conn)
 
@@ -232,6 +243,32 @@ class PostgresDestination(Destination):
 
         self.lease = await self._call(take)
         return self.lease
+
+    async def claim_lease(self, holder: str, cutoff: datetime) -> int | None:
+        args = (self.organization, require_text(holder, "holder"), datetime.now(UTC), cutoff)
+
+        async def claim(session: _Session) -> int | None:
+            token = await session.conn.fetchval(_CLAIM, *args)
+            return None if token is None else int(token)
+
+        token = await self._call(claim)
+        if token is not None:
+            self.lease = token
+        return token
+
+    async def lease_holder(self) -> tuple[str, datetime] | None:
+        async def who(session: _Session) -> tuple[str, datetime] | None:
+            row = await session.conn.fetchrow(_HOLDER, self.organization)
+            return None if row is None else (str(row[0]), row[1])
+
+        return await self._call(who)
+
+    async def stamp_lease(self, when: datetime) -> bool:
+        async def stamp(session: _Session) -> bool:
+            status = await session.conn.execute(_STAMP, self.organization, when, self.lease)
+            return bool(status != "UPDATE 0")
+
+        return await self._call(stamp)
 
     async def _fence(self, conn: Any, lease: int | None) -> None:
         """Inside a write's transaction: lock the organization's lease row if it still holds

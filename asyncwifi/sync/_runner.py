@@ -59,7 +59,8 @@ CONTACTS_SETTLE = 60.0
 
 class Syncer(Copier):
     """Keeps ``destination`` in step with the organization behind ``api`` (module
-    docstring); ``on_plan(plan)`` sees each object plan as it is made anew."""
+    docstring); ``on_plan(plan)`` sees each object plan as it is made anew, ``on_pass(stats)``
+    each pass of the daemon once it succeeded."""
 
     def __init__(
         self,
@@ -70,10 +71,13 @@ class Syncer(Copier):
         budget: Budget | None = None,
         on_write: Callable[[str, int], None] | None = None,
         on_plan: Callable[[SyncPlan], None] | None = None,
+        on_pass: Callable[[SyncStats], None] | None = None,
     ) -> None:
         super().__init__(api, destination, options=options, on_write=on_write)
         self.budget = budget
         self.on_plan = on_plan
+        #: sees the stats after each pass of the daemon succeeded (the command's line)
+        self.on_pass = on_pass
         #: the object plan in force (None until the first is made)
         self.plan: SyncPlan | None = None
         self._measured: Measured | None = None
@@ -312,9 +316,13 @@ class Syncer(Copier):
         try:
             while not self._stopping.is_set():
                 await self._refresh()
-                self.stats.passes += 1
-                self.stats.last_success = self.api.clock.now()
+                done = not self._stopping.is_set()  # a pass cut short did not succeed
+                if done:
+                    self.stats.passes += 1
+                    self.stats.last_success = self.api.clock.now()
                 await self._save_measurements()
+                if done and self.on_pass is not None:
+                    self.on_pass(self.stats)
                 if not plan.observed.known or self.api.clock.now() - planned >= REPLAN:
                     plan, was = await self.make_plan(), plan
                     planned = self.api.clock.now()

@@ -39,6 +39,7 @@ __all__ = [
     "Dialect",
     "Table",
     "check_organization",
+    "claim_sql",
     "lease_sql",
     "organization_of",
 ]
@@ -294,6 +295,25 @@ def lease_sql(p: tuple[str, ...]) -> tuple[str, str]:
         "holder = excluded.holder, taken_at = excluded.taken_at RETURNING token"
     )
     return take, f"SELECT token FROM sync_leases WHERE organization_id = {p[0]}"
+
+
+def claim_sql(p: tuple[str, ...]) -> tuple[str, str, str]:
+    """A sync's claim on its organization (``_lease``), in a dialect's placeholders ``p``:
+    taking the lease unless another holder stamped it after a cutoff (the organization,
+    the holder, the time, the cutoff; no row returned: held), reading who holds it and
+    when it was stamped, and stamping it (the organization, the time, our token)."""
+    claim = (
+        f"INSERT INTO sync_leases VALUES ({p[0]}, 1, {p[1]}, {p[2]}) "
+        "ON CONFLICT (organization_id) DO UPDATE SET token = sync_leases.token + 1, "
+        "holder = excluded.holder, taken_at = excluded.taken_at "
+        f"WHERE sync_leases.taken_at < {p[3]} OR sync_leases.holder = {p[1]} RETURNING token"
+    )
+    who = f"SELECT holder, taken_at FROM sync_leases WHERE organization_id = {p[0]}"
+    stamp = (
+        f"UPDATE sync_leases SET taken_at = {p[1]} WHERE organization_id = {p[0]} "
+        f"AND token = {p[2]}"
+    )
+    return claim, who, stamp
 
 
 #: the schema steps: ``STEPS[i](dialect, organization)`` takes a database from version ``i``

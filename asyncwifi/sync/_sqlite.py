@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from asyncwifi._instant import format_instant
+from asyncwifi._instant import format_instant, read_instant
 from asyncwifi._protocol import require_text
 from asyncwifi._sqlite import SqliteThread, Step, migrate, statements
+from asyncwifi.errors import ConfigurationError
 from asyncwifi.sync._destination import (
     Destination,
     DestinationUnavailableError,
@@ -34,6 +36,7 @@ from asyncwifi.sync._schema import (
     STEPS,
     TABLES,
     check_organization,
+    claim_sql,
     lease_sql,
     organization_of,
 )
@@ -42,6 +45,7 @@ __all__ = ["SqliteDestination"]
 
 T = TypeVar("T")
 _TAKE_LEASE, _LEASE = lease_sql(("?", "?", "?"))
+_CLAIM, _HOLDER, _STAMP = claim_sql(("?1", "?2", "?3", "?4"))
 
 
 def _value(value: object) -> object:
@@ -98,7 +102,14 @@ class SqliteDestination(Destination):
 
     def _connect(self) -> sqlite3.Connection:
         """On the bridge's thread: open, migrate (first: a newer file is refused before
-        anything in it changes), then WAL."""
+        anything in it changes), then WAL. A file in a folder that does not exist is a
+        setting to fix (``ConfigurationError``), not an outage to wait for."""
+        folder = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(folder):
+            raise ConfigurationError(
+                f"the SQLite database {self.path} cannot be created: its folder {folder} "
+                "does not exist"
+            )
         conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
         try:
             what = f"the sync database {self.path}"
@@ -142,6 +153,24 @@ class SqliteDestination(Destination):
         token = await self._run(lambda conn: int(conn.execute(_TAKE_LEASE, params).fetchone()[0]))
         self.lease = token
         return token
+
+    async def claim_lease(self, holder: str, cutoff: datetime) -> int | None:
+        require_text(holder, "holder")
+        params = (self.organization, holder, _value(datetime.now(UTC)), _value(cutoff))
+        row = await self._run(lambda conn: conn.execute(_CLAIM, params).fetchone())
+        if row is None:
+            return None
+        self.lease = int(row[0])
+        return self.lease
+
+    async def lease_holder(self) -> tuple[str, datetime] | None:
+        org = (self.organization,)
+        row = await self._run(lambda conn: conn.execute(_HOLDER, org).fetchone())
+        return None if row is None else (str(row[0]), read_instant(str(row[1])))
+
+    async def stamp_lease(self, when: datetime) -> bool:
+        params = (self.organization, _value(when), self.lease)
+        return bool(await self._run(lambda conn: conn.execute(_STAMP, params).rowcount))
 
     def _fence(self, conn: sqlite3.Connection, lease: int | None) -> None:
         """Inside a write's transaction (the file's write lock held): refuse it if the

@@ -19,6 +19,7 @@ is the store's ``shape`` (see ``_event_records``).
 from __future__ import annotations
 
 import random
+import threading
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
@@ -298,9 +299,12 @@ class EventStore:
         self._chunks[k] = (blob, offsets)
         return blob, offsets
 
-    def warm(self) -> None:
-        """Encode every event now (benchmarks call it so that timing starts warm)."""
+    def warm(self, stop: threading.Event | None = None) -> None:
+        """Encode every event now (benchmarks call it so that timing starts warm); on a
+        thread, ``stop`` ends it between two chunks (a command stopped meanwhile)."""
         for k in range(len(self._chunks)):
+            if stop is not None and stop.is_set():
+                return
             self._chunk(k)
 
     def event_json(self, i: int) -> bytes:

@@ -277,6 +277,7 @@ def test_without_the_cli_extra_the_command_says_what_to_install(
     # the SDK's install has neither click nor rich (CI checks a real base install too)
     import importlib.util
 
+    from asyncwifi._extras import install_hint
     from asyncwifi.cli import ExitCode, main
 
     real = importlib.util.find_spec
@@ -285,4 +286,4 @@ def test_without_the_cli_extra_the_command_says_what_to_install(
     )
     assert main(["--help"]) == ExitCode.CONFIG
     err = capsys.readouterr().err
-    assert err.strip() == "asyncwifi: the command needs rich: pip install 'asyncwifi[cli]'"
+    assert err.strip() == f"asyncwifi: the command needs rich: {install_hint('cli')}"

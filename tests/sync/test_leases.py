@@ -166,3 +166,40 @@ async def test_postgres_a_lease_taken_during_a_write_waits_for_its_commit() -> N
             finally:
                 await b.close()
                 await a.close()
+
+
+# -- one ``asyncwifi sync`` at a time: a lease held, kept, released, expired (issue 33) --------
+
+
+async def test_a_held_lease_is_refused_naming_its_holder_until_released(db_url: str) -> None:
+    from asyncwifi.sync._lease import LeaseHeldError, LeaseKeeper
+
+    async with _two_holders(db_url, shared=False) as (a, b):
+        first = LeaseKeeper(a, holder="sync one", ttl=60.0)
+        second = LeaseKeeper(b, holder="sync two", ttl=60.0)
+        assert await first.claim() == 1
+        with pytest.raises(LeaseHeldError) as held:
+            await second.claim()
+        assert held.value.holder == "sync one"
+        assert "sync one" in str(held.value)
+        assert "holds until" in str(held.value)
+        assert b.lease is None
+        await first.release()
+        assert await second.claim() == 2  # released: taken at once
+        with pytest.raises(LeaseLostError):
+            await a.write(_batch(0, 5, "stale"))  # the first is fenced off
+
+
+async def test_a_lease_no_longer_stamped_expires_and_its_holder_is_told(db_url: str) -> None:
+    from asyncwifi.sync._lease import LeaseKeeper
+
+    async with _two_holders(db_url, shared=False) as (a, b):
+        first = LeaseKeeper(a, holder="killed", ttl=0.3)
+        assert await first.claim() == 1
+        await asyncio.sleep(0.4)  # never stamped: expired
+        second = LeaseKeeper(b, holder="next", ttl=0.3)
+        assert await second.claim(wait=True) == 2
+        lost: list[LeaseLostError] = []
+        await asyncio.wait_for(first.keep(lost.append), 5)  # its next stamp finds it gone
+        assert first.lost is not None
+        assert lost == [first.lost]

@@ -111,17 +111,6 @@ async def test_sigterm_while_postgresql_is_lost_mid_write(tmp_path: Path) -> Non
             assert stored < PER_DAY * 3  # it did stop before the end
 
 
-async def test_sigint_while_the_database_cannot_be_opened(tmp_path: Path) -> None:
-    """Unreachable from the start: the pass waits for it before any request; SIGINT."""
-    db = tmp_path / "missing" / "sync.db"
-    async with Child([*_simulate(), *_sync(f"sqlite:///{db}", "--once")]) as child:
-        await child.reach("the database is unreachable")
-        stopped = await child.stop(signal.SIGINT)
-    _stopped_cleanly(stopped)
-    assert "0 requests" in stopped.err  # nothing asked of the API meanwhile
-    assert not db.parent.exists()
-
-
 async def test_sigterm_while_the_days_quota_is_spent(tmp_path: Path) -> None:
     """Four requests a day, and a first day of events that takes five: the quota runs out
     inside it, and the sync sleeps until the reset (216 s away); SIGTERM."""
