@@ -23,8 +23,9 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, cast
 
 from asyncwifi._auth import check_url, hide_password
+from asyncwifi._extras import require
 from asyncwifi._instant import utc_period
-from asyncwifi.errors import ClientStateError, ConfigurationError, ValidationError
+from asyncwifi.errors import ClientStateError, ValidationError
 from asyncwifi.ratelimit._keepalive import KeepAlive, checked
 from asyncwifi.ratelimit._limits import WindowSpec
 from asyncwifi.ratelimit._log import Log
@@ -55,13 +56,7 @@ def key_name(client_key: str) -> str:
 
 def redis_asyncio(owner: str) -> Any:
     """The ``redis.asyncio`` module, or a ``ConfigurationError`` naming the extra."""
-    try:
-        import redis.asyncio
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ConfigurationError(
-            f"{owner} needs the redis package: pip install 'asyncwifi[redis]'"
-        ) from exc
-    return redis.asyncio
+    return require("redis.asyncio", "redis", owner)
 
 
 class RedisStore(RateStore):

@@ -16,6 +16,7 @@ pytest.importorskip("temporalio")
 from temporalio.client import Client as TemporalClient
 from temporalio.client import TLSConfig
 
+from asyncwifi.cli import ExitCode
 from asyncwifi.cli._command import run
 from asyncwifi.fleet._activities import fleet_database_url
 from tests.fleet.conftest import free_port
@@ -71,7 +72,7 @@ def test_tls_and_the_api_key_reach_connect_for_every_command(
         code = run([*argv, "--temporal", "ns.a1b2c.tmprl.cloud:7233", "--namespace",
                     "ns.a1b2c", "--api-key-env", "CLOUD_KEY"])  # fmt: skip
         out = capsys.readouterr()
-        assert code == 1, (name, out.err)
+        assert code == ExitCode.UNAVAILABLE == 69, (name, out.err)
         assert [c["target"] for c in connects] == ["ns.a1b2c.tmprl.cloud:7233"], name
         assert connects[0]["namespace"] == "ns.a1b2c"
         assert connects[0]["api_key"] == API_KEY
@@ -89,14 +90,14 @@ def test_mtls_reads_the_certificate_and_key(
     for name, argv in commands(tmp_path).items():
         connects.clear()
         code = run([*argv, "--tls-cert", str(cert), "--tls-key", str(key)])
-        assert code == 1, (name, capsys.readouterr().err)
+        assert code == ExitCode.UNAVAILABLE == 69, (name, capsys.readouterr().err)
         tls = connects[0]["tls"]
         assert isinstance(tls, TLSConfig), name
         assert tls.client_cert == cert.read_bytes()
         assert tls.client_private_key == key.read_bytes()
         assert connects[0]["api_key"] is None
     connects.clear()
-    assert run(commands(tmp_path)["status"] + ["--tls"]) == 1
+    assert run(commands(tmp_path)["status"] + ["--tls"]) == ExitCode.UNAVAILABLE
     assert connects[0]["tls"] is True
     connects.clear()
     assert run(commands(tmp_path)["status"]) == 1
@@ -129,7 +130,7 @@ def test_the_api_key_never_shows_against_a_real_refusal(
     code = run(["fleet", "status", "--temporal", f"127.0.0.1:{free_port()}",
                 "--api-key-env", "CLOUD_KEY"])  # fmt: skip
     out = capsys.readouterr()
-    assert code == 1
+    assert code == ExitCode.UNAVAILABLE == 69
     assert "cannot reach Temporal at 127.0.0.1:" in out.err
     assert API_KEY not in out.out + out.err
 

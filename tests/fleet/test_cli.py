@@ -17,6 +17,7 @@ import pytest
 
 pytest.importorskip("temporalio")
 
+from asyncwifi._extras import install_hint
 from asyncwifi.cli._command import run
 from asyncwifi.fleet._control import running_organizations
 from asyncwifi.fleet._workflow import workflow_id
@@ -142,5 +143,5 @@ def test_without_temporalio_the_hint(tmp_path: Path) -> None:
             capture_output=True, text=True, cwd=tmp_path, timeout=60,
         )  # fmt: skip
         assert done.returncode == 78, done.stderr
-        assert "pip install 'asyncwifi[fleet]'" in done.stderr
+        assert install_hint("fleet") in done.stderr
         assert done.stderr.count("\n") == 1

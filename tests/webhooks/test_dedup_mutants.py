@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from asyncwifi._extras import install_hint
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.webhooks import MemoryDeduplicator, RedisDeduplicator
 
@@ -99,7 +100,7 @@ def test_without_the_redis_extra_the_error_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "redis.asyncio", None)  # import redis.asyncio fails
     with pytest.raises(
         ConfigurationError,
-        match=exactly("RedisDeduplicator needs the redis package: pip install 'asyncwifi[redis]'"),
+        match=exactly(f"RedisDeduplicator needs redis: {install_hint('redis')}"),
     ):
         RedisDeduplicator()
 
