@@ -100,7 +100,7 @@ def test_mtls_reads_the_certificate_and_key(
     assert run(commands(tmp_path)["status"] + ["--tls"]) == ExitCode.UNAVAILABLE
     assert connects[0]["tls"] is True
     connects.clear()
-    assert run(commands(tmp_path)["status"]) == 1
+    assert run(commands(tmp_path)["status"]) == ExitCode.UNAVAILABLE
     assert connects[0]["tls"] is None  # plaintext to a dev server, as before
 
 
