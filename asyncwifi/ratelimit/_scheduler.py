@@ -68,10 +68,9 @@ class Scheduler:
     ) -> None:
         require_positive(paced_recovery, "paced_recovery")
         self.limits = limits = limits if limits is not None else Limits()
-        specs = limits.windows()
-        self._truth = ServerTruth(specs, limits, paced_recovery)
         self.store = store = store if store is not None else MemoryStore()
-        store.bind(specs)
+        store.bind(specs := limits.windows())
+        self._truth = ServerTruth(specs, limits, paced_recovery, store.blank)
         # a store answering as MemoryStore does is asked without a coroutine (the hot path)
         plain = isinstance(store, MemoryStore) and type(store).acquire is MemoryStore.acquire
         self._take = store.take if isinstance(store, MemoryStore) and plain else None
@@ -83,8 +82,7 @@ class Scheduler:
         self._longest = max(specs, key=lambda s: s.span).name if specs else ""  # for used()
         self._heap: list[Waiter] = []
         self._parked: list[Waiter] = []  # waiting for an object's quota: they hold no one up
-        self._arrivals = itertools.count()
-        self._last_arrival = -_INF
+        self._arrivals, self._last_arrival = itertools.count(), -_INF
         self.in_flight = 0  # admitted and not yet released
         self._refunded = 0  # admissions given back: the others are every request sent
         self._closed = self._draining = False
@@ -234,7 +232,10 @@ class Scheduler:
             if self._booked:
                 self._booked.pop(seq, None)
             self.in_flight -= 1
-            if self._heap and self.in_flight + 1 >= self._mif:
+            if seq == self._truth.probe:  # a cold start's probe: its answer is in, or none
+                self._truth.probed()
+                self._arm(self.clock.now())
+            elif self._heap and self.in_flight + 1 >= self._mif:
                 self._arm(self.clock.now())
 
     def refund(self, seq: int) -> None:
@@ -335,8 +336,7 @@ class Scheduler:
         for w in [*self._heap, *self._parked]:
             if not w.fut.done():
                 w.fut.set_exception(exc)
-        self._heap.clear()
-        self._parked.clear()
+        self._heap[:] = self._parked[:] = []
 
     # -- what the server said --------------------------------------------------------------
 

@@ -87,6 +87,12 @@ class RateStore(abc.ABC):
         """Objects exchanged per kind this UTC day and month, every user's."""
         return self.ledger.read(now)
 
+    def blank(self, own: int) -> bool:
+        """Whether the log held nothing but ``own`` admissions (the asking scheduler's) at its
+        last answer: no user told it of the key's recent spending (a cold start)."""
+        counts = self.seen.values() if self.seen else (len(self.log.times),)
+        return max(counts, default=0) <= own
+
     def configure(self, name: str, *, count: int | None = None, paced: bool | None = None) -> None:
         """Lower a window's count (the server said so) or switch its paced mode."""
         self.log.configure(name, count, paced)

@@ -6,7 +6,9 @@ limit) for the scheduler to carry out and log. A remaining count becomes a *cap*
 (``RateLimit-Reset``), not by the clock grid, so it holds for fixed windows on any clock and
 for sliding or weighted ones. Inside a cap a newer report may only lower it. When a cap
 ends, one *probe* goes and its response sets the next cap; unanswered, it lapses after the
-shortest span.
+shortest span. A cold start probes too: when the store knew nothing of the key's spending
+at the first admission (a fresh ``MemoryStore``, a Redis log without history), that first
+request goes alone, and its answer's remaining counts cap the rest (none: as before).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import itertools
 import logging
 import math
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -55,6 +57,7 @@ class _Cap:
     then_probe: bool = True  # the server placed the end: a probe follows it (else: the grid)
     #: a probe: the end of the cap it follows; a report on a request sent since answers it
     probe_from: float | None = None
+    cold: bool = False  # the cold start's probe: ends with its request (``probed``)
 
 
 @dataclass(slots=True)
@@ -80,7 +83,13 @@ def grid_end(t: float, period: float) -> float:
 class ServerTruth:
     """Server truth layered over the local log; every method takes ``now``."""
 
-    def __init__(self, specs: Sequence[WindowSpec], limits: Limits, paced_recovery: float) -> None:
+    def __init__(
+        self,
+        specs: Sequence[WindowSpec],
+        limits: Limits,
+        paced_recovery: float,
+        blank: Callable[[int], bool] | None = None,
+    ) -> None:
         self.specs = {s.name: s for s in specs}  # a count the server reports lower is lowered
         shortest = min(specs, key=lambda s: s.period, default=None)
         self.blame = shortest.name if shortest is not None else ""  # a bare 429's window
@@ -97,6 +106,12 @@ class ServerTruth:
         self.pause_until = -math.inf  # no admission before this time (a 429 named a reset)
         self._caps: dict[str, _Cap] = {}
         self.cap_floor = _NEVER  # no cap can block while seq < cap_floor (the hot path's test)
+        #: the cold start (module doc): the store's answer to "did the log hold only these
+        #: admissions?", asked once, when the second admission looks (cap_floor 1)
+        self._blank = blank
+        self.probe = 1  # the admission that probes a cold start, until it ends (then 0)
+        if blank is not None:
+            self.cap_floor = 1
         self.paced_until: dict[str, float] = {}  # window -> when its paced mode ends
         self.objects: dict[str, ObjectState] = {}  # object -> its daily quota, as reported
 
@@ -105,7 +120,7 @@ class ServerTruth:
         t, why = now, NOW
         if self.pause_until > t:
             t, why = self.pause_until, Reason("pause")
-        if self._caps and self.seq >= self.cap_floor:
+        if self.seq >= self.cap_floor:  # (cap_floor is _NEVER without caps, or cold)
             self._settle(now)
             for name, c in self._caps.items():
                 if self.seq >= c.max_seq and c.end >= t:
@@ -145,6 +160,14 @@ class ServerTruth:
     def _settle(self, now: float) -> None:
         """Bring the caps to ``now`` (an ended cap the server placed becomes a probe, others go)
         and ``cap_floor`` with them: neither lowers a ``max_seq``, so a stale floor is safe."""
+        if self._blank is not None:  # the second admission looks: was the first a cold start?
+            blank, self._blank = self._blank(self.seq), None
+            if blank and self.probe and self.recent:
+                first = self.recent[0]
+                for name in self.specs:  # none goes before its answer, or its end
+                    self._caps.setdefault(
+                        name, _Cap(first + self.probe_span, 1, False, first, True)
+                    )
         for name, c in list(self._caps.items()):
             if now >= c.end and c.then_probe and c.probe_from is None:
                 # one more than admitted so far (a cap lowered by a late report may be below that)
@@ -152,6 +175,13 @@ class ServerTruth:
                 c = self._caps[name] = _Cap(c.end + self.probe_span, seq, probe_from=c.end)
             if now >= c.end:
                 del self._caps[name]
+        self.cap_floor = min((c.max_seq for c in self._caps.values()), default=_NEVER)
+
+    def probed(self) -> None:
+        """The cold start's probe ended (answered or not): the log decides what it did not."""
+        self.probe, self._blank = 0, None
+        if any(c.cold for c in self._caps.values()):
+            self._caps = {n: c for n, c in self._caps.items() if not c.cold}
         self.cap_floor = min((c.max_seq for c in self._caps.values()), default=_NEVER)
 
     def _spent(self, now: float) -> set[str]:
