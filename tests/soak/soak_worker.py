@@ -20,10 +20,10 @@ from dataclasses import replace
 from typing import Any
 
 from asyncwifi import Client, Limit, Limits, RetryPolicy
-from asyncwifi.errors import QuotaExhaustedError
-from asyncwifi.ratelimit import RedisStore
 from asyncwifi._clock import Clock
 from asyncwifi._transport import AiohttpTransport, Request, Response
+from asyncwifi.errors import QuotaExhaustedError
+from asyncwifi.ratelimit import RedisStore
 from asyncwifi.testing._gateway import SENT_AT
 from asyncwifi.testing._process import AnchoredClock
 
