@@ -1,12 +1,12 @@
 """The asyncio scheduler: every request waits here for its admission (DESIGN "Rate limits").
 
 One admission path (``_gate``: what the server said, then the store, then ``_admitted``),
-one queue and one timer. A caller that may go at once never queues (a store with I/O is
-asked by the timer alone); the others wait in one heap: deadlines first, earliest first
-(DESIGN 5: a scroll continuation must leave within 60 s), then by arrival plus the lane's
-handicap (``lane * aging`` s), so a lower lane goes first among requests of similar age but
-none starves (DESIGN 6); ties keep arrival order. The timer grants the head whenever it may
-go; a release, a response or a refund re-arms it.
+one queue, one timer. A caller that may go at once never queues (a store with I/O is asked
+by the timer alone); the others wait in one heap: deadlines first, earliest first (DESIGN
+5: a scroll continuation must leave within 60 s), then by arrival plus the lane's handicap
+(``lane * aging`` s), so a lower lane goes first among requests of similar age but none
+starves (DESIGN 6); ties keep arrival order. The timer grants the head whenever it may go;
+a release, a response or a refund re-arms it.
 
 Objects are a quota too (spec §8, ``_volume``): the client counts the records each response
 carried (:meth:`Scheduler.count_objects`) in the store beside the requests; once the month's
@@ -196,7 +196,9 @@ class Scheduler:
         self._open[seq] = at
         if ticket != at or ask[1] != "other":
             self._booked[seq] = (ticket, ask[1])
-        truth.recent.append(at)
+        if not (recent := truth.recent) or at - recent[-1] > truth.probe_span:
+            truth.cold(seq, at)  # the first, or after a quiet span: the server's word first
+        recent.append(at)
         return seq
 
     async def _wait(self, ask: Ask, refused: tuple[float, Reason] | None, now: float) -> int:
@@ -401,10 +403,8 @@ class Scheduler:
         """Clock time at which a request entering now (in ``lane``, or with ``deadline``) could
         be admitted, were the waiters ahead each to go as early as the limits allow: an
         estimate (it cannot foresee responses, 429s or later arrivals)."""
-        now = self.clock.now()
-        key = (
-            (1, now + int(lane) * self._aging, _LAST) if deadline is None else (0, deadline, _LAST)
-        )
+        t = (now := self.clock.now()) + int(lane) * self._aging
+        key = (1, t, _LAST) if deadline is None else (0, deadline, _LAST)
         ahead = sum(1 for w in self._heap if w.key < key and not w.fut.done())
         # the store's last refusal holds for anyone unless it was one scroll's own
         hint = self._hold_until if self._hold[1] is None else -_INF

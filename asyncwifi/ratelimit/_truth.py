@@ -6,9 +6,11 @@ limit) for the scheduler to carry out and log. A remaining count becomes a *cap*
 (``RateLimit-Reset``), not by the clock grid, so it holds for fixed windows on any clock and
 for sliding or weighted ones. Inside a cap a newer report may only lower it. When a cap
 ends, one *probe* goes and its response sets the next cap; unanswered, it lapses after the
-shortest span. A cold start probes too: when the store knew nothing of the key's spending
-at the first admission (a fresh ``MemoryStore``, a Redis log without history), that first
-request goes alone, and its answer's remaining counts cap the rest (none: as before).
+shortest span. A cold start probes too: an admission after a shortest span without any
+(the first one, or after a pause) whose store knew of no other in that span either (a
+fresh ``MemoryStore``, a Redis log without the key's history) goes alone: the key may have
+been spent elsewhere meanwhile (a worker killed mid-minute), and its answer's remaining
+counts cap the rest; an answer without them (or none) lets them go as before.
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ class ServerTruth:
         specs: Sequence[WindowSpec],
         limits: Limits,
         paced_recovery: float,
-        blank: Callable[[int], bool] | None = None,
+        blank: Callable[[float], bool] | None = None,
     ) -> None:
         self.specs = {s.name: s for s in specs}  # a count the server reports lower is lowered
         shortest = min(specs, key=lambda s: s.period, default=None)
@@ -106,12 +108,11 @@ class ServerTruth:
         self.pause_until = -math.inf  # no admission before this time (a 429 named a reset)
         self._caps: dict[str, _Cap] = {}
         self.cap_floor = _NEVER  # no cap can block while seq < cap_floor (the hot path's test)
-        #: the cold start (module doc): the store's answer to "did the log hold only these
-        #: admissions?", asked once, when the second admission looks (cap_floor 1)
+        #: the cold start (module doc): the store's answer to "did the shortest window hold
+        #: no other admission?", asked when the admission after the probe looks
         self._blank = blank
-        self.probe = 1  # the admission that probes a cold start, until it ends (then 0)
-        if blank is not None:
-            self.cap_floor = 1
+        self.probe = 0  # the admission probing a cold start, until it ends
+        self._cold = -math.inf  # its time, while the store is still to be asked
         self.paced_until: dict[str, float] = {}  # window -> when its paced mode ends
         self.objects: dict[str, ObjectState] = {}  # object -> its daily quota, as reported
 
@@ -160,14 +161,6 @@ class ServerTruth:
     def _settle(self, now: float) -> None:
         """Bring the caps to ``now`` (an ended cap the server placed becomes a probe, others go)
         and ``cap_floor`` with them: neither lowers a ``max_seq``, so a stale floor is safe."""
-        if self._blank is not None:  # the second admission looks: was the first a cold start?
-            blank, self._blank = self._blank(self.seq), None
-            if blank and self.probe and self.recent:
-                first = self.recent[0]
-                for name in self.specs:  # none goes before its answer, or its end
-                    self._caps.setdefault(
-                        name, _Cap(first + self.probe_span, 1, False, first, True)
-                    )
         for name, c in list(self._caps.items()):
             if now >= c.end and c.then_probe and c.probe_from is None:
                 # one more than admitted so far (a cap lowered by a late report may be below that)
@@ -175,11 +168,25 @@ class ServerTruth:
                 c = self._caps[name] = _Cap(c.end + self.probe_span, seq, probe_from=c.end)
             if now >= c.end:
                 del self._caps[name]
+        if self._cold > -math.inf and self._blank is not None:  # a cold start: ask the store
+            t, self._cold = self._cold, -math.inf
+            if self.probe and self._blank(self.probe_span):
+                for name in self.specs:  # none goes before its answer (or its end)
+                    old = self._caps.get(name)
+                    if old is None or old.probe_from is not None:
+                        self._caps[name] = _Cap(t + self.probe_span, self.probe, False, t, True)
         self.cap_floor = min((c.max_seq for c in self._caps.values()), default=_NEVER)
+
+    def cold(self, seq: int, at: float) -> None:
+        """Admission ``seq``, at ``at``, follows a shortest span without any of this
+        scheduler's: it probes unless the store knew of others (module doc)."""
+        if self._blank is not None:
+            self.probe, self._cold = seq, at
+            self.cap_floor = min(self.cap_floor, seq)
 
     def probed(self) -> None:
         """The cold start's probe ended (answered or not): the log decides what it did not."""
-        self.probe, self._blank = 0, None
+        self.probe, self._cold = 0, -math.inf
         if any(c.cold for c in self._caps.values()):
             self._caps = {n: c for n, c in self._caps.items() if not c.cold}
         self.cap_floor = min((c.max_seq for c in self._caps.values()), default=_NEVER)

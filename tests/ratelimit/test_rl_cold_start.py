@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import math
+import uuid
 
 import pytest
+import redis
 
 from asyncwifi.ratelimit import Limit, Limits, MemoryStore, Scheduler
 from tests._virtualclock import VirtualClock
@@ -98,3 +100,61 @@ def test_a_store_that_knows_the_key_s_spending_needs_no_probe() -> None:
     assert out == [out[0]] * 10  # all at once, as before item 14
     assert out[0] == pytest.approx(START + 3 * LATENCY)
     assert gw.refused == 0
+
+
+def test_after_a_quiet_minute_the_next_burst_asks_the_server_first() -> None:
+    clock = VirtualClock(START)
+    gw, out = FakeGateway(60, 60.0, sliding=False), []
+
+    async def main() -> list[int]:
+        s = scheduler(clock)
+        for _ in range(3):
+            await call(s, clock, gw, out)
+        await clock.sleep(120.0)  # this client idle: another spends the key meanwhile
+        gw.fixed[math.floor(clock.now() / 60.0)] = 57
+        out.clear()
+        statuses = await asyncio.gather(*(call(s, clock, gw, out) for _ in range(20)))
+        await s.aclose()
+        return statuses
+
+    statuses = clock.run(main())
+    assert 429 not in statuses
+    assert gw.refused == 0
+    assert min(out[1:]) >= out[0] + LATENCY  # the first went alone
+
+
+def test_a_fresh_redis_log_probes_and_one_with_history_does_not(redis_url: str) -> None:
+    """A RedisStore without the key's history is a cold start; another process's admissions
+    in the log (the shared store that item 14's fleet had not configured) are not."""
+    from asyncwifi.ratelimit import RedisStore
+
+    clock = VirtualClock(START)
+    prefix = f"asyncwifi:test:cold:{uuid.uuid4().hex[:10]}:"
+    gw, out = spent_elsewhere(3), []
+
+    def store() -> RedisStore:
+        return RedisStore(redis_url, key="cold", prefix=prefix, use_redis_time=False)
+
+    async def main() -> tuple[list[int], list[float]]:
+        s = scheduler(clock, store())
+        statuses = await asyncio.gather(*(call(s, clock, gw, out) for _ in range(6)))
+        await s.aclose()
+        # a second process of the key, the log in Redis holding the first's admissions
+        other, more = scheduler(clock, store()), []
+        warm = FakeGateway(60, 60.0, sliding=False)
+        await asyncio.gather(*(call(other, clock, warm, more) for _ in range(5)))
+        await other.aclose()
+        return statuses, more
+
+    try:
+        statuses, more = clock.run(main())
+    finally:
+        client = redis.Redis.from_url(redis_url)
+        keys = list(client.scan_iter(f"{prefix}*"))
+        if keys:
+            client.delete(*keys)
+        client.close()
+    assert 429 not in statuses
+    assert gw.refused == 0
+    assert min(out[1:]) >= START + LATENCY  # the first went alone
+    assert more == [more[0]] * 5  # the log knew of the key's spending: no probe
