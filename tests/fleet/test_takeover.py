@@ -9,9 +9,11 @@ lease, nothing is written twice, and it carries on serving the other organizatio
 
 from __future__ import annotations
 
+import asyncio
 import random
 import signal
-from collections.abc import AsyncIterator, Sequence
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -41,12 +43,14 @@ SIZES = {"events": 10_500, "contacts": 30, "hotspots": 4, "segments": 3}
 #: real seconds without a heartbeat before Temporal gives a pass to another worker
 HEARTBEAT = 1.5
 SPEED = 20.0
-#: real seconds a frozen worker's organizations may take to move: each of its open polls
-#: (the SDK keeps 5 for workflow tasks and 5 for activities) can be handed a task it never
-#: answers, lost after the workflow task timeout (5 s) or the heartbeat timeout and the
-#: 1-s retry, before the live worker gets one; then both passes run (measured 8-32 s,
-#: usually 15; this bound is for the unlucky order, with CI's load on top)
-TAKEOVER = 5 * WORKFLOW_TASK_TIMEOUT + 5 * (HEARTBEAT + 1.0) + 30.0
+#: a takeover is awaited while it makes progress, not against a wall deadline: each of a
+#: frozen worker's open polls (the SDK keeps 5 for workflow tasks and 5 for activities) can
+#: be handed a task it never answers, lost after the workflow task timeout (5 s) or the
+#: heartbeat timeout and the 1-s retry, so how long it takes depends on the order and the
+#: machine's load (measured 8-32 s; 67.6 s once on a loaded machine). It fails after this
+#: many real seconds without a step: a task or attempt handed out or timed out, a
+#: heartbeat, rows stored, a lease moved (each such wait is at most a task timeout)
+IDLE = 2 * WORKFLOW_TASK_TIMEOUT + HEARTBEAT + 1.0 + 10.0
 
 
 @asynccontextmanager
@@ -93,6 +97,31 @@ async def part_stored(url: str, organizations: list[str]) -> str | None:
     return None
 
 
+async def progress(temporal: Any, url: str, orgs: list[str]) -> tuple[Any, ...]:
+    """What a takeover's steps change: each workflow's history length, its pending workflow
+    task and activities (state, attempt, start and heartbeat times), rows stored, leases."""
+    state: list[Any] = [await lease_holders(url)]
+    for org in orgs:
+        d = (await temporal.get_workflow_handle(workflow_id(org)).describe()).raw_description
+        state.append(d.workflow_execution_info.history_length)
+        state.append(d.pending_workflow_task.SerializeToString(deterministic=True))
+        state.extend(a.SerializeToString(deterministic=True) for a in d.pending_activities)
+        state.append((await stored(url, org, "events"))[1])
+    return tuple(state)
+
+
+async def until_progress(
+    check: Callable[[], Awaitable[bool]], step: Callable[[], Awaitable[Any]]
+) -> None:
+    """Until ``check()``; fails only when ``step()`` (the state) stood still IDLE s."""
+    last, deadline = None, time.monotonic() + IDLE
+    while not await check():
+        if (now := await step()) != last:
+            last, deadline = now, time.monotonic() + IDLE
+        assert time.monotonic() < deadline, f"no progress for {IDLE:g} s: {last!r}"[:2000]
+        await asyncio.sleep(0.2)
+
+
 async def assert_each_row_once(sim: Simulator, url: str) -> None:
     for org, _key, _secret in sim.organizations:  # type: ignore[attr-defined]
         tenant = sim.tenant(org)  # type: ignore[attr-defined]
@@ -125,7 +154,9 @@ async def test_a_worker_killed_mid_pass_another_continues(
             killed = next(p for p in procs if p.pid == pid)
             killed.signal(signal.SIGKILL)
             survivor = next(p for p in procs if p is not killed)
-            await until(lambda: all_stored(sim, url), 30)
+            await until_progress(
+                lambda: all_stored(sim, url), lambda: progress(temporal, url, orgs)
+            )
             await assert_each_row_once(sim, url)
             holders = await lease_holders(url)
             assert holder_pid(holders[victim]) == survivor.pid  # it continued the pass
@@ -169,7 +200,7 @@ async def test_a_stopped_worker_resumed_after_a_takeover_writes_nothing(
                     holders = await lease_holders(url)
                     return holder_pid(holders[victim]) == other.pid and await all_stored(sim, url)
 
-                await until(taken_over, TAKEOVER)
+                await until_progress(taken_over, lambda: progress(temporal, url, orgs))
                 stale.signal(signal.SIGCONT)
                 proxies[index].release()
                 await until(lambda: _said(stale, "LeaseLostError"), 30)
