@@ -10,6 +10,7 @@ lease, nothing is written twice, and it carries on serving the other organizatio
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import signal
 import time
@@ -240,3 +241,39 @@ async def _true(value: bool) -> bool:
 async def _said(proc: Any, text: str) -> bool:
     proc.check()
     return text in proc.output()
+
+
+async def test_a_worker_taking_over_five_keys_asks_each_server_first() -> None:
+    """Issue 33, item 14: five organizations on five servers, no shared rate store. This
+    worker served them a while ago; their worker killed since had spent most of each one's
+    minute: each client's first request goes alone, the rest within what remains: no 429."""
+    from asyncwifi.fleet._clients import ClientPool
+    from asyncwifi.fleet._config import parse_fleet_config
+
+    clock = ScaledClock(60.0)  # a minute in a real second
+    async with contextlib.AsyncExitStack() as stack:
+        sims = [
+            await stack.enter_async_context(Simulator(seed=i, clock=clock, **SIZES))  # type: ignore[arg-type]
+            for i in range(5)
+        ]
+        entries = [
+            {"organization": s.organization, "client_key": s.client_key,
+             "client_secret": s.client_secret, "base_url": s.base_url}
+            for s in sims
+        ]  # fmt: skip
+        fleet = {"allow_http": True, "since": "2024-01-01", "poll": 3600}
+        config = parse_fleet_config({"fleet": fleet, "organizations": entries})
+        pool = ClientPool(clock=clock)
+        try:
+            clients = [pool.client(org) for org in config.organizations.values()]
+            await asyncio.gather(*(c.segments.list() for c in clients))  # an earlier pass
+            await clock.sleep(90.0)  # the other worker's turn: it spent 57 of this minute
+            for s in sims:
+                s.tenant(s.organization).spend_quota(57, "minute")
+            await asyncio.gather(*(c.segments.list() for c in clients for _ in range(10)))
+        finally:
+            await pool.aclose()
+    for s in sims:
+        counters = s.tenant(s.organization).counters
+        assert counters.responses_by_status[429] == 0, s.organization
+        assert counters.responses_by_status[200] == 1 + 1 + 10  # login, earlier, now
