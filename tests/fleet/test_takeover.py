@@ -52,6 +52,8 @@ SPEED = 20.0
 #: many real seconds without a step: a task or attempt handed out or timed out, a
 #: heartbeat, rows stored, a lease moved (each such wait is at most a task timeout)
 IDLE = 2 * WORKFLOW_TASK_TIMEOUT + HEARTBEAT + 1.0 + 10.0
+#: real seconds PostgreSQL lets a frozen worker's transaction sit idle (the workers' option)
+IDLE_TRANSACTION = 10.0
 
 
 @asynccontextmanager
@@ -185,7 +187,13 @@ async def test_a_stopped_worker_resumed_after_a_takeover_writes_nothing(
             await proxy.start()
         urls = [through(url, proxy.port) for proxy in proxies]
         try:
-            with worker_processes(urls, path, target, task_queue, sim.clock, tmp_path) as procs:
+            # a worker frozen inside a write's transaction holds its organization's lease
+            # row (the fence) until PostgreSQL ends the idle transaction: 90 s by default,
+            # which the takeover of that organization then waited for, retry after retry
+            idle = ("--idle-transaction-timeout", str(IDLE_TRANSACTION))
+            with worker_processes(
+                urls, path, target, task_queue, sim.clock, tmp_path, *idle
+            ) as procs:
                 await apply_fleet(
                     temporal, config, task_queue=task_queue, heartbeat_timeout=HEARTBEAT
                 )
