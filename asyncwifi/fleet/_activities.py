@@ -148,7 +148,16 @@ class PassActivities:
         info = activity.info()
         await self._open()
         view = self.destination.for_organization(org.organization)  # type: ignore[attr-defined,unused-ignore]
-        await view.take_lease(f"{self.identity} {info.workflow_id} attempt {info.attempt}")
+        every = info.heartbeat_timeout.total_seconds() / 3 if info.heartbeat_timeout else 10.0
+        taking = asyncio.ensure_future(
+            view.take_lease(f"{self.identity} {info.workflow_id} attempt {info.attempt}")
+        )
+        try:  # a frozen worker's open write holds the lease row: alive meanwhile, not retried
+            while not (await asyncio.wait({taking}, timeout=every))[0]:
+                activity.heartbeat({"rows": {}, "lease": "waiting"})
+        finally:
+            taking.cancel()
+        taking.result()
         written: dict[str, int] = {}
 
         def on_write(table: str, rows: int) -> None:
@@ -159,7 +168,6 @@ class PassActivities:
             api, view, options=_options(org), budget=Budget(api.scheduler, org.budget),
             on_write=on_write,
         )  # fmt: skip
-        every = info.heartbeat_timeout.total_seconds() / 3 if info.heartbeat_timeout else 10.0
         ticker = asyncio.create_task(self._tick(api, syncer, written, every))
         try:
             rows = await syncer.run_once()

@@ -1,12 +1,12 @@
 """The asyncio scheduler: every request waits here for its admission (DESIGN "Rate limits").
 
 One admission path (``_gate``: what the server said, then the store, then ``_admitted``),
-one queue and one timer. A caller that may go at once never queues (a store with I/O is
-asked by the timer alone); the others wait in one heap: deadlines first, earliest first
-(DESIGN 5: a scroll continuation must leave within 60 s), then by arrival plus the lane's
-handicap (``lane * aging`` s), so a lower lane goes first among requests of similar age but
-none starves (DESIGN 6); ties keep arrival order. The timer grants the head whenever it may
-go; a release, a response or a refund re-arms it.
+one queue, one timer. A caller that may go at once never queues (a store with I/O is asked
+by the timer alone); the others wait in one heap: deadlines first, earliest first (DESIGN
+5: a scroll continuation must leave within 60 s), then by arrival plus the lane's handicap
+(``lane * aging`` s), so a lower lane goes first among requests of similar age but none
+starves (DESIGN 6); ties keep arrival order. The timer grants the head whenever it may go;
+a release, a response or a refund re-arms it.
 
 Objects are a quota too (spec §8, ``_volume``): the client counts the records each response
 carried (:meth:`Scheduler.count_objects`) in the store beside the requests; once the month's
@@ -68,10 +68,9 @@ class Scheduler:
     ) -> None:
         require_positive(paced_recovery, "paced_recovery")
         self.limits = limits = limits if limits is not None else Limits()
-        specs = limits.windows()
-        self._truth = ServerTruth(specs, limits, paced_recovery)
         self.store = store = store if store is not None else MemoryStore()
-        store.bind(specs)
+        store.bind(specs := limits.windows())
+        self._truth = ServerTruth(specs, limits, paced_recovery, store.blank)
         # a store answering as MemoryStore does is asked without a coroutine (the hot path)
         plain = isinstance(store, MemoryStore) and type(store).acquire is MemoryStore.acquire
         self._take = store.take if isinstance(store, MemoryStore) and plain else None
@@ -83,8 +82,7 @@ class Scheduler:
         self._longest = max(specs, key=lambda s: s.span).name if specs else ""  # for used()
         self._heap: list[Waiter] = []
         self._parked: list[Waiter] = []  # waiting for an object's quota: they hold no one up
-        self._arrivals = itertools.count()
-        self._last_arrival = -_INF
+        self._arrivals, self._last_arrival = itertools.count(), -_INF
         self.in_flight = 0  # admitted and not yet released
         self._refunded = 0  # admissions given back: the others are every request sent
         self._closed = self._draining = False
@@ -198,7 +196,9 @@ class Scheduler:
         self._open[seq] = at
         if ticket != at or ask[1] != "other":
             self._booked[seq] = (ticket, ask[1])
-        truth.recent.append(at)
+        if not (recent := truth.recent) or at - recent[-1] > truth.probe_span:
+            truth.cold(seq, at)  # the first, or after a quiet span: the server's word first
+        recent.append(at)
         return seq
 
     async def _wait(self, ask: Ask, refused: tuple[float, Reason] | None, now: float) -> int:
@@ -234,7 +234,10 @@ class Scheduler:
             if self._booked:
                 self._booked.pop(seq, None)
             self.in_flight -= 1
-            if self._heap and self.in_flight + 1 >= self._mif:
+            if seq == self._truth.probe:  # a cold start's probe: its answer is in, or none
+                self._truth.probed()
+                self._arm(self.clock.now())
+            elif self._heap and self.in_flight + 1 >= self._mif:
                 self._arm(self.clock.now())
 
     def refund(self, seq: int) -> None:
@@ -335,8 +338,7 @@ class Scheduler:
         for w in [*self._heap, *self._parked]:
             if not w.fut.done():
                 w.fut.set_exception(exc)
-        self._heap.clear()
-        self._parked.clear()
+        self._heap[:] = self._parked[:] = []
 
     # -- what the server said --------------------------------------------------------------
 
@@ -401,10 +403,8 @@ class Scheduler:
         """Clock time at which a request entering now (in ``lane``, or with ``deadline``) could
         be admitted, were the waiters ahead each to go as early as the limits allow: an
         estimate (it cannot foresee responses, 429s or later arrivals)."""
-        now = self.clock.now()
-        key = (
-            (1, now + int(lane) * self._aging, _LAST) if deadline is None else (0, deadline, _LAST)
-        )
+        t = (now := self.clock.now()) + int(lane) * self._aging
+        key = (1, t, _LAST) if deadline is None else (0, deadline, _LAST)
         ahead = sum(1 for w in self._heap if w.key < key and not w.fut.done())
         # the store's last refusal holds for anyone unless it was one scroll's own
         hint = self._hold_until if self._hold[1] is None else -_INF

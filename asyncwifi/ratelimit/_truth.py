@@ -6,7 +6,11 @@ limit) for the scheduler to carry out and log. A remaining count becomes a *cap*
 (``RateLimit-Reset``), not by the clock grid, so it holds for fixed windows on any clock and
 for sliding or weighted ones. Inside a cap a newer report may only lower it. When a cap
 ends, one *probe* goes and its response sets the next cap; unanswered, it lapses after the
-shortest span.
+shortest span. A cold start probes too: an admission after a shortest span without any
+(the first one, or after a pause) whose store knew of no other in that span either (a
+fresh ``MemoryStore``, a Redis log without the key's history) goes alone: the key may have
+been spent elsewhere meanwhile (a worker killed mid-minute), and its answer's remaining
+counts cap the rest; an answer without them (or none) lets them go as before.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import itertools
 import logging
 import math
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -55,6 +59,7 @@ class _Cap:
     then_probe: bool = True  # the server placed the end: a probe follows it (else: the grid)
     #: a probe: the end of the cap it follows; a report on a request sent since answers it
     probe_from: float | None = None
+    cold: bool = False  # the cold start's probe: ends with its request (``probed``)
 
 
 @dataclass(slots=True)
@@ -80,7 +85,13 @@ def grid_end(t: float, period: float) -> float:
 class ServerTruth:
     """Server truth layered over the local log; every method takes ``now``."""
 
-    def __init__(self, specs: Sequence[WindowSpec], limits: Limits, paced_recovery: float) -> None:
+    def __init__(
+        self,
+        specs: Sequence[WindowSpec],
+        limits: Limits,
+        paced_recovery: float,
+        blank: Callable[[float], bool] | None = None,
+    ) -> None:
         self.specs = {s.name: s for s in specs}  # a count the server reports lower is lowered
         shortest = min(specs, key=lambda s: s.period, default=None)
         self.blame = shortest.name if shortest is not None else ""  # a bare 429's window
@@ -97,6 +108,11 @@ class ServerTruth:
         self.pause_until = -math.inf  # no admission before this time (a 429 named a reset)
         self._caps: dict[str, _Cap] = {}
         self.cap_floor = _NEVER  # no cap can block while seq < cap_floor (the hot path's test)
+        #: the cold start (module doc): the store's answer to "did the shortest window hold
+        #: no other admission?", asked when the admission after the probe looks
+        self._blank = blank
+        self.probe = 0  # the admission probing a cold start, until it ends
+        self._cold = -math.inf  # its time, while the store is still to be asked
         self.paced_until: dict[str, float] = {}  # window -> when its paced mode ends
         self.objects: dict[str, ObjectState] = {}  # object -> its daily quota, as reported
 
@@ -105,7 +121,7 @@ class ServerTruth:
         t, why = now, NOW
         if self.pause_until > t:
             t, why = self.pause_until, Reason("pause")
-        if self._caps and self.seq >= self.cap_floor:
+        if self.seq >= self.cap_floor:  # (cap_floor is _NEVER without caps, or cold)
             self._settle(now)
             for name, c in self._caps.items():
                 if self.seq >= c.max_seq and c.end >= t:
@@ -152,6 +168,27 @@ class ServerTruth:
                 c = self._caps[name] = _Cap(c.end + self.probe_span, seq, probe_from=c.end)
             if now >= c.end:
                 del self._caps[name]
+        if self._cold > -math.inf and self._blank is not None:  # a cold start: ask the store
+            t, self._cold = self._cold, -math.inf
+            if self.probe and self._blank(self.probe_span):
+                for name in self.specs:  # none goes before its answer (or its end)
+                    old = self._caps.get(name)
+                    if old is None or old.probe_from is not None:
+                        self._caps[name] = _Cap(t + self.probe_span, self.probe, False, t, True)
+        self.cap_floor = min((c.max_seq for c in self._caps.values()), default=_NEVER)
+
+    def cold(self, seq: int, at: float) -> None:
+        """Admission ``seq``, at ``at``, follows a shortest span without any of this
+        scheduler's: it probes unless the store knew of others (module doc)."""
+        if self._blank is not None:
+            self.probe, self._cold = seq, at
+            self.cap_floor = min(self.cap_floor, seq)
+
+    def probed(self) -> None:
+        """The cold start's probe ended (answered or not): the log decides what it did not."""
+        self.probe, self._cold = 0, -math.inf
+        if any(c.cold for c in self._caps.values()):
+            self._caps = {n: c for n, c in self._caps.items() if not c.cold}
         self.cap_floor = min((c.max_seq for c in self._caps.values()), default=_NEVER)
 
     def _spent(self, now: float) -> set[str]:

@@ -17,6 +17,7 @@ Each request goes through the gateway middleware, in this order (gateway.md, spe
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import math
 import random
@@ -42,12 +43,15 @@ from asyncwifi.testing._kong import UPSTREAM_MESSAGES, negotiate, render_error
 from asyncwifi.testing._tenant import TENANT, Tenant, Tenants
 from asyncwifi.testing._util import BadParameter
 
-__all__ = ["ADMIN", "OPENAPI_PATH", "Gateway"]
+__all__ = ["ADMIN", "OPENAPI_PATH", "SENT_AT", "Gateway"]
 
 #: path prefix of the simulator's own endpoints (not behind the gateway)
 ADMIN = "/_simulator/"
 #: where the API's OpenAPI definition is served (spec §9.4): no token, never counted
 OPENAPI_PATH = "/openapi.json"
+#: a test client's send time (clock seconds): the gateway counts at arrival, not at the time
+#: a simulator starved of CPU gets round to the request
+SENT_AT = "X-Sim-Sent-At"
 _VIA = "1.1 kong/3.9.1"
 
 
@@ -65,6 +69,7 @@ class Gateway:
         self.gone_paths = gone_paths
         self._plan = FaultPlan(faults)
         self._competitor_next = math.inf
+        self._arrived = -math.inf  # the latest arrival counted (arrivals never go back)
         # request ids identify one request, in logs too: unique across runs, not seeded data
         self._request_ids = random.Random(secrets.randbits(64))
         if faults is not None:
@@ -90,6 +95,16 @@ class Gateway:
                     tenant.counters.competitor_hits += 1
             self._competitor_next += 60.0 / rate
 
+    def _arrival(self, request: web.Request) -> float:
+        """The clock time the gateway counts the request at: now, or (a test whose simulator
+        process may be starved of CPU, and so read its clock late: tests/soak) the sender's
+        ``X-Sim-Sent-At`` if earlier; never before the previous arrival."""
+        now = self.clock.now()
+        with contextlib.suppress(ValueError):
+            now = min(now, float(request.headers.get(SENT_AT, "inf")))
+        self._arrived = now = max(now, self._arrived)
+        return now
+
     def _request_id(self) -> str:
         return f"{self._request_ids.getrandbits(128):032x}"
 
@@ -109,7 +124,7 @@ class Gateway:
             return drop_connection(request)
         if fate.inbound_delay:
             await self.clock.sleep(fate.inbound_delay)
-        now = self.clock.now()
+        now = self._arrival(request)
         self._competitor(now)
         decision = tenant.limiter.decide(now, noise=fate.remaining_noise)
         request_id = self._request_id()

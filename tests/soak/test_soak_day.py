@@ -5,9 +5,9 @@ against ONE simulator in its own process, all on one scaled time line, until the
 is spent. Checked: zero 429s, at least 99 % of the day quota used, no window over its
 limit, every exported record exactly once, no task left behind.
 
-The default run scales the day *limit* (450 requests, speed 40: about 12 s; slower than the
-client could go, so that a loaded CI machine keeps its timing margins). The long
-version runs a real scaled day of 15,000 requests (about 3 minutes)::
+The default run scales the day *limit* (300 requests: five minutes at speed 40, about 8 s;
+slower than the client could go, so that a loaded CI machine keeps its timing margins).
+The long version runs a real scaled day of 15,000 requests (about 3 minutes)::
 
     .venv/bin/python -m pytest tests/soak -m soak --soak-long -k day
 """
@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DAY_START = 1_735_689_610.0
 WORKERS = 3
 
-SHORT = {"speed": 40.0, "day_limit": 450, "events": 20_000, "contacts": 400, "timeout": 120}
+SHORT = {"speed": 40.0, "day_limit": 300, "events": 20_000, "contacts": 400, "timeout": 120}
 LONG = {"speed": 100.0, "day_limit": 15_000, "events": 60_000, "contacts": 2_000, "timeout": 900}
 
 
