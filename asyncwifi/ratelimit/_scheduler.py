@@ -196,9 +196,7 @@ class Scheduler:
         self._open[seq] = at
         if ticket != at or ask[1] != "other":
             self._booked[seq] = (ticket, ask[1])
-        if not (recent := truth.recent) or at - recent[-1] > truth.probe_span:
-            truth.cold(seq, at)  # the first, or after a quiet span: the server's word first
-        recent.append(at)
+        truth.arrived(seq, at, ask[1])  # the first, or after a quiet span: the server's word first
         return seq
 
     async def _wait(self, ask: Ask, refused: tuple[float, Reason] | None, now: float) -> int:

@@ -87,13 +87,14 @@ class RateStore(abc.ABC):
         """Objects exchanged per kind this UTC day and month, every user's."""
         return self.ledger.read(now)
 
-    def blank(self, span: float) -> bool:
-        """Whether the shortest window (``span``) held no admission but the latest at the
-        last answer: no user told the store of the key's recent spending (a cold start)."""
+    def blank(self, span: float, own: int = 1) -> bool:
+        """Whether the shortest window (``span``) held no admission but the latest ``own``
+        (this user's since its quiet span) at the last answer: no user told the store of the
+        key's recent spending (a cold start)."""
         if self.seen:  # a shared log's counts: the shortest window's is the least
-            return min(self.seen.values()) <= 1
+            return min(self.seen.values()) <= own
         times = self.log.times
-        return not times or self.log.used(times[-1], span) <= 1
+        return not times or self.log.used(times[-1], span) <= own
 
     def configure(self, name: str, *, count: int | None = None, paced: bool | None = None) -> None:
         """Lower a window's count (the server said so) or switch its paced mode."""

@@ -10,7 +10,9 @@ shortest span. A cold start probes too: an admission after a shortest span witho
 (the first one, or after a pause) whose store knew of no other in that span either (a
 fresh ``MemoryStore``, a Redis log without the key's history) goes alone: the key may have
 been spent elsewhere meanwhile (a worker killed mid-minute), and its answer's remaining
-counts cap the rest; an answer without them (or none) lets them go as before.
+counts cap the rest; an answer without them (or none) lets them go as before. A login
+is not the probe (its route is often unmetered: its answer may carry no counts): the
+request after it is.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ class ServerTruth:
         specs: Sequence[WindowSpec],
         limits: Limits,
         paced_recovery: float,
-        blank: Callable[[float], bool] | None = None,
+        blank: Callable[[float, int], bool] | None = None,
     ) -> None:
         self.specs = {s.name: s for s in specs}  # a count the server reports lower is lowered
         shortest = min(specs, key=lambda s: s.period, default=None)
@@ -113,6 +115,9 @@ class ServerTruth:
         self._blank = blank
         self.probe = 0  # the admission probing a cold start, until it ends
         self._cold = -math.inf  # its time, while the store is still to be asked
+        self._after_login = False  # a cold start's login went: the next admission probes
+        self._quiet = 0  # admissions since the last quiet span (the probe's own in the log)
+        self._probe_own = 1  # of which, when the probe went
         self.paced_until: dict[str, float] = {}  # window -> when its paced mode ends
         self.objects: dict[str, ObjectState] = {}  # object -> its daily quota, as reported
 
@@ -170,18 +175,33 @@ class ServerTruth:
                 del self._caps[name]
         if self._cold > -math.inf and self._blank is not None:  # a cold start: ask the store
             t, self._cold = self._cold, -math.inf
-            if self.probe and self._blank(self.probe_span):
+            if self.probe and self._blank(self.probe_span, self._probe_own):
                 for name in self.specs:  # none goes before its answer (or its end)
                     old = self._caps.get(name)
                     if old is None or old.probe_from is not None:
                         self._caps[name] = _Cap(t + self.probe_span, self.probe, False, t, True)
         self.cap_floor = min((c.max_seq for c in self._caps.values()), default=_NEVER)
 
+    def arrived(self, seq: int, at: float, tag: str) -> None:
+        """Admission ``seq`` (``tag``) at ``at``: a cold start's probe when it follows a
+        shortest span without any. A login is never the probe: gateways often leave the
+        auth route unmetered, so its answer may say nothing of what the key spent; the
+        first request after it probes instead."""
+        recent = self.recent
+        if not recent or at - recent[-1] > self.probe_span:
+            self._quiet = 0  # this scheduler's admissions since its quiet span
+        self._quiet += 1
+        if self._quiet == 1 or self._after_login:
+            self._after_login = tag == "login"
+            if not self._after_login:
+                self.cold(seq, at)
+        recent.append(at)
+
     def cold(self, seq: int, at: float) -> None:
         """Admission ``seq``, at ``at``, follows a shortest span without any of this
         scheduler's: it probes unless the store knew of others (module doc)."""
         if self._blank is not None:
-            self.probe, self._cold = seq, at
+            self.probe, self._cold, self._probe_own = seq, at, max(1, self._quiet)
             self.cap_floor = min(self.cap_floor, seq)
 
     def probed(self) -> None:

@@ -190,7 +190,6 @@ def _login_without_limit_headers(path: str, code: int, headers: dict[str, str]) 
     return code
 
 
-@pytest.mark.xfail(strict=True, reason="item 14: lands with the limiter branch")
 async def test_14_a_fresh_process_with_few_requests_left_this_minute_gets_no_429(
     tmp_path: Path,
 ) -> None:

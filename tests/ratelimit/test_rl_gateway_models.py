@@ -15,7 +15,7 @@ import pytest
 from asyncwifi import Client, Limit, Limits
 from asyncwifi._clock import ScaledClock
 from asyncwifi.backfill import Progress
-from asyncwifi.cli._progress import _requests_sent
+from asyncwifi.cli._progress import requests_sent
 from asyncwifi.testing import Simulator
 from tests._windows import most_in_window
 
@@ -73,5 +73,5 @@ def test_the_progress_line_counts_the_login() -> None:
 
     progress = Progress(requests_run=17)
     snap = QuotaSnapshot(taken_at=0.0, limits=Limits(), admitted=18)
-    assert _requests_sent(progress, snap) == 18
-    assert _requests_sent(progress, None) == 17
+    assert requests_sent(progress, snap) == 18
+    assert requests_sent(progress, None) == 17
