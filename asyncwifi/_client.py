@@ -19,7 +19,7 @@ from asyncwifi._resources._events import Events
 from asyncwifi._resources._hotspots import Hotspots
 from asyncwifi._resources._segments import Segments
 from asyncwifi._retry import RetryPolicy
-from asyncwifi._scroll_pages import SCROLL_WINDOW
+from asyncwifi._stream._pages import SCROLL_WINDOW
 from asyncwifi._transport import AiohttpTransport, Transport
 from asyncwifi.errors import (
     ClientStateError,

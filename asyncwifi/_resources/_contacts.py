@@ -16,8 +16,7 @@ import msgspec
 
 from asyncwifi._core import RequestPipeline, Verdict, one_object
 from asyncwifi._protocol import build_query, organization_segment, path_segment
-from asyncwifi._scroll import ScrollStream
-from asyncwifi._scroll_pages import SCROLL_WINDOW, ScrollSpec
+from asyncwifi._stream import SCROLL_WINDOW, ScrollSpec, ScrollStream
 from asyncwifi.errors import DecodeError, NotFoundError, ValidationError
 from asyncwifi.models import Contact, ItemError, Policy
 from asyncwifi.models._contacts import ContactPage

@@ -23,8 +23,7 @@ from asyncwifi._protocol import (
     organization_segment,
     path_segment,
 )
-from asyncwifi._scroll import ScrollStream
-from asyncwifi._scroll_pages import SCROLL_WINDOW, SPILL_BUDGET, ScrollSpec
+from asyncwifi._stream import SCROLL_WINDOW, SPILL_BUDGET, ScrollSpec, ScrollStream
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import Event, ItemError
 from asyncwifi.models._decode import decode_page

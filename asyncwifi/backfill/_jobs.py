@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from asyncwifi._instant import MS
 from asyncwifi._resources._contacts import PageSize
 from asyncwifi._resources._contacts import page_size as contacts_page_size
-from asyncwifi._scroll_producer import scroll_start_wait
+from asyncwifi._stream import scroll_start_wait
 from asyncwifi.backfill._contract import Reporter
 from asyncwifi.backfill._engine import ExportJob, Opened, Part
 from asyncwifi.backfill._plan import Slice, even_slice_size, plan_slices

@@ -23,7 +23,7 @@ import msgspec
 from asyncwifi._client import Client
 from asyncwifi._cursor import TimeCursor
 from asyncwifi._instant import MS, floor_ms, utc_times
-from asyncwifi._scroll import Record, ScrollStream
+from asyncwifi._stream import Record, ScrollStream
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import Event, ItemError
 from asyncwifi.models._identity import content_id, record_id, record_ids

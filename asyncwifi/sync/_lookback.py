@@ -45,7 +45,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from asyncwifi._instant import MS, format_instant, utc_times
-from asyncwifi._scroll import ScrollStream
+from asyncwifi._stream import ScrollStream
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import Event, ItemError
 from asyncwifi.models._identity import content_id, record_id

@@ -2,12 +2,12 @@
 
 spec §3 and §4.2: each scroll response carries a new id; the next request must follow
 within 60 s of the previous one, or the id expires, and an expired id answers 200 with no
-results, just like the end. A background task (:mod:`asyncwifi._scroll_producer`) fetches
+results, just like the end. A background task (:mod:`asyncwifi._stream._task`) fetches
 ``prefetch`` pages ahead of the consumer and, when the consumer is slow, still sends the next
 request before the window closes; pages beyond ``max_buffered`` in memory go to an anonymous
-temporary file (``_scroll_pages.Spill``, at most ``spill_budget`` bytes), so a slow consumer
+temporary file (``_pages.Spill``, at most ``spill_budget`` bytes), so a slow consumer
 costs no request. What an empty page means, and how a lapse is resumed exactly once
-on every record shape, is decided by :mod:`asyncwifi._scroll_state` (no I/O).
+on every record shape, is decided by :mod:`asyncwifi._stream._machine` (no I/O).
 
 Iteration goes through a view object: when a loop breaks, is cancelled or raises, the view
 is released and stops the background task at once (and ``aclose()`` / ``async with`` stop
@@ -22,8 +22,8 @@ from collections.abc import AsyncIterator
 from typing import Any, Generic, TypeVar
 
 from asyncwifi._core import RequestPipeline
-from asyncwifi._scroll_pages import Record, ScrollPage, ScrollSpec
-from asyncwifi._scroll_producer import Producer
+from asyncwifi._stream._pages import Record, ScrollPage, ScrollSpec
+from asyncwifi._stream._task import Producer
 from asyncwifi.errors import AsyncWifiError
 from asyncwifi.models import ItemError
 

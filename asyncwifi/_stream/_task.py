@@ -2,7 +2,7 @@
 
 It fetches a page, hands the outcome to the machine and does what it decides; it paces
 itself on the window (spec §3), not on the consumer: past ``max_buffered`` pages in memory,
-pages go to the spill file (:class:`~asyncwifi._scroll_pages.Spill`) until its budget is spent.
+pages go to the spill file (:class:`~asyncwifi._stream._pages.Spill`) until its budget is spent.
 A fetch (and its decoding, which is pure) may be retried; what a page changes (the cursor,
 the spill file, the counters, the queue) happens once, after the attempt that succeeded.
 """
@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from asyncwifi._core import RequestPipeline
-from asyncwifi._scroll_pages import ScrollPage, ScrollSpec, Spill, Spilled
-from asyncwifi._scroll_state import Cursor, PageOutcome, ScrollMachine, Step
+from asyncwifi._stream._machine import Cursor, PageOutcome, ScrollMachine, Step
+from asyncwifi._stream._pages import ScrollPage, ScrollSpec, Spill, Spilled
 from asyncwifi._transport import BodyBuffer
 from asyncwifi.errors import ConflictError, ScrollExpiredError
 from asyncwifi.models import ItemError
