@@ -11,26 +11,33 @@ otherwise (the spec's flat records carry no time) it re-scans, skipping delivere
 from __future__ import annotations
 
 import builtins
+import operator
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
-from typing import Any, Literal, overload
+from typing import Any, ClassVar, Literal, overload
 
 from asyncwifi._core import RequestPipeline
 from asyncwifi._protocol import (
     EVENT_TYPES,
+    Tag,
     build_query,
     format_datetime,
     organization_segment,
     path_segment,
 )
-from asyncwifi._stream import SCROLL_WINDOW, SPILL_BUDGET, ScrollSpec, ScrollStream
+from asyncwifi._stream import (
+    SCROLL_WINDOW,
+    SPILL_BUDGET,
+    ScrollStream,
+    StreamOptions,
+)
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import Event, ItemError
 from asyncwifi.models._decode import decode_page
 from asyncwifi.models._events import EventKey, EventKeyPage, EventPage
 from asyncwifi.ratelimit import Lane
 
-__all__ = ["Events", "validate_event_query"]
+__all__ = ["EventKeyScroll", "EventScroll", "Events", "validate_event_query"]
 
 SORT_BY = ("businessTime", "utcTime")
 MAX_SIZE = 10_000  # spec §8: events page size 1 to 10000
@@ -68,6 +75,58 @@ def validate_event_query(
             raise ValidationError("types must name at least one event type (or be None)")
         names = ",".join(wanted)
     return {"dateStart": start, "dateEnd": end, "events": names, "size": size, "sortBy": sort_by}
+
+
+class EventScroll:
+    """The events scroll (spec §4.5), as the stream asks it (a
+    :class:`~asyncwifi._stream.ScrollKind`): ``scrollId`` continues it (the size cannot
+    change), ``dateStart`` restarts it from a time, and every expiry is resumed; a short
+    page is the end."""
+
+    __slots__ = ("ordered", "params", "path", "size")
+
+    what: ClassVar[Tag] = "events"
+    page_type: ClassVar[type[Any]] = EventPage
+    record_time: ClassVar[operator.attrgetter[Any]] = operator.attrgetter("time_text")
+    resumable: ClassVar[bool] = True
+    short_ends: ClassVar[bool] = True
+    rescan_size: ClassVar[int] = MAX_SIZE
+    objects: ClassVar[None] = None
+
+    def __init__(self, path: str, params: Mapping[str, str], size: int, *, ordered: bool) -> None:
+        self.path = path
+        self.params = params
+        self.size = size
+        #: sorted by utcTime, ascending: a time is a safe restart point
+        self.ordered = ordered
+
+    def next(self, scroll_id: str) -> dict[str, str]:
+        return {**self.params, "scrollId": scroll_id}
+
+    def restart(self, since: str | None) -> dict[str, str]:
+        # a fresh scroll over what remains: from the last time delivered (inclusive; the
+        # ids delivered at that time are skipped), else the whole range again
+        fresh = dict(self.params)
+        if since is not None:
+            fresh["dateStart"] = since
+        return fresh
+
+    def envelope(self, envelope: Any) -> tuple[int | None, str | None]:
+        return None, envelope.scroll_id
+
+    def smaller(self, refused: int) -> int | None:
+        return None  # the size is the caller's: a refusal stands
+
+    def accepted(self, size: int) -> None:
+        pass
+
+
+class EventKeyScroll(EventScroll):
+    """The events scroll, each event decoded as its :class:`~asyncwifi.models.EventKey`."""
+
+    __slots__ = ()
+
+    page_type = EventKeyPage
 
 
 class Events:
@@ -172,40 +231,17 @@ class Events:
             {**query, "sortReverse": sort_reverse, "enableScroll": True}, extra_params
         )
         ordered = sort_by == "utcTime" and not sort_reverse
-
-        def restart(since: str | None) -> dict[str, str]:
-            # a fresh scroll over what remains: from the last time delivered (inclusive;
-            # the ids delivered at that time are skipped), else the whole range again
-            fresh = dict(params)
-            if since is not None:
-                fresh["dateStart"] = since
-            return fresh
-
-        spec = ScrollSpec(
-            path=path,
-            params=params,
-            size=size,
-            # spec §4.5: the next page is fetched with scrollId; size cannot change
-            continuation=lambda sid: {**params, "scrollId": sid},
-            page_type=EventPage if decode == "record" else EventKeyPage,
-            total=lambda env: None,
-            scroll_id=lambda env: env.scroll_id,
-            restart=restart,
-            time_of=lambda e: e.time_text,
-            ordered=ordered,
-            short_ends=True,
-            rescan_size=MAX_SIZE,
-            resumable=True,
-            what="events",
+        scroll = EventScroll if decode == "record" else EventKeyScroll
+        kind = scroll(path, params, size, ordered=ordered)
+        options = StreamOptions(
             keep_raw=keep_raw,
             prefetch=prefetch,
             max_buffered=max_buffered,
-            window=self._window,
+            spill_budget=spill_budget,
             on_item_error=on_item_error,
             lane=lane,
-            spill_budget=spill_budget,
         )
-        return ScrollStream(self._api, spec)
+        return ScrollStream(self._api, kind, options, window=self._window)
 
     async def for_customer(
         self,

@@ -22,7 +22,14 @@ from collections.abc import AsyncIterator
 from typing import Any, Generic, TypeVar
 
 from asyncwifi._core import RequestPipeline
-from asyncwifi._stream._pages import Record, ScrollPage, ScrollSpec
+from asyncwifi._stream._kind import ScrollKind
+from asyncwifi._stream._pages import (
+    DEFAULT_OPTIONS,
+    SCROLL_WINDOW,
+    Record,
+    ScrollPage,
+    StreamOptions,
+)
 from asyncwifi._stream._task import Producer
 from asyncwifi.errors import AsyncWifiError
 from asyncwifi.models import ItemError
@@ -75,8 +82,15 @@ class ScrollStream(Generic[ItemT]):
     records that did not decode are on ``errors``.
     """
 
-    def __init__(self, api: RequestPipeline, spec: ScrollSpec) -> None:
-        self._producer = Producer(api, spec)
+    def __init__(
+        self,
+        api: RequestPipeline,
+        kind: ScrollKind,
+        options: StreamOptions = DEFAULT_OPTIONS,
+        *,
+        window: float = SCROLL_WINDOW,
+    ) -> None:
+        self._producer = Producer(api, kind, options, window)
         self._task: asyncio.Task[None] | None = None
         self._finished = False
         self._kind: str | None = None
@@ -85,7 +99,7 @@ class ScrollStream(Generic[ItemT]):
     def _view(self, kind: str) -> AsyncIterator[Any]:
         if self._kind is not None:
             raise AsyncWifiError("a scroll stream can be iterated only once")
-        if kind == "records" and not self._producer.spec.keep_raw:
+        if kind == "records" and not self._producer.options.keep_raw:
             raise AsyncWifiError("records() needs keep_raw=True")
         self._kind = kind
         return _view(self, kind)
@@ -106,7 +120,7 @@ class ScrollStream(Generic[ItemT]):
         if self._finished:
             return False
         run = self._producer.run()
-        name = f"asyncwifi-scroll-{self._producer.spec.what}"
+        name = f"asyncwifi-scroll-{self._producer.kind.what}"
         self._task = asyncio.get_running_loop().create_task(run, name=name)
         return True
 
@@ -180,6 +194,6 @@ class ScrollStream(Generic[ItemT]):
     def __repr__(self) -> str:
         p = self._producer
         return (
-            f"ScrollStream({p.spec.what}, delivered={p.cursor.delivered}, "
+            f"ScrollStream({p.kind.what}, delivered={p.cursor.delivered}, "
             f"requests={p.requests}, resumes={p.machine.resumes})"
         )
