@@ -356,6 +356,7 @@ class Client:
         response = await self._api.read(
             "POST",
             LOGIN_PATH,
+            tag="login",
             body=body,
             lane=Lane.INTERACTIVE,
             auth=False,
@@ -378,6 +379,7 @@ class Client:
         await self._api.write(
             "POST",
             LOGOUT_PATH,
+            tag="logout",
             body=b"{}",
             decode=lambda b: None,
             verify=None,

@@ -221,6 +221,7 @@ class Contacts:
         contact = await self._api.read(
             "GET",
             path,
+            tag="contacts",
             lane=Lane.INTERACTIVE,
             decode=_contact_of,
             count=lambda found: int(found is not None),
@@ -233,12 +234,13 @@ class Contacts:
         return contact
 
     async def _generic(
-        self, suffix: str, cid: str, extra: Mapping[str, object] | None
+        self, suffix: str, cid: str, extra: Mapping[str, object] | None, tag: Tag = "contacts"
     ) -> GenericResponse:
         path = f"/v2/customers/{path_segment(cid, 'cid')}/{suffix}"
         return await self._api.read(
             "GET",
             path,
+            tag=tag,
             params=build_query({}, extra) or None,
             lane=Lane.INTERACTIVE,
             decode=lambda b: decode_generic(b, what=f"contact {suffix}"),
@@ -249,7 +251,7 @@ class Contacts:
         self, cid: str, *, extra_params: Mapping[str, object] | None = None
     ) -> GenericResponse:
         """``GET /v2/customers/{cid}/events`` (shape not shown: a plain JSON object)."""
-        return await self._generic("events", cid, extra_params)
+        return await self._generic("events", cid, extra_params, "events")  # events, not contacts
 
     async def devices(
         self, cid: str, *, extra_params: Mapping[str, object] | None = None
@@ -292,6 +294,7 @@ class Contacts:
         return await self._api.write(
             "PUT",
             path,
+            tag="contacts",
             body=encode({"policies": items}),
             decode=lambda b: decode_generic(b, what="policies"),
             verify=verify,
@@ -312,6 +315,7 @@ class Contacts:
         return await self._api.write(
             "DELETE",
             path,
+            tag="contacts",
             decode=lambda b: decode_generic(b, what="delete"),
             verify=verify,
             count=one_object,

@@ -267,6 +267,7 @@ class Events:
         page = await self._api.read(
             "GET",
             path,
+            tag="events",
             params=build_query({**query, "sortReverse": sort_reverse}, extra_params),
             lane=Lane.INTERACTIVE,
             decode=lambda b: decode_page(b, EventPage),

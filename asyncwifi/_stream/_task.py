@@ -177,6 +177,7 @@ class Producer:
                     fetched = await self.api.read(
                         "GET",
                         kind.path,
+                        tag=kind.what,
                         params={**query, "size": str(self.size)},
                         lane=Lane.SCROLL if continuation else self.options.lane,
                         deadline=deadline,
