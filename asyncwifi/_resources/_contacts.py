@@ -9,16 +9,16 @@ parameters. ``get`` reads the contact from the body itself or from a ``customer`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 import msgspec
 
 from asyncwifi._core import RequestPipeline, Verdict, one_object
 from asyncwifi._protocol import Tag, build_query, organization_segment, path_segment
-from asyncwifi._stream import SCROLL_WINDOW, ScrollStream, StreamOptions
+from asyncwifi._stream import SCROLL_WINDOW, ScrollStream, StreamOptions, stream_options
 from asyncwifi.errors import DecodeError, NotFoundError, ValidationError
-from asyncwifi.models import Contact, ItemError, Policy
+from asyncwifi.models import Contact, Policy
 from asyncwifi.models._contacts import ContactPage
 from asyncwifi.models._decode import decode_generic, encode, generic_objects
 from asyncwifi.models._generic import GenericResponse
@@ -166,11 +166,8 @@ class Contacts:
         size: PageSize = "max",
         organization: str | None = None,
         resume: bool = False,
-        keep_raw: bool = False,
-        prefetch: int = 1,
-        max_buffered: int = 4,
-        on_item_error: Callable[[ItemError], None] | None = None,
         extra_params: Mapping[str, object] | None = None,
+        options: StreamOptions | None = None,
     ) -> ScrollStream[Contact]:
         """Stream every contact matching the filters through a scroll (spec §4.2).
 
@@ -181,6 +178,7 @@ class Contacts:
 
         ``size`` (see :func:`page_size`): ``"max"`` by default, the largest page the server
         accepts, learnt once per client (a refused size costs one 409, paid once).
+        ``options``: how the stream is consumed (a :class:`~asyncwifi.StreamOptions`).
         """
         size = page_size(size)
         learning = size == "max" and self._largest.size is None
@@ -207,13 +205,7 @@ class Contacts:
             resumable=resume,
             learn=self._largest if learning else None,
         )
-        options = StreamOptions(
-            keep_raw=keep_raw,
-            prefetch=prefetch,
-            max_buffered=max_buffered,
-            on_item_error=on_item_error,
-        )
-        return ScrollStream(self._api, kind, options, window=self._window)
+        return ScrollStream(self._api, kind, stream_options(options), window=self._window)
 
     async def get(self, cid: str) -> Contact:
         """One contact by id (response shape "not shown": see the module doc)."""

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import builtins
 import operator
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any, ClassVar, Literal, overload
+from typing import Any, ClassVar
 
 from asyncwifi._core import RequestPipeline
 from asyncwifi._protocol import (
@@ -25,14 +25,9 @@ from asyncwifi._protocol import (
     organization_segment,
     path_segment,
 )
-from asyncwifi._stream import (
-    SCROLL_WINDOW,
-    SPILL_BUDGET,
-    ScrollStream,
-    StreamOptions,
-)
+from asyncwifi._stream import SCROLL_WINDOW, ScrollStream, StreamOptions, stream_options
 from asyncwifi.errors import ValidationError
-from asyncwifi.models import Event, ItemError
+from asyncwifi.models import Event
 from asyncwifi.models._decode import decode_page
 from asyncwifi.models._events import EventKey, EventKeyPage, EventPage
 from asyncwifi.ratelimit import Lane
@@ -149,7 +144,6 @@ class Events:
     def _organization(self, organization: str | None) -> str:
         return organization_segment(organization, self._org)
 
-    @overload
     def list(
         self,
         *,
@@ -160,67 +154,59 @@ class Events:
         sort_by: str = "utcTime",
         sort_reverse: bool | None = None,
         organization: str | None = None,
-        keep_raw: bool = False,
-        prefetch: int = 1,
-        max_buffered: int = 4,
-        on_item_error: Callable[[ItemError], None] | None = None,
-        lane: Lane = Lane.DEFAULT,
         extra_params: Mapping[str, object] | None = None,
-        spill_budget: int = SPILL_BUDGET,
-        decode: Literal["record"] = ...,
-    ) -> ScrollStream[Event]: ...
-    @overload
-    def list(
-        self,
-        *,
-        date_start: datetime | str | None = None,
-        date_end: datetime | str | None = None,
-        types: Iterable[str] | None = None,
-        size: int = MAX_SIZE,
-        sort_by: str = "utcTime",
-        sort_reverse: bool | None = None,
-        organization: str | None = None,
-        keep_raw: bool = False,
-        prefetch: int = 1,
-        max_buffered: int = 4,
-        on_item_error: Callable[[ItemError], None] | None = None,
-        lane: Lane = Lane.DEFAULT,
-        extra_params: Mapping[str, object] | None = None,
-        spill_budget: int = SPILL_BUDGET,
-        decode: Literal["key"],
-    ) -> ScrollStream[EventKey]: ...
-    def list(
-        self,
-        *,
-        date_start: datetime | str | None = None,
-        date_end: datetime | str | None = None,
-        types: Iterable[str] | None = None,
-        size: int = MAX_SIZE,
-        sort_by: str = "utcTime",
-        sort_reverse: bool | None = None,
-        organization: str | None = None,
-        keep_raw: bool = False,
-        prefetch: int = 1,
-        max_buffered: int = 4,
-        on_item_error: Callable[[ItemError], None] | None = None,
-        lane: Lane = Lane.DEFAULT,
-        extra_params: Mapping[str, object] | None = None,
-        spill_budget: int = SPILL_BUDGET,
-        decode: Literal["record", "key"] = "record",
-    ) -> ScrollStream[Any]:
+        options: StreamOptions | None = None,
+    ) -> ScrollStream[Event]:
         """Stream the organization's events through a scroll (spec §4.5).
 
         ``size`` defaults to the maximum, 10,000: quota is what binds, so fewer, fuller
-        pages. A slow consumer never lets the scroll lapse: pages past ``max_buffered``
-        wait in a temporary file of at most ``spill_budget`` bytes. An expired scroll
-        resumes transparently (``stream.resumes``, ``stream.resume_requests`` count it)
-        and no event is delivered twice. ``decode="key"`` decodes only each event's
-        identity and time (:class:`~asyncwifi.models.EventKey`): with ``keep_raw``, what an
-        export that writes the server's bytes needs, at a third of the decoding cost.
-        See docs/guides/streams.md.
+        pages. A slow consumer never lets the scroll lapse: pages past
+        ``options.max_buffered`` wait in a temporary file of at most
+        ``options.spill_budget`` bytes. An expired scroll resumes transparently
+        (``stream.resumes``, ``stream.resume_requests`` count it) and no event is
+        delivered twice. ``options``: how the stream is consumed (a
+        :class:`~asyncwifi.StreamOptions`: ``keep_raw``, ``prefetch``, ``max_buffered``,
+        ``spill_budget``, ``on_item_error``, ``lane``). See docs/guides/streams.md.
         """
-        if decode not in ("record", "key"):
-            raise ValidationError(f"decode must be 'record' or 'key', got {decode!r}")
+        return self._stream(
+            EventScroll, date_start, date_end, types, size, sort_by, sort_reverse,
+            organization, extra_params, options,
+        )  # fmt: skip
+
+    def keys(
+        self,
+        *,
+        date_start: datetime | str | None = None,
+        date_end: datetime | str | None = None,
+        types: Iterable[str] | None = None,
+        size: int = MAX_SIZE,
+        sort_by: str = "utcTime",
+        sort_reverse: bool | None = None,
+        organization: str | None = None,
+        extra_params: Mapping[str, object] | None = None,
+        options: StreamOptions | None = None,
+    ) -> ScrollStream[EventKey]:
+        """:meth:`list`'s stream, each event decoded only as its identity and time (an
+        :class:`~asyncwifi.models.EventKey`): with ``StreamOptions(keep_raw=True)``, what an
+        export that writes the server's bytes needs, at a third of the decoding cost."""
+        return self._stream(
+            EventKeyScroll, date_start, date_end, types, size, sort_by, sort_reverse,
+            organization, extra_params, options,
+        )  # fmt: skip
+
+    def _stream(
+        self,
+        scroll: type[EventScroll],
+        date_start: datetime | str | None,
+        date_end: datetime | str | None,
+        types: Iterable[str] | None,
+        size: int,
+        sort_by: str,
+        sort_reverse: bool | None,
+        organization: str | None,
+        extra_params: Mapping[str, object] | None,
+        options: StreamOptions | None,
+    ) -> ScrollStream[Any]:
         query = validate_event_query(
             date_start=date_start, date_end=date_end, types=types, size=size, sort_by=sort_by
         )
@@ -230,18 +216,8 @@ class Events:
         params = build_query(
             {**query, "sortReverse": sort_reverse, "enableScroll": True}, extra_params
         )
-        ordered = sort_by == "utcTime" and not sort_reverse
-        scroll = EventScroll if decode == "record" else EventKeyScroll
-        kind = scroll(path, params, size, ordered=ordered)
-        options = StreamOptions(
-            keep_raw=keep_raw,
-            prefetch=prefetch,
-            max_buffered=max_buffered,
-            spill_budget=spill_budget,
-            on_item_error=on_item_error,
-            lane=lane,
-        )
-        return ScrollStream(self._api, kind, options, window=self._window)
+        kind = scroll(path, params, size, ordered=sort_by == "utcTime" and not sort_reverse)
+        return ScrollStream(self._api, kind, stream_options(options), window=self._window)
 
     async def for_customer(
         self,

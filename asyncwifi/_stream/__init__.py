@@ -8,17 +8,20 @@ pages wait (:mod:`._pages`), its background task (:mod:`._task`) and its sans-I/
 from asyncwifi._stream._kind import ScrollKind
 from asyncwifi._stream._pages import (
     DEFAULT_OPTIONS,
+    RAW,
     SCROLL_WINDOW,
     SPILL_BUDGET,
     Record,
     ScrollPage,
     StreamOptions,
+    stream_options,
 )
 from asyncwifi._stream._stream import ScrollStream
 from asyncwifi._stream._task import scroll_start_wait
 
 __all__ = [
     "DEFAULT_OPTIONS",
+    "RAW",
     "SCROLL_WINDOW",
     "SPILL_BUDGET",
     "Record",
@@ -27,4 +30,5 @@ __all__ = [
     "ScrollStream",
     "StreamOptions",
     "scroll_start_wait",
+    "stream_options",
 ]

@@ -26,6 +26,7 @@ from asyncwifi.ratelimit import Lane
 
 __all__ = [
     "DEFAULT_OPTIONS",
+    "RAW",
     "SCROLL_WINDOW",
     "SPILL_BUDGET",
     "Record",
@@ -33,6 +34,7 @@ __all__ = [
     "Spill",
     "Spilled",
     "StreamOptions",
+    "stream_options",
 ]
 
 ItemT = TypeVar("ItemT")
@@ -104,6 +106,18 @@ class StreamOptions:
 
 #: the options of a stream when the caller gives none
 DEFAULT_OPTIONS = StreamOptions()
+#: the options of a stream that hands out the server's bytes too (the sync's, the exports')
+RAW = StreamOptions(keep_raw=True)
+
+
+def stream_options(options: StreamOptions | None) -> StreamOptions:
+    """The caller's options of a stream (``options=`` of ``events.list``, ``contacts.list``),
+    checked: one value, not keywords; the defaults when None."""
+    if options is None:
+        return DEFAULT_OPTIONS
+    if not isinstance(options, StreamOptions):
+        raise ValidationError(f"options must be a StreamOptions, got {options!r}")
+    return options
 
 
 @dataclass(slots=True)

@@ -41,7 +41,7 @@ async def test_every_request_is_tagged_as_its_route(
         await api.hotspots.delete(created.hotspot_id or "")
         await api.segments.list()
         [e async for e in api.events.list(size=20)]
-        [k async for k in api.events.list(size=20, decode="key")]
+        [k async for k in api.events.keys(size=20)]
         await api.events.for_customer(contacts[1].cid or "")
         await api.logout()
     assert seen
