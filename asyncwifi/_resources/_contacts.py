@@ -16,7 +16,7 @@ import msgspec
 
 from asyncwifi._core import RequestPipeline, Verdict, one_object
 from asyncwifi._protocol import Tag, build_query, organization_segment, path_segment
-from asyncwifi._stream import SCROLL_WINDOW, ScrollStream, StreamOptions, stream_options
+from asyncwifi._stream import SCROLL_WINDOW, ScrollStream, StreamOptions
 from asyncwifi.errors import DecodeError, NotFoundError, ValidationError
 from asyncwifi.models import Contact, Policy
 from asyncwifi.models._contacts import ContactPage
@@ -205,7 +205,7 @@ class Contacts:
             resumable=resume,
             learn=self._largest if learning else None,
         )
-        return ScrollStream(self._api, kind, stream_options(options), window=self._window)
+        return ScrollStream(self._api, kind, options, window=self._window)
 
     async def get(self, cid: str) -> Contact:
         """One contact by id (response shape "not shown": see the module doc)."""

@@ -25,7 +25,7 @@ from asyncwifi._protocol import (
     organization_segment,
     path_segment,
 )
-from asyncwifi._stream import SCROLL_WINDOW, ScrollStream, StreamOptions, stream_options
+from asyncwifi._stream import SCROLL_WINDOW, ScrollStream, StreamOptions
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import Event
 from asyncwifi.models._decode import decode_page
@@ -217,7 +217,7 @@ class Events:
             {**query, "sortReverse": sort_reverse, "enableScroll": True}, extra_params
         )
         kind = scroll(path, params, size, ordered=sort_by == "utcTime" and not sort_reverse)
-        return ScrollStream(self._api, kind, stream_options(options), window=self._window)
+        return ScrollStream(self._api, kind, options, window=self._window)
 
     async def for_customer(
         self,

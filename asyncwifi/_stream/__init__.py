@@ -14,7 +14,6 @@ from asyncwifi._stream._pages import (
     Record,
     ScrollPage,
     StreamOptions,
-    stream_options,
 )
 from asyncwifi._stream._stream import ScrollStream
 from asyncwifi._stream._task import scroll_start_wait
@@ -30,5 +29,4 @@ __all__ = [
     "ScrollStream",
     "StreamOptions",
     "scroll_start_wait",
-    "stream_options",
 ]

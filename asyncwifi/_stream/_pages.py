@@ -34,7 +34,6 @@ __all__ = [
     "Spill",
     "Spilled",
     "StreamOptions",
-    "stream_options",
 ]
 
 ItemT = TypeVar("ItemT")
@@ -108,16 +107,6 @@ class StreamOptions:
 DEFAULT_OPTIONS = StreamOptions()
 #: the options of a stream that hands out the server's bytes too (the sync's, the exports')
 RAW = StreamOptions(keep_raw=True)
-
-
-def stream_options(options: StreamOptions | None) -> StreamOptions:
-    """The caller's options of a stream (``options=`` of ``events.list``, ``contacts.list``),
-    checked: one value, not keywords; the defaults when None."""
-    if options is None:
-        return DEFAULT_OPTIONS
-    if not isinstance(options, StreamOptions):
-        raise ValidationError(f"options must be a StreamOptions, got {options!r}")
-    return options
 
 
 @dataclass(slots=True)

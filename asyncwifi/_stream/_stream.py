@@ -31,7 +31,7 @@ from asyncwifi._stream._pages import (
     StreamOptions,
 )
 from asyncwifi._stream._task import Producer
-from asyncwifi.errors import AsyncWifiError
+from asyncwifi.errors import AsyncWifiError, ValidationError
 from asyncwifi.models import ItemError
 
 __all__ = ["Record", "ScrollPage", "ScrollStream"]
@@ -86,10 +86,15 @@ class ScrollStream(Generic[ItemT]):
         self,
         api: RequestPipeline,
         kind: ScrollKind,
-        options: StreamOptions = DEFAULT_OPTIONS,
+        options: StreamOptions | None = None,
         *,
         window: float = SCROLL_WINDOW,
     ) -> None:
+        # the caller's options (``options=`` of the lists): one value, checked here
+        if options is None:
+            options = DEFAULT_OPTIONS
+        elif not isinstance(options, StreamOptions):
+            raise ValidationError(f"options must be a StreamOptions, got {options!r}")
         self._producer = Producer(api, kind, options, window)
         self._task: asyncio.Task[None] | None = None
         self._finished = False
@@ -147,7 +152,8 @@ class ScrollStream(Generic[ItemT]):
         await self.aclose()
 
     def __del__(self) -> None:
-        self._stop()
+        if hasattr(self, "_producer"):  # not when __init__ refused the options
+            self._stop()
 
     # -- what happened -------------------------------------------------------------------
     @property
