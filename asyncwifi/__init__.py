@@ -16,7 +16,7 @@ from asyncwifi._client import Client, ClientState
 from asyncwifi._clock import Clock, ScaledClock
 from asyncwifi._core import RequestInfo, ResponseInfo, RetryInfo
 from asyncwifi._retry import RetryPolicy
-from asyncwifi._scroll import ScrollPage, ScrollStream
+from asyncwifi._stream import ScrollStream, StreamOptions
 from asyncwifi._transport import (
     MockTransport,
     Request,
@@ -64,9 +64,9 @@ __all__ = [
     "RetryInfo",
     "RetryPolicy",
     "ScaledClock",
-    "ScrollPage",
     "ScrollStream",
     "Segment",
+    "StreamOptions",
     "Transport",
     "__version__",
     "errors",

@@ -19,7 +19,7 @@ from asyncwifi._resources._events import Events
 from asyncwifi._resources._hotspots import Hotspots
 from asyncwifi._resources._segments import Segments
 from asyncwifi._retry import RetryPolicy
-from asyncwifi._scroll_pages import SCROLL_WINDOW
+from asyncwifi._stream._pages import SCROLL_WINDOW
 from asyncwifi._transport import AiohttpTransport, Transport
 from asyncwifi.errors import (
     ClientStateError,
@@ -356,6 +356,7 @@ class Client:
         response = await self._api.read(
             "POST",
             LOGIN_PATH,
+            tag="login",
             body=body,
             lane=Lane.INTERACTIVE,
             auth=False,
@@ -378,6 +379,7 @@ class Client:
         await self._api.write(
             "POST",
             LOGOUT_PATH,
+            tag="logout",
             body=b"{}",
             decode=lambda b: None,
             verify=None,

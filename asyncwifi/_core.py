@@ -30,7 +30,7 @@ import msgspec
 from asyncwifi._auth import Token, TokenManager
 from asyncwifi._backoff import client_retrying
 from asyncwifi._clock import Clock
-from asyncwifi._protocol import request_tag
+from asyncwifi._protocol import Tag
 from asyncwifi._response import error_from_response
 from asyncwifi._retry import Remedy, RetryPolicy, classify, refused
 from asyncwifi._scopes import Scope, attempt_scope, call_scope
@@ -151,6 +151,8 @@ class Verdict(Generic[T]):
 class _Call:
     method: str
     path: str
+    #: what the request asks for, as the limiter counts it: the caller's to say
+    tag: Tag
     params: Mapping[str, str] | None
     body: bytes | None
     lane: Lane
@@ -167,10 +169,6 @@ class _Call:
     relogged: bool = False
     rate_limited: int = 0
     started: float = 0.0
-    tag: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.tag = request_tag(self.path)
 
 
 class RequestPipeline:
@@ -457,6 +455,7 @@ class RequestPipeline:
         method: str,
         path: str,
         *,
+        tag: Tag,
         params: Mapping[str, str] | None = None,
         body: bytes | None = None,
         lane: Lane = Lane.DEFAULT,
@@ -470,7 +469,8 @@ class RequestPipeline:
         keepalive: KeepAlive | None = None,
     ) -> T:
         """Send a request that is safe to repeat, retrying per the policy; decode the body;
-        ``count(answer)``: the objects it holds (spec §8), counted by the limiter.
+        ``count(answer)``: the objects it holds (spec §8), counted by the limiter under
+        ``tag``, what the request asks for (its admissions are counted under it too).
 
         A body that fails to decode on a 200 (truncated JSON) is retried like a dropped
         connection, since repeating a read costs one request and loses nothing. ``into``:
@@ -478,8 +478,8 @@ class RequestPipeline:
         nothing that points into the body.
         """
         call = _Call(
-            method, path, params, body, lane, deadline, objects, auth, count, on_sent, into,
-            keepalive,
+            method, path, tag, params, body, lane, deadline, objects, auth, count, on_sent,
+            into, keepalive,
         )  # fmt: skip
         return await self._call(call, decode, None, write=False)
 
@@ -489,6 +489,7 @@ class RequestPipeline:
         method: str,
         path: str,
         *,
+        tag: Tag,
         body: bytes | None = None,
         params: Mapping[str, str] | None = None,
         objects: str | None = None,
@@ -508,6 +509,16 @@ class RequestPipeline:
         :class:`AmbiguousWriteError` rather than risk a double write.
         """
         call = _Call(
-            method, path, params, body, Lane.INTERACTIVE, None, objects, True, count, token=token
+            method,
+            path,
+            tag,
+            params,
+            body,
+            Lane.INTERACTIVE,
+            None,
+            objects,
+            True,
+            count,
+            token=token,
         )
         return await self._call(call, decode, verify, write=True)

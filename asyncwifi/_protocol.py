@@ -11,6 +11,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from typing import Literal
 from urllib.parse import quote
 
 from asyncwifi import _rules
@@ -19,6 +20,8 @@ from asyncwifi.errors import AsyncWifiError, ValidationError
 
 __all__ = [
     "EVENT_TYPES",
+    "TAGS",
+    "Tag",
     "build_query",
     "format_datetime",
     "organization_segment",
@@ -30,6 +33,12 @@ __all__ = [
 
 # spec §4.5: the accepted values of the events API's `events` parameter
 EVENT_TYPES: frozenset[str] = frozenset(_rules.EVENT_TYPES)
+
+#: what a request asks for, as the limiter counts it (``Scheduler.used(tag)``): the
+#: resources (spec §4.2-§4.5), the login and logout (§4.1), else "other". Each caller of the
+#: pipeline passes the tag of what it asks; this is the vocabulary's one owner
+Tag = Literal["contacts", "events", "hotspots", "segments", "login", "logout", "other"]
+TAGS: tuple[Tag, ...] = ("contacts", "events", "hotspots", "segments", "login", "logout", "other")
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -137,16 +146,21 @@ def build_query(
     return query
 
 
-def request_tag(path: str) -> str:
-    """The limiter's tag for a request to ``path`` (what it asks for: "events", "contacts",
-    "hotspots", "segments", "login", "logout"; else "other"), by the route's words at their
-    places (spec §4), never by a value in the path (a hotspot identifier "events-hall")."""
+def request_tag(path: str) -> Tag:
+    """The :data:`Tag` of the route ``path`` takes, by the route's words at their places
+    (spec §4), never by a value in the path (a hotspot identifier "events-hall").
+
+    The pipeline does not sniff it: each caller passes the tag of what it asks. This reads
+    it back from a path where only the path is known (a check that the two agree)."""
     words = path.strip("/").split("/")[1:]  # the version dropped
     head = words[0] if words else ""
     if head == "sts":
-        return words[1] if len(words) > 1 and words[1] in ("login", "logout") else "other"
-    if head in ("hotspots", "segments"):
-        return head
+        action = words[1] if len(words) > 1 else ""
+        return "login" if action == "login" else "logout" if action == "logout" else "other"
+    if head == "hotspots":
+        return "hotspots"
+    if head == "segments":
+        return "segments"
     if head == "organizations":  # /v1/organizations/{cid}/events, .../customers/{id}/events
         return "events" if words[-1] == "events" else "other"
     if head == "customers":  # a contact's events are events; the rest of a contact, contacts

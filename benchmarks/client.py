@@ -301,7 +301,11 @@ async def layers(api: Any, info: dict[str, Any], ids: list[str]) -> None:
 
         async def pipeline(i: int) -> object:
             return await api._api.read(
-                "GET", path, objects="hotspots", decode=lambda b: decode(b, HotspotEnvelope)
+                "GET",
+                path,
+                tag="hotspots",
+                objects="hotspots",
+                decode=lambda b: decode(b, HotspotEnvelope),
             )
 
         async def resource(i: int) -> object:

@@ -36,6 +36,8 @@ from typing import Any
 
 from _common import hand_login, load_line, median, open_client, run_child, simulator
 
+from asyncwifi import StreamOptions
+
 KINDS = ("asyncwifi", "asyncwifi raw", "hand-written", "transfer only")
 START = datetime(2026, 1, 1, tzinfo=UTC)
 EVENTS_PER_DAY = 100_000
@@ -67,7 +69,9 @@ async def consume_typed(info: dict[str, Any], since: str, until: str) -> int:
 async def consume_raw(info: dict[str, Any], since: str, until: str) -> int:
     n = 0
     async with open_client(info) as api:
-        stream = api.events.list(date_start=since, date_end=until, size=10_000, keep_raw=True)
+        stream = api.events.list(
+            date_start=since, date_end=until, size=10_000, options=StreamOptions(keep_raw=True)
+        )
         async for page in stream.pages():
             assert page.raw_items is not None
             for event, raw in zip(page.items, page.raw_items, strict=True):

@@ -46,6 +46,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from asyncwifi import StreamOptions
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import Checkout, checkouts, load_line, median, run_child, run_command
@@ -115,7 +117,9 @@ async def run_handwritten(info: dict[str, Any], url: str) -> int:
         limits=Limits(minute=None, day=None),  # the limit is lifted on both sides
     )
     async with api:
-        stream = api.events.list(date_start=START, date_end=END, keep_raw=True)
+        stream = api.events.list(
+            date_start=START, date_end=END, options=StreamOptions(keep_raw=True)
+        )
         async for record in stream.records():
             ev = record.item
             where = ev.where

@@ -9,23 +9,22 @@ parameters. ``get`` reads the contact from the body itself or from a ``customer`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal
 
 import msgspec
 
 from asyncwifi._core import RequestPipeline, Verdict, one_object
-from asyncwifi._protocol import build_query, organization_segment, path_segment
-from asyncwifi._scroll import ScrollStream
-from asyncwifi._scroll_pages import SCROLL_WINDOW, ScrollSpec
+from asyncwifi._protocol import Tag, build_query, organization_segment, path_segment
+from asyncwifi._stream import SCROLL_WINDOW, ScrollStream, StreamOptions
 from asyncwifi.errors import DecodeError, NotFoundError, ValidationError
-from asyncwifi.models import Contact, ItemError, Policy
+from asyncwifi.models import Contact, Policy
 from asyncwifi.models._contacts import ContactPage
 from asyncwifi.models._decode import decode_generic, encode, generic_objects
 from asyncwifi.models._generic import GenericResponse
 from asyncwifi.ratelimit import Lane
 
-__all__ = ["MAX_SIZES", "Contacts", "PageSize", "page_size"]
+__all__ = ["MAX_SIZES", "ContactScroll", "Contacts", "PageSize", "page_size"]
 
 #: the page sizes ``size="max"`` tries, largest first: the vendor documents up to 10,000
 #: (observed.md), the reference shows 100 (spec §4.2)
@@ -72,10 +71,74 @@ def _contact_of(body: bytes | memoryview) -> Contact | None:
         raise DecodeError(f"invalid contact: {exc}", raw=bytes(body[:1024])) from None
 
 
+class LargestPage:
+    """The largest page size the server accepted for ``size="max"`` (None: not learnt yet),
+    learnt once per client: the first list that asks remembers it here."""
+
+    __slots__ = ("size",)
+
+    def __init__(self) -> None:
+        self.size: int | None = None
+
+
+class ContactScroll:
+    """The contacts scroll (spec §4.2), as the stream asks it (a
+    :class:`~asyncwifi._stream.ScrollKind`): ``sId`` continues it, the envelope's
+    ``totalCount`` says how many there are, and when ``resumable`` an expiry is resumed by
+    a re-scan (the records carry no time). ``learn``: a ``size="max"`` list not learnt
+    yet, which steps down :data:`MAX_SIZES` after a 409 and remembers the size accepted."""
+
+    __slots__ = ("_learn", "params", "path", "resumable", "size")
+
+    what: ClassVar[Tag] = "contacts"
+    page_type: ClassVar[type[Any]] = ContactPage
+    record_time: ClassVar[None] = None
+    ordered: ClassVar[bool] = False
+    short_ends: ClassVar[bool] = False
+    rescan_size: ClassVar[None] = None
+    objects: ClassVar[None] = None
+
+    def __init__(
+        self,
+        path: str,
+        params: Mapping[str, str],
+        size: int,
+        *,
+        resumable: bool,
+        learn: LargestPage | None = None,
+    ) -> None:
+        self.path = path
+        self.params = params
+        self.size = size
+        self.resumable = resumable
+        self._learn = learn
+
+    def next(self, scroll_id: str) -> dict[str, str]:
+        # spec §4.2: the next request carries the latest sId, the filters unchanged
+        return {**self.params, "sId": scroll_id}
+
+    def restart(self, since: str | None) -> dict[str, str] | None:
+        return dict(self.params) if self.resumable else None
+
+    def envelope(self, envelope: Any) -> tuple[int | None, str | None]:
+        return envelope.total_count, envelope.s_id
+
+    def smaller(self, refused: int) -> int | None:
+        """The next of :data:`MAX_SIZES` below ``refused`` while learning; None when none is
+        left (the refusal stands) or the size was the caller's."""
+        if self._learn is None:
+            return None
+        return next((size for size in MAX_SIZES if size < refused), None)
+
+    def accepted(self, size: int) -> None:
+        if self._learn is not None:
+            self._learn.size = size
+
+
 class Contacts:
     """``api.contacts``: spec §4.2."""
 
-    __slots__ = ("_accepted", "_api", "_org", "_window")
+    __slots__ = ("_api", "_largest", "_org", "_window")
 
     def __init__(
         self, api: RequestPipeline, organization: str | None, window: float = SCROLL_WINDOW
@@ -83,21 +146,13 @@ class Contacts:
         self._api = api
         self._org = organization
         self._window = window
-        #: the largest page size the server accepted for ``size="max"`` (None: not asked)
-        self._accepted: int | None = None
+        #: the largest page size the server accepted for ``size="max"``
+        self._largest = LargestPage()
 
     @property
     def largest_page_size(self) -> int | None:
         """The page size the server accepted for ``size="max"``, once a list learnt it."""
-        return self._accepted
-
-    def _smaller(self, refused: int) -> int | None:
-        """For ``size="max"``: the size to ask for once the server refused ``refused`` (409),
-        the next of :data:`MAX_SIZES`; None when none is left (the refusal stands)."""
-        return next((size for size in MAX_SIZES if size < refused), None)
-
-    def _remember(self, size: int) -> None:
-        self._accepted = size
+        return self._largest.size
 
     def list(
         self,
@@ -111,11 +166,8 @@ class Contacts:
         size: PageSize = "max",
         organization: str | None = None,
         resume: bool = False,
-        keep_raw: bool = False,
-        prefetch: int = 1,
-        max_buffered: int = 4,
-        on_item_error: Callable[[ItemError], None] | None = None,
         extra_params: Mapping[str, object] | None = None,
+        options: StreamOptions | None = None,
     ) -> ScrollStream[Contact]:
         """Stream every contact matching the filters through a scroll (spec §4.2).
 
@@ -126,13 +178,14 @@ class Contacts:
 
         ``size`` (see :func:`page_size`): ``"max"`` by default, the largest page the server
         accepts, learnt once per client (a refused size costs one 409, paid once).
+        ``options``: how the stream is consumed (a :class:`~asyncwifi.StreamOptions`).
         """
         size = page_size(size)
-        learning = size == "max" and self._accepted is None
+        learning = size == "max" and self._largest.size is None
         if size == "max":
             # the largest page the server accepts, learnt once per client: the reference
             # shows 100, the vendor documents up to 10,000 (observed.md); a 409 says no
-            size = self._accepted or MAX_SIZES[0]
+            size = self._largest.size or MAX_SIZES[0]
         org = organization_segment(organization, self._org)
         params = build_query(
             {
@@ -145,28 +198,14 @@ class Contacts:
             },
             extra_params,
         )
-        spec = ScrollSpec(
-            path=f"/v2/customers/organizations/{org}",
-            params=params,
-            size=size,
-            # spec §4.2: the next request carries the latest sId, the filters unchanged
-            continuation=lambda sid: {**params, "sId": sid},
-            page_type=ContactPage,
-            total=lambda env: env.total_count,
-            scroll_id=lambda env: env.s_id,
-            restart=(lambda _time: dict(params)) if resume else None,
-            time_of=None,
+        kind = ContactScroll(
+            f"/v2/customers/organizations/{org}",
+            params,
+            size,
             resumable=resume,
-            what="contacts",
-            smaller=self._smaller if learning else None,
-            on_size=self._remember if learning else None,
-            keep_raw=keep_raw,
-            prefetch=prefetch,
-            max_buffered=max_buffered,
-            window=self._window,
-            on_item_error=on_item_error,
+            learn=self._largest if learning else None,
         )
-        return ScrollStream(self._api, spec)
+        return ScrollStream(self._api, kind, options, window=self._window)
 
     async def get(self, cid: str) -> Contact:
         """One contact by id (response shape "not shown": see the module doc)."""
@@ -174,6 +213,7 @@ class Contacts:
         contact = await self._api.read(
             "GET",
             path,
+            tag="contacts",
             lane=Lane.INTERACTIVE,
             decode=_contact_of,
             count=lambda found: int(found is not None),
@@ -186,12 +226,13 @@ class Contacts:
         return contact
 
     async def _generic(
-        self, suffix: str, cid: str, extra: Mapping[str, object] | None
+        self, suffix: str, cid: str, extra: Mapping[str, object] | None, tag: Tag = "contacts"
     ) -> GenericResponse:
         path = f"/v2/customers/{path_segment(cid, 'cid')}/{suffix}"
         return await self._api.read(
             "GET",
             path,
+            tag=tag,
             params=build_query({}, extra) or None,
             lane=Lane.INTERACTIVE,
             decode=lambda b: decode_generic(b, what=f"contact {suffix}"),
@@ -202,7 +243,7 @@ class Contacts:
         self, cid: str, *, extra_params: Mapping[str, object] | None = None
     ) -> GenericResponse:
         """``GET /v2/customers/{cid}/events`` (shape not shown: a plain JSON object)."""
-        return await self._generic("events", cid, extra_params)
+        return await self._generic("events", cid, extra_params, "events")  # events, not contacts
 
     async def devices(
         self, cid: str, *, extra_params: Mapping[str, object] | None = None
@@ -245,6 +286,7 @@ class Contacts:
         return await self._api.write(
             "PUT",
             path,
+            tag="contacts",
             body=encode({"policies": items}),
             decode=lambda b: decode_generic(b, what="policies"),
             verify=verify,
@@ -265,6 +307,7 @@ class Contacts:
         return await self._api.write(
             "DELETE",
             path,
+            tag="contacts",
             decode=lambda b: decode_generic(b, what="delete"),
             verify=verify,
             count=one_object,

@@ -11,27 +11,28 @@ otherwise (the spec's flat records carry no time) it re-scans, skipping delivere
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable, Mapping
+import operator
+from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any, Literal, overload
+from typing import Any, ClassVar
 
 from asyncwifi._core import RequestPipeline
 from asyncwifi._protocol import (
     EVENT_TYPES,
+    Tag,
     build_query,
     format_datetime,
     organization_segment,
     path_segment,
 )
-from asyncwifi._scroll import ScrollStream
-from asyncwifi._scroll_pages import SCROLL_WINDOW, SPILL_BUDGET, ScrollSpec
+from asyncwifi._stream import SCROLL_WINDOW, ScrollStream, StreamOptions
 from asyncwifi.errors import ValidationError
-from asyncwifi.models import Event, ItemError
+from asyncwifi.models import Event
 from asyncwifi.models._decode import decode_page
 from asyncwifi.models._events import EventKey, EventKeyPage, EventPage
 from asyncwifi.ratelimit import Lane
 
-__all__ = ["Events", "validate_event_query"]
+__all__ = ["EventKeyScroll", "EventScroll", "Events", "validate_event_query"]
 
 SORT_BY = ("businessTime", "utcTime")
 MAX_SIZE = 10_000  # spec §8: events page size 1 to 10000
@@ -71,6 +72,58 @@ def validate_event_query(
     return {"dateStart": start, "dateEnd": end, "events": names, "size": size, "sortBy": sort_by}
 
 
+class EventScroll:
+    """The events scroll (spec §4.5), as the stream asks it (a
+    :class:`~asyncwifi._stream.ScrollKind`): ``scrollId`` continues it (the size cannot
+    change), ``dateStart`` restarts it from a time, and every expiry is resumed; a short
+    page is the end."""
+
+    __slots__ = ("ordered", "params", "path", "size")
+
+    what: ClassVar[Tag] = "events"
+    page_type: ClassVar[type[Any]] = EventPage
+    record_time: ClassVar[operator.attrgetter[Any]] = operator.attrgetter("time_text")
+    resumable: ClassVar[bool] = True
+    short_ends: ClassVar[bool] = True
+    rescan_size: ClassVar[int] = MAX_SIZE
+    objects: ClassVar[None] = None
+
+    def __init__(self, path: str, params: Mapping[str, str], size: int, *, ordered: bool) -> None:
+        self.path = path
+        self.params = params
+        self.size = size
+        #: sorted by utcTime, ascending: a time is a safe restart point
+        self.ordered = ordered
+
+    def next(self, scroll_id: str) -> dict[str, str]:
+        return {**self.params, "scrollId": scroll_id}
+
+    def restart(self, since: str | None) -> dict[str, str]:
+        # a fresh scroll over what remains: from the last time delivered (inclusive; the
+        # ids delivered at that time are skipped), else the whole range again
+        fresh = dict(self.params)
+        if since is not None:
+            fresh["dateStart"] = since
+        return fresh
+
+    def envelope(self, envelope: Any) -> tuple[int | None, str | None]:
+        return None, envelope.scroll_id
+
+    def smaller(self, refused: int) -> int | None:
+        return None  # the size is the caller's: a refusal stands
+
+    def accepted(self, size: int) -> None:
+        pass
+
+
+class EventKeyScroll(EventScroll):
+    """The events scroll, each event decoded as its :class:`~asyncwifi.models.EventKey`."""
+
+    __slots__ = ()
+
+    page_type = EventKeyPage
+
+
 class Events:
     """``api.events``: spec §4.5."""
 
@@ -91,7 +144,6 @@ class Events:
     def _organization(self, organization: str | None) -> str:
         return organization_segment(organization, self._org)
 
-    @overload
     def list(
         self,
         *,
@@ -102,67 +154,59 @@ class Events:
         sort_by: str = "utcTime",
         sort_reverse: bool | None = None,
         organization: str | None = None,
-        keep_raw: bool = False,
-        prefetch: int = 1,
-        max_buffered: int = 4,
-        on_item_error: Callable[[ItemError], None] | None = None,
-        lane: Lane = Lane.DEFAULT,
         extra_params: Mapping[str, object] | None = None,
-        spill_budget: int = SPILL_BUDGET,
-        decode: Literal["record"] = ...,
-    ) -> ScrollStream[Event]: ...
-    @overload
-    def list(
-        self,
-        *,
-        date_start: datetime | str | None = None,
-        date_end: datetime | str | None = None,
-        types: Iterable[str] | None = None,
-        size: int = MAX_SIZE,
-        sort_by: str = "utcTime",
-        sort_reverse: bool | None = None,
-        organization: str | None = None,
-        keep_raw: bool = False,
-        prefetch: int = 1,
-        max_buffered: int = 4,
-        on_item_error: Callable[[ItemError], None] | None = None,
-        lane: Lane = Lane.DEFAULT,
-        extra_params: Mapping[str, object] | None = None,
-        spill_budget: int = SPILL_BUDGET,
-        decode: Literal["key"],
-    ) -> ScrollStream[EventKey]: ...
-    def list(
-        self,
-        *,
-        date_start: datetime | str | None = None,
-        date_end: datetime | str | None = None,
-        types: Iterable[str] | None = None,
-        size: int = MAX_SIZE,
-        sort_by: str = "utcTime",
-        sort_reverse: bool | None = None,
-        organization: str | None = None,
-        keep_raw: bool = False,
-        prefetch: int = 1,
-        max_buffered: int = 4,
-        on_item_error: Callable[[ItemError], None] | None = None,
-        lane: Lane = Lane.DEFAULT,
-        extra_params: Mapping[str, object] | None = None,
-        spill_budget: int = SPILL_BUDGET,
-        decode: Literal["record", "key"] = "record",
-    ) -> ScrollStream[Any]:
+        options: StreamOptions | None = None,
+    ) -> ScrollStream[Event]:
         """Stream the organization's events through a scroll (spec §4.5).
 
         ``size`` defaults to the maximum, 10,000: quota is what binds, so fewer, fuller
-        pages. A slow consumer never lets the scroll lapse: pages past ``max_buffered``
-        wait in a temporary file of at most ``spill_budget`` bytes. An expired scroll
-        resumes transparently (``stream.resumes``, ``stream.resume_requests`` count it)
-        and no event is delivered twice. ``decode="key"`` decodes only each event's
-        identity and time (:class:`~asyncwifi.models.EventKey`): with ``keep_raw``, what an
-        export that writes the server's bytes needs, at a third of the decoding cost.
-        See docs/guides/streams.md.
+        pages. A slow consumer never lets the scroll lapse: pages past
+        ``options.max_buffered`` wait in a temporary file of at most
+        ``options.spill_budget`` bytes. An expired scroll resumes transparently
+        (``stream.resumes``, ``stream.resume_requests`` count it) and no event is
+        delivered twice. ``options``: how the stream is consumed (a
+        :class:`~asyncwifi.StreamOptions`: ``keep_raw``, ``prefetch``, ``max_buffered``,
+        ``spill_budget``, ``on_item_error``, ``lane``). See docs/guides/streams.md.
         """
-        if decode not in ("record", "key"):
-            raise ValidationError(f"decode must be 'record' or 'key', got {decode!r}")
+        return self._stream(
+            EventScroll, date_start, date_end, types, size, sort_by, sort_reverse,
+            organization, extra_params, options,
+        )  # fmt: skip
+
+    def keys(
+        self,
+        *,
+        date_start: datetime | str | None = None,
+        date_end: datetime | str | None = None,
+        types: Iterable[str] | None = None,
+        size: int = MAX_SIZE,
+        sort_by: str = "utcTime",
+        sort_reverse: bool | None = None,
+        organization: str | None = None,
+        extra_params: Mapping[str, object] | None = None,
+        options: StreamOptions | None = None,
+    ) -> ScrollStream[EventKey]:
+        """:meth:`list`'s stream, each event decoded only as its identity and time (an
+        :class:`~asyncwifi.models.EventKey`): with ``StreamOptions(keep_raw=True)``, what an
+        export that writes the server's bytes needs, at a third of the decoding cost."""
+        return self._stream(
+            EventKeyScroll, date_start, date_end, types, size, sort_by, sort_reverse,
+            organization, extra_params, options,
+        )  # fmt: skip
+
+    def _stream(
+        self,
+        scroll: type[EventScroll],
+        date_start: datetime | str | None,
+        date_end: datetime | str | None,
+        types: Iterable[str] | None,
+        size: int,
+        sort_by: str,
+        sort_reverse: bool | None,
+        organization: str | None,
+        extra_params: Mapping[str, object] | None,
+        options: StreamOptions | None,
+    ) -> ScrollStream[Any]:
         query = validate_event_query(
             date_start=date_start, date_end=date_end, types=types, size=size, sort_by=sort_by
         )
@@ -172,41 +216,8 @@ class Events:
         params = build_query(
             {**query, "sortReverse": sort_reverse, "enableScroll": True}, extra_params
         )
-        ordered = sort_by == "utcTime" and not sort_reverse
-
-        def restart(since: str | None) -> dict[str, str]:
-            # a fresh scroll over what remains: from the last time delivered (inclusive;
-            # the ids delivered at that time are skipped), else the whole range again
-            fresh = dict(params)
-            if since is not None:
-                fresh["dateStart"] = since
-            return fresh
-
-        spec = ScrollSpec(
-            path=path,
-            params=params,
-            size=size,
-            # spec §4.5: the next page is fetched with scrollId; size cannot change
-            continuation=lambda sid: {**params, "scrollId": sid},
-            page_type=EventPage if decode == "record" else EventKeyPage,
-            total=lambda env: None,
-            scroll_id=lambda env: env.scroll_id,
-            restart=restart,
-            time_of=lambda e: e.time_text,
-            ordered=ordered,
-            short_ends=True,
-            rescan_size=MAX_SIZE,
-            resumable=True,
-            what="events",
-            keep_raw=keep_raw,
-            prefetch=prefetch,
-            max_buffered=max_buffered,
-            window=self._window,
-            on_item_error=on_item_error,
-            lane=lane,
-            spill_budget=spill_budget,
-        )
-        return ScrollStream(self._api, spec)
+        kind = scroll(path, params, size, ordered=sort_by == "utcTime" and not sort_reverse)
+        return ScrollStream(self._api, kind, options, window=self._window)
 
     async def for_customer(
         self,
@@ -232,6 +243,7 @@ class Events:
         page = await self._api.read(
             "GET",
             path,
+            tag="events",
             params=build_query({**query, "sortReverse": sort_reverse}, extra_params),
             lane=Lane.INTERACTIVE,
             decode=lambda b: decode_page(b, EventPage),

@@ -237,6 +237,7 @@ class Hotspots:
         return await self._api.read(
             "GET",
             f"/v3/hotspots/organizations/{self._organization(organization)}",
+            tag="hotspots",
             params=params,
             lane=Lane.INTERACTIVE,
             objects=objects,
@@ -256,6 +257,7 @@ class Hotspots:
         envelope = await self._api.read(
             "GET",
             path,
+            tag="hotspots",
             lane=Lane.INTERACTIVE,
             objects=objects,
             decode=lambda b: decode(b, HotspotEnvelope),
@@ -287,6 +289,7 @@ class Hotspots:
         return await self._api.write(
             "POST",
             "/v3/hotspots",
+            tag="hotspots",
             body=encode(body),
             objects=OBJECTS,
             decode=lambda b: decode(b, HotspotWriteResult),
@@ -334,6 +337,7 @@ class Hotspots:
         return await self._api.write(
             "PUT",
             path,
+            tag="hotspots",
             body=encode(checked),
             objects=OBJECTS,
             decode=lambda b: decode(b, HotspotWriteResult),
@@ -355,6 +359,7 @@ class Hotspots:
         return await self._api.write(
             "DELETE",
             path,
+            tag="hotspots",
             objects=OBJECTS,
             decode=lambda b: decode(b, HotspotDeleteResult),
             verify=verify,

@@ -46,6 +46,7 @@ class Segments:
         return await self._api.read(
             "GET",
             path,
+            tag="segments",
             params=build_query({}, extra_params) or None,
             lane=Lane.INTERACTIVE,
             decode=lambda b: decode_page(b, SegmentPage, keep_raw=keep_raw),

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from asyncwifi._instant import MS
 from asyncwifi._resources._contacts import PageSize
 from asyncwifi._resources._contacts import page_size as contacts_page_size
-from asyncwifi._scroll_producer import scroll_start_wait
+from asyncwifi._stream import StreamOptions, scroll_start_wait
 from asyncwifi.backfill._contract import Reporter
 from asyncwifi.backfill._engine import ExportJob, Opened, Part
 from asyncwifi.backfill._plan import Slice, even_slice_size, plan_slices
@@ -132,7 +132,8 @@ def events_backfill(
     wanted = sorted(set(types)) if types else None
     room = _ScrollRoom(api)
     # the output is the server's bytes: each event's id and time is all that is decoded
-    options = {"types": wanted, "prefetch": prefetch, "lane": Lane.BULK, "decode": "key"}
+    stream = StreamOptions(keep_raw=True, prefetch=prefetch, lane=Lane.BULK)
+    options = {"types": wanted, "options": stream, "keys": True}
 
     def part(piece: Slice) -> Part:
         def open_feed(checkpoint: str | None) -> Opened:
@@ -200,7 +201,10 @@ def contacts_export(
             api,
             budget=room,
             page_size=page_size,
-            list_options={"has_email": has_email, "prefetch": prefetch},
+            list_options={
+                "has_email": has_email,
+                "options": StreamOptions(keep_raw=True, prefetch=prefetch),
+            },
         )
         return feed.scan(), lambda: feed.requests
 

@@ -128,7 +128,7 @@ class EventKey(Model):
     :attr:`time` (the UTC time of the event when the record carries one, else ``None``).
 
     :class:`Event` is the whole record; an export that keeps each record's bytes anyway
-    decodes only this (``events.list(decode="key")``): a third of the time and memory.
+    decodes only this (``events.keys()``): a third of the time and memory.
     """
 
     type: str | None = None
@@ -201,7 +201,7 @@ class EventPage(Model):
 
 
 class EventKeyPage(Model):
-    """The event envelope read for :class:`EventKey` records (``events.list(decode="key")``)."""
+    """The event envelope read for :class:`EventKey` records (``events.keys()``)."""
 
     events: list[EventKey] | None = None
     scroll_id: str | None = None

@@ -23,7 +23,7 @@ import msgspec
 from asyncwifi._client import Client
 from asyncwifi._cursor import TimeCursor
 from asyncwifi._instant import MS, floor_ms, utc_times
-from asyncwifi._scroll import Record, ScrollStream
+from asyncwifi._stream import RAW, Record, ScrollStream
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import Event, ItemError
 from asyncwifi.models._identity import content_id, record_id, record_ids
@@ -184,8 +184,9 @@ class EventFeed:
         self.span = span
         self.span_records = span_records
         self.budget = budget
-        #: more keyword arguments of ``events.list`` (``types``, ``lane``, ``prefetch``;
-        #: ``decode="key"``: the items are ``EventKey``s, for a destination of the bytes)
+        #: more keyword arguments of ``events.list`` (``types``, ``options``: a
+        #: ``StreamOptions`` with keep_raw; ``keys=True``: ``events.keys``, the items are
+        #: ``EventKey``s, for a destination of the bytes)
         self.list_options = dict(list_options or {})
         #: None until a span shows whether the records carry a UTC time
         self.timed_shape: bool | None = None
@@ -262,13 +263,10 @@ class EventFeed:
         page; then a batch of its own with the span's completion in the checkpoint."""
         cursor = self.cursor
         start = cursor.at
-        stream: ScrollStream[Event] = self.api.events.list(
-            date_start=cursor.at,
-            date_end=stop,
-            sort_by="utcTime",
-            size=self.page_size,
-            keep_raw=True,
-            **self.list_options,
+        options = {"options": RAW, **self.list_options}
+        read = self.api.events.keys if options.pop("keys", False) else self.api.events.list
+        stream: ScrollStream[Any] = read(  # Event, or EventKey with keys
+            date_start=cursor.at, date_end=stop, sort_by="utcTime", size=self.page_size, **options
         )
         timed, any_record, cut = True, False, False
         newest = self.newest

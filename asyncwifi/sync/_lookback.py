@@ -45,7 +45,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from asyncwifi._instant import MS, format_instant, utc_times
-from asyncwifi._scroll import ScrollStream
+from asyncwifi._stream import RAW, ScrollStream
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import Event, ItemError
 from asyncwifi.models._identity import content_id, record_id
@@ -315,14 +315,13 @@ class Rereads:
         assert delivered is not None  # a plan comes only with a lookback
         if feed.budget is not None:
             await feed.budget.wait(feed.resource, 1)
-        stream: ScrollStream[Event] = feed.api.events.list(
-            date_start=plan.start,
-            date_end=plan.end,
-            sort_by="utcTime",
-            size=feed.page_size,
-            keep_raw=True,
-            **feed.list_options,  # the feed's types (and lane): a re-read asks what it asks
-        )
+        # the feed's types (and options, keys): a re-read asks what it asks
+        options = {"options": RAW, **feed.list_options}
+        read = feed.api.events.keys if options.pop("keys", False) else feed.api.events.list
+        stream: ScrollStream[Any] = read(  # Event, or EventKey with keys
+            date_start=plan.start, date_end=plan.end, sort_by="utcTime", size=feed.page_size,
+            **options,
+        )  # fmt: skip
         spent = feed._spent
         late = 0
         self.reads[plan.kind] += 1

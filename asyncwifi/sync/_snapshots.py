@@ -20,6 +20,7 @@ from asyncwifi._cursor import TimeCursor
 from asyncwifi._instant import floor_ms, utc_time
 from asyncwifi._resources._contacts import PageSize
 from asyncwifi._resources._contacts import page_size as checked_page_size
+from asyncwifi._stream import RAW
 from asyncwifi.errors import ScrollExpiredError, ValidationError
 from asyncwifi.models import Contact
 from asyncwifi.models._identity import record_id
@@ -145,9 +146,8 @@ class ContactFeed:
         stream = self.api.contacts.list(
             size=self.page_size,
             sort_by=sort_by,
-            keep_raw=True,
             extra_params=extra_params,
-            **self.list_options,
+            **{"options": RAW, **self.list_options},
         )
         seen: set[str] = set()
         counted = bad_total = 0

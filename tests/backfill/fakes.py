@@ -141,6 +141,9 @@ class FakeEvents:
         query = Query(format_instant(date_start), format_instant(date_end))
         return self.server.open(query)
 
+    #: the key stream (``events.keys``) is served the same bytes
+    keys = list
+
 
 class FakeScheduler:
     def earliest_admission(self, *_: Any, **__: Any) -> float:

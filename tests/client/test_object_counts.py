@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from asyncwifi import HotspotCreate, HotspotUpdate, Limits, Policy, errors
+from asyncwifi import HotspotCreate, HotspotUpdate, Limits, Policy, StreamOptions, errors
 from asyncwifi.testing import Simulator
 from asyncwifi.testing._api_events import patch_event
 from tests.client._support import client_for
@@ -100,7 +100,9 @@ async def test_every_contact_call_counts_what_the_server_counted(make_sim: Any) 
         _, n = await exchange(
             api,
             sim,
-            lambda: collect(api.contacts.list(size=60, keep_raw=True).records()),
+            lambda: collect(
+                api.contacts.list(size=60, options=StreamOptions(keep_raw=True)).records()
+            ),
             CONTACT_LIST,
             "contacts",
         )
@@ -253,7 +255,7 @@ async def test_an_events_scroll_counts_every_record_served_a_broken_one_too(
         assert await same_counts(api, sim) == {"events": 1_050}
         assert sim.counters.objects_by_endpoint[ORG_EVENTS] == 1_050
         # the ids alone, and with their bytes: each record is an object all the same
-        keys = api.events.list(size=500, decode="key", keep_raw=True)
+        keys = api.events.keys(size=500, options=StreamOptions(keep_raw=True))
         assert len(await collect(keys.records())) == 1_050
         assert await same_counts(api, sim) == {"events": 2_100}
 

@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from asyncwifi import HotspotUpdate, Limits, ScaledClock, errors
+from asyncwifi import HotspotUpdate, Limits, ScaledClock, StreamOptions, errors
 from asyncwifi.testing import Faults, Simulator
 from tests.client._support import NO_LIMITS, client_for
 from tests.client.test_object_counts import (
@@ -77,7 +77,7 @@ async def test_a_scroll_page_fetched_again_is_counted_once(make_sim: Any, name: 
     async with make_sim(events=1_000) as sim:
         lifts: list[Any] = []
         async with client_for(sim, hooks={"retry": lambda info: lifts.pop()(info)}) as api:
-            stream = api.events.list(size=100, max_buffered=1)
+            stream = api.events.list(size=100, options=StreamOptions(max_buffered=1))
             pages = aiter(stream.pages())
             ids = [e.id for e in (await anext(pages)).items]
             # the next page asked for (one of the first four: all full) fails once
@@ -182,7 +182,7 @@ async def test_an_expired_events_scroll_counts_each_page_it_read_again(
     # a resume reads again is exchanged again (spec §8 counts every record returned)
     make = make_sim(events=1_200, clock=ScaledClock(FAST), event_shape=shape, scroll_ttl=10.0)
     async with make as sim, client_for(sim, limits=NO_LIMITS) as api:
-        stream = api.events.list(size=200, max_buffered=1, spill_budget=0)
+        stream = api.events.list(size=200, options=StreamOptions(max_buffered=1, spill_budget=0))
         ids: list[str | None] = []
         async for page in stream.pages():
             ids.extend(e.id for e in page.items)
@@ -197,7 +197,7 @@ async def test_an_expired_events_scroll_counts_each_page_it_read_again(
 async def test_a_contact_scroll_resumed_counts_its_rescan(make_sim: Any) -> None:
     make = make_sim(contacts=60, clock=ScaledClock(FAST), scroll_ttl=20.0)
     async with make as sim, client_for(sim) as api:
-        stream = api.contacts.list(size=10, max_buffered=1, resume=True)
+        stream = api.contacts.list(size=10, resume=True, options=StreamOptions(max_buffered=1))
         cids: list[str] = []
         async for page in stream.pages():
             cids.extend(c.cid for c in page.items)
@@ -209,7 +209,7 @@ async def test_a_contact_scroll_resumed_counts_its_rescan(make_sim: Any) -> None
 
 async def test_a_stream_closed_early_counts_the_page_it_fetched_ahead(make_sim: Any) -> None:
     async with make_sim(events=3_000) as sim, client_for(sim, limits=NO_LIMITS) as api:
-        async with api.events.list(size=100, max_buffered=1) as stream:
+        async with api.events.list(size=100, options=StreamOptions(max_buffered=1)) as stream:
             async for _page in stream.pages():
                 while stream.pages_fetched < 2:  # the next page is fetched ahead, unread
                     await sim.clock.sleep(1.0)
@@ -224,7 +224,7 @@ async def test_a_page_cut_off_by_closing_the_stream_is_counted_by_the_server_onl
     # the answer to the page in flight is delayed after the API ran; closing the stream
     # then drops it: the server counted its 100 events, the client never saw them
     async with make_sim(events=3_000) as sim, client_for(sim, limits=NO_LIMITS) as api:
-        async with api.events.list(size=100, max_buffered=1) as stream:
+        async with api.events.list(size=100, options=StreamOptions(max_buffered=1)) as stream:
             async for _page in stream.pages():
                 while stream.pages_fetched < 2:
                     await sim.clock.sleep(1.0)

@@ -95,7 +95,7 @@ def test_retry_after_is_honoured_in_seconds_and_as_an_http_date(form: str) -> No
 
     async def main() -> dict[str, Any]:
         async with _client(clock, api, RetryPolicy(), hooks={"retry": retries.append}) as client:
-            return await client._api.read("GET", PATH, decode=_decode)
+            return await client._api.read("GET", PATH, tag="other", decode=_decode)
 
     real = time.perf_counter()
     assert clock.run(main()) == {"ok": True}
@@ -118,7 +118,7 @@ def test_a_wait_past_max_rate_limit_wait_raises_at_once(form: str) -> None:
 
     async def main() -> None:
         async with _client(clock, api, RetryPolicy(max_rate_limit_wait=60)) as client:
-            await client._api.read("GET", PATH, decode=_decode)
+            await client._api.read("GET", PATH, tag="other", decode=_decode)
 
     with pytest.raises(RateLimitedError) as caught:
         clock.run(main())
@@ -130,7 +130,9 @@ def test_a_wait_past_max_rate_limit_wait_raises_at_once(form: str) -> None:
 def _write(clock: VirtualClock, api: Api, verify: Any, policy: RetryPolicy | None = None) -> Any:
     async def main() -> Any:
         async with _client(clock, api, policy or RetryPolicy()) as client:
-            return await client._api.write("POST", PATH, body=b"{}", decode=_decode, verify=verify)
+            return await client._api.write(
+                "POST", PATH, tag="other", body=b"{}", decode=_decode, verify=verify
+            )
 
     return clock.run(main())
 
@@ -186,7 +188,7 @@ def test_the_time_limit_reads_the_injected_clock() -> None:
 
     async def main() -> None:
         async with _client(clock, api, policy) as client:
-            await client._api.read("GET", PATH, decode=_decode)
+            await client._api.read("GET", PATH, tag="other", decode=_decode)
 
     real = time.perf_counter()
     with pytest.raises(ServerError):

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from asyncwifi import Event, Limit, Limits, ScaledClock, errors
+from asyncwifi import Event, Limit, Limits, ScaledClock, StreamOptions, errors
 from asyncwifi._transport import AiohttpTransport
 from asyncwifi.testing import Faults
 from tests.client._support import NO_LIMITS, client_for, scroll_tasks, stop_consumer
@@ -25,7 +25,7 @@ async def test_a_slow_consumer_within_the_buffer_never_lets_the_scroll_lapse(
     # half the FAST speed: this test asserts no lapse at all, so event-loop lag must stay
     # well inside the keep-alive's half window (30 clock s = 150 ms here)
     async with make_sim(contacts=120, clock=ScaledClock(FAST / 2)) as sim, client_for(sim) as api:
-        stream = api.contacts.list(size=10, max_buffered=16)
+        stream = api.contacts.list(size=10, options=StreamOptions(max_buffered=16))
         cids = []
         async for contact in stream:
             cids.append(contact.cid)
@@ -39,7 +39,7 @@ async def test_an_expired_contact_scroll_is_not_taken_for_the_end(make_sim: Any)
     # ids expire after 20 s, sooner than the client's keep-alive pace (half of 60 s)
     make = make_sim(contacts=60, clock=ScaledClock(FAST), scroll_ttl=20.0)
     async with make as sim, client_for(sim) as api:
-        stream = api.contacts.list(size=10, max_buffered=1)
+        stream = api.contacts.list(size=10, options=StreamOptions(max_buffered=1))
 
         async def consume() -> None:
             async for _page in stream.pages():
@@ -56,7 +56,7 @@ async def test_an_expired_contact_scroll_is_not_taken_for_the_end(make_sim: Any)
 async def test_contacts_resume_mode_rescans_and_skips_what_was_delivered(make_sim: Any) -> None:
     make = make_sim(contacts=60, clock=ScaledClock(FAST), scroll_ttl=20.0)
     async with make as sim, client_for(sim) as api:
-        stream = api.contacts.list(size=10, max_buffered=1, resume=True)
+        stream = api.contacts.list(size=10, resume=True, options=StreamOptions(max_buffered=1))
         cids = []
         async for page in stream.pages():
             cids.extend(c.cid for c in page.items)
@@ -98,7 +98,7 @@ async def test_leaving_a_stream_stops_its_background_task(
     async with make_sim(**sim_options) as sim, client_for(sim, limits=NO_LIMITS) as api:
 
         async def consume() -> None:
-            async for event in api.events.list(size=size, prefetch=3):
+            async for event in api.events.list(size=size, options=StreamOptions(prefetch=3)):
                 assert event.id
                 if how == "break":
                     break
@@ -153,7 +153,9 @@ async def test_records_carry_the_servers_exact_bytes(make_sim: Any) -> None:
     import msgspec
 
     async with make_sim(events=290) as sim, client_for(sim) as api:
-        async for record in api.events.list(size=100, keep_raw=True).records():
+        async for record in api.events.list(
+            size=100, options=StreamOptions(keep_raw=True)
+        ).records():
             assert record.raw is not None
             assert msgspec.json.decode(bytes(record.raw), type=Event).id == record.item.id
         assert sim.counters.events_served == 290
@@ -259,7 +261,7 @@ async def test_a_malformed_record_in_a_big_page_costs_only_itself(make_sim: Any)
         transport = _Corrupting(AiohttpTransport(sim.base_url), victim)
         bad: list[Any] = []
         async with client_for(sim, limits=NO_LIMITS, transport=transport) as api:
-            stream = api.events.list(size=10_000, on_item_error=bad.append)
+            stream = api.events.list(size=10_000, options=StreamOptions(on_item_error=bad.append))
             ids = [e.id async for e in stream]
             objects = await api.scheduler.objects("events")
         assert ids == [i for i in expected if i != victim]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from asyncwifi import ScaledClock
+from asyncwifi import ScaledClock, StreamOptions
 from asyncwifi._transport import AiohttpTransport
 from tests.client._support import NO_LIMITS, client_for
 
@@ -43,7 +43,7 @@ async def test_a_truncated_page_retried_while_memory_is_full_leaves_no_spill_ent
     async with make_sim(events=450, clock=ScaledClock(FAST)) as sim:
         transport = _Truncating(AiohttpTransport(sim.base_url), nth=3)
         async with client_for(sim, limits=NO_LIMITS, transport=transport) as api:
-            stream = api.events.list(size=100, max_buffered=1)
+            stream = api.events.list(size=100, options=StreamOptions(max_buffered=1))
             pages = aiter(stream.pages())
             ids = [e.id for e in (await anext(pages)).items]
             while stream.requests < 6:  # five pages and the retry

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from asyncwifi import ScaledClock, errors
+from asyncwifi import ScaledClock, StreamOptions, errors
 from tests.client._support import NO_LIMITS, client_for, scroll_tasks, stop_consumer
 
 #: 90 clock seconds (1.5 windows) = 0.225 s
@@ -47,7 +47,7 @@ async def test_a_consumer_slower_than_the_window_costs_no_extra_request(
     # machine must stay well inside the keep-alive's half window (30 clock s = 150 ms)
     make = make_sim(events=4_900, clock=ScaledClock(FAST / 2), event_shape=shape)
     async with make as sim, client_for(sim) as api:
-        stream = api.events.list(size=250, max_buffered=2)
+        stream = api.events.list(size=250, options=StreamOptions(max_buffered=2))
         seen: list[str | None] = []
         async for page in stream.pages():
             seen.extend(e.id for e in page.items)
@@ -66,7 +66,7 @@ async def test_past_the_disk_budget_a_lapse_is_resumed_exactly_once(
 ) -> None:
     make = make_sim(events=4_900, clock=ScaledClock(FAST), event_shape=shape)
     async with make as sim, client_for(sim) as api:
-        stream = api.events.list(size=250, max_buffered=2, spill_budget=0)
+        stream = api.events.list(size=250, options=StreamOptions(max_buffered=2, spill_budget=0))
         seen: list[str | None] = []
         async for page in stream.pages():
             seen.extend(e.id for e in page.items)
@@ -140,7 +140,9 @@ async def test_a_last_full_page_then_an_empty_one_is_proved_the_end(
 async def test_business_time_order_is_never_used_as_a_time_cursor(make_sim: Any) -> None:
     make = make_sim(events=2_000, clock=ScaledClock(FAST))
     async with make as sim, client_for(sim) as api:
-        stream = api.events.list(size=250, max_buffered=1, spill_budget=0, sort_by="businessTime")
+        stream = api.events.list(
+            size=250, sort_by="businessTime", options=StreamOptions(max_buffered=1, spill_budget=0)
+        )
         seen: list[str | None] = []
         async for page in stream.pages():
             seen.extend(e.id for e in page.items)
@@ -159,7 +161,7 @@ async def test_the_spill_file_is_gone_after_break_cancel_error_and_end(
     before = spill_files()
     make = make_sim(events=3_000, clock=ScaledClock(FAST), rate_limit_mode="off")
     async with make as sim, client_for(sim, limits=NO_LIMITS) as api:
-        stream = api.events.list(size=100, max_buffered=1)
+        stream = api.events.list(size=100, options=StreamOptions(max_buffered=1))
         spilled = asyncio.Event()
 
         async def consume() -> None:
@@ -200,7 +202,7 @@ async def test_a_key_decode_hands_out_each_events_id_and_time_and_its_whole_byte
     async with make as sim, client_for(sim, limits=NO_LIMITS) as api:
         events = sim.data.events
         patch_event(events, 7, visit="broken")
-        keys = api.events.list(size=100, keep_raw=True, decode="key")
+        keys = api.events.keys(size=100, options=StreamOptions(keep_raw=True))
         got = [record async for record in keys.records()]
         assert keys.errors == []  # the broken visit is not read
         assert {type(r.item) for r in got} == {EventKey}
@@ -219,5 +221,7 @@ async def test_a_key_decode_hands_out_each_events_id_and_time_and_its_whole_byte
         full = api.events.list(size=100)
         assert len([e async for e in full]) == 499  # the full decode sets the broken one aside
         assert full.errors[0].id == events.event_id(7)
-        with pytest.raises(errors.ValidationError, match="decode must be"):
-            api.events.list(decode="everything")  # type: ignore[call-overload]
+        # what a stream decodes is chosen by the method (list, keys): a choice that is not
+        # one of them (decode= is gone) is refused before any request, as options are
+        with pytest.raises(errors.ValidationError, match="options must be"):
+            api.events.list(options="everything")  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from asyncwifi import Client, HotspotCreate, HotspotUpdate, Limits, RetryPolicy
+from asyncwifi import Client, HotspotCreate, HotspotUpdate, Limits, RetryPolicy, StreamOptions
 from asyncwifi.errors import ApiError, ScrollExpiredError
 from asyncwifi.testing import __file__ as testing_init
 
@@ -153,8 +153,8 @@ async def test_the_sdk_against_a_random_mock_of_the_definition(seed: int) -> Non
         totals = {"contacts": [0, 0], "events": [0, 0]}
         for _ in range(STREAMS):
             for kind, make in (
-                ("contacts", lambda: api.contacts.list(keep_raw=True)),
-                ("events", lambda: api.events.list(size=100, keep_raw=True)),
+                ("contacts", lambda: api.contacts.list(options=StreamOptions(keep_raw=True))),
+                ("events", lambda: api.events.list(size=100, options=StreamOptions(keep_raw=True))),
             ):
                 try:
                     records, aside, _requests = await _stream(make)

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
 
-from asyncwifi import Client, Limit, Limits, RetryPolicy, ScaledClock
+from asyncwifi import Client, Limit, Limits, RetryPolicy, ScaledClock, StreamOptions
 from asyncwifi._transport import AiohttpTransport
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.otel import instrument
@@ -168,7 +168,7 @@ async def test_scroll_resumes_are_counted(otel: Any) -> None:
         client = _client(sim)
         instrument(client, **providers)
         async with client as api:
-            stream = api.events.list(size=250, max_buffered=2)
+            stream = api.events.list(size=250, options=StreamOptions(max_buffered=2))
             async for _page in stream.pages():
                 await clock.sleep(90.0)  # longer than the window: the scroll id lapses
     assert stream.resumes >= 1

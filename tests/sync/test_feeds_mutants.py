@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from asyncwifi import Contact, Event, Limit, Limits
+from asyncwifi import Contact, Event, Limit, Limits, StreamOptions
 from asyncwifi._cursor import TimeCursor
 from asyncwifi.errors import ScrollExpiredError, ValidationError
 from asyncwifi.models import Hotspot, ItemError, Segment
@@ -149,8 +149,9 @@ class FakeEvents:
         date_end: datetime,
         sort_by: str | None = None,
         size: int = 10_000,
-        keep_raw: bool = False,
+        options: StreamOptions | None = None,
     ) -> Stream:
+        keep_raw = options is not None and options.keep_raw
         self.queries.append(
             {
                 "date_start": date_start,
@@ -183,9 +184,10 @@ class FakeContacts:
         *,
         size: int | str = "max",
         sort_by: str | None = None,
-        keep_raw: bool = False,
         extra_params: dict[str, object] | None = None,
+        options: StreamOptions | None = None,
     ) -> Stream:
+        keep_raw = options is not None and options.keep_raw
         self.queries.append(
             {"size": size, "sort_by": sort_by, "keep_raw": keep_raw, "extra": extra_params}
         )

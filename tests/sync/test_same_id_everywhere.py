@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from asyncwifi import StreamOptions
 from asyncwifi.backfill import events_backfill
 from asyncwifi.backfill._state import JsonlDestination
 from asyncwifi.models._identity import content_id
@@ -85,7 +86,9 @@ async def test_the_backfill_the_sync_and_the_stream_name_an_odd_event_alike(
         assert {bytes(raw): ident for raw, ident in letters.items()} == expected
 
         # the stream: the two that do not decode, on stream.errors, under the same ids
-        stream = api.events.list(date_start=SINCE, date_end=UNTIL, size=100, keep_raw=True)
+        stream = api.events.list(
+            date_start=SINCE, date_end=UNTIL, size=100, options=StreamOptions(keep_raw=True)
+        )
         async with stream:
             assert len([r async for r in stream.records()]) == 298
         assert {e.raw: e.id for e in stream.errors} == {

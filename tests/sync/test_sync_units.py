@@ -13,7 +13,7 @@ import pytest
 from asyncwifi import Event, Limit, Limits
 from asyncwifi._clock import ScaledClock
 from asyncwifi._cursor import TimeCursor
-from asyncwifi._scroll import Record
+from asyncwifi._stream import Record
 from asyncwifi.errors import ValidationError
 from asyncwifi.models._identity import content_id
 from asyncwifi.ratelimit import Scheduler

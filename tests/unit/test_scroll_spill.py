@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from asyncwifi._scroll_pages import Spill
+from asyncwifi._stream._pages import Spill
 
 
 def test_bodies_come_back_exactly_and_the_file_starts_over_when_read() -> None:

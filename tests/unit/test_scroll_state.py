@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from asyncwifi._scroll_state import Cursor, PageOutcome, ScrollMachine, Step
+from asyncwifi._stream._machine import Cursor, PageOutcome, ScrollMachine, Step
 
 C, E = Step.CONTINUE, Step.END
 RT, RS, F = Step.RESUME_TIME, Step.RESUME_RESCAN, Step.FAIL

@@ -1,5 +1,5 @@
-"""What a scroll stream is made of: how a scroll is asked for and consumed
-(:class:`ScrollSpec`, read only, checked once), what it hands out (:class:`ScrollPage`,
+"""What a scroll stream is made of besides its resource's kind: how it is consumed
+(:class:`StreamOptions`, the caller's, checked once), what it hands out (:class:`ScrollPage`,
 :class:`Record`), and where pages a slow consumer has not reached wait (:class:`Spill`).
 
 The spill file lets the task keep fetching at the scroll's pace (spec §3: one request per
@@ -13,7 +13,7 @@ again when the consumer reaches it, without the records that were not fresh when
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any, Generic, NamedTuple, TypeVar
 
@@ -22,18 +22,18 @@ import msgspec
 from asyncwifi._protocol import require_positive
 from asyncwifi.errors import ClientStateError, ValidationError
 from asyncwifi.models import ItemError
-from asyncwifi.models._contacts import ContactPage
-from asyncwifi.models._events import EventKeyPage, EventPage
 from asyncwifi.ratelimit import Lane
 
 __all__ = [
+    "DEFAULT_OPTIONS",
+    "RAW",
     "SCROLL_WINDOW",
     "SPILL_BUDGET",
     "Record",
     "ScrollPage",
-    "ScrollSpec",
     "Spill",
     "Spilled",
+    "StreamOptions",
 ]
 
 ItemT = TypeVar("ItemT")
@@ -77,56 +77,36 @@ class ScrollPage(Generic[ItemT]):
 
 
 @dataclass(frozen=True, slots=True)
-class ScrollSpec:
-    """How one scroll is asked for and consumed (built by the resources; never changed:
-    the page size in use is the stream's own, sent as ``size`` with every request)."""
+class StreamOptions:
+    """How a stream is consumed: the caller's tuning, the same for every resource (what is
+    asked of the server is the resource's :class:`~asyncwifi._stream._kind.ScrollKind`).
 
-    path: str
-    #: query of the first request, without ``size``
-    params: Mapping[str, str]
-    #: the page size of the first request
-    size: int
-    #: the query of a continuation (without ``size``), given the latest scroll id
-    continuation: Callable[[str], dict[str, str]]
-    #: ContactPage or EventPage
-    page_type: type[ContactPage] | type[EventPage] | type[EventKeyPage]
-    #: contacts: totalCount; events: None
-    total: Callable[[Any], int | None]
-    scroll_id: Callable[[Any], str | None]
-    #: restart the query from a UTC time (or from its start: None), for a resume
-    restart: Callable[[str | None], dict[str, str]] | None = None
-    #: the record's UTC time as the server wrote it (events: ``Event.time_text``)
-    time_of: Callable[[Any], str | None] | None = None
-    #: whether the query is in UTC order, so that a time is a safe restart point
-    ordered: bool = False
-    #: whether a page shorter than the size asked for proves the end (events)
-    short_ends: bool = False
-    #: the page size of a re-scan (events: the maximum), for it and what follows: it reads
-    #: again what was delivered in few requests, and its first page, when short, proves the end
-    rescan_size: int | None = None
-    #: the size to ask for after the server refused one with a 409 (None: give up); the
-    #: owner of the rule is the resource (contacts' ``size="max"``, while not learnt)
-    smaller: Callable[[int], int | None] | None = None
-    #: told the page size the server accepted for the first request (to remember it)
-    on_size: Callable[[int], None] | None = None
-    #: whether an expiry may be resumed (events always; contacts when resume=True)
-    resumable: bool = False
-    what: str = "records"
-    objects: str | None = None
-    # the caller's options (events.list, contacts.list): see docs/guides/streams.md
+    ``keep_raw``: keep each record's exact bytes (``page.raw_items``, ``stream.records()``).
+    ``prefetch``: pages fetched ahead of the consumer. ``max_buffered``: pages held in
+    memory before they go to a temporary file of at most ``spill_budget`` bytes (so a slow
+    consumer never lets the scroll lapse). ``on_item_error``: called with each record that
+    did not decode (also on ``stream.errors``). ``lane``: the limiter's lane of a fresh
+    query (continuations go in the scroll lane). See docs/guides/streams.md.
+    """
+
     keep_raw: bool = False
     prefetch: int = 1
     max_buffered: int = 4
-    window: float = SCROLL_WINDOW
+    spill_budget: int = SPILL_BUDGET
     on_item_error: Callable[[ItemError], None] | None = None
     lane: Lane = Lane.DEFAULT
-    spill_budget: int = SPILL_BUDGET
 
     def __post_init__(self) -> None:
         require_positive(self.prefetch, "prefetch", integer=True)
         budget = self.spill_budget
         if not isinstance(budget, int) or budget < 0:
             raise ValidationError(f"spill_budget must be bytes >= 0, got {budget!r}")
+
+
+#: the options of a stream when the caller gives none
+DEFAULT_OPTIONS = StreamOptions()
+#: the options of a stream that hands out the server's bytes too (the sync's, the exports')
+RAW = StreamOptions(keep_raw=True)
 
 
 @dataclass(slots=True)

@@ -2,12 +2,12 @@
 
 spec §3 and §4.2: each scroll response carries a new id; the next request must follow
 within 60 s of the previous one, or the id expires, and an expired id answers 200 with no
-results, just like the end. A background task (:mod:`asyncwifi._scroll_producer`) fetches
+results, just like the end. A background task (:mod:`asyncwifi._stream._task`) fetches
 ``prefetch`` pages ahead of the consumer and, when the consumer is slow, still sends the next
 request before the window closes; pages beyond ``max_buffered`` in memory go to an anonymous
-temporary file (``_scroll_pages.Spill``, at most ``spill_budget`` bytes), so a slow consumer
+temporary file (``_pages.Spill``, at most ``spill_budget`` bytes), so a slow consumer
 costs no request. What an empty page means, and how a lapse is resumed exactly once
-on every record shape, is decided by :mod:`asyncwifi._scroll_state` (no I/O).
+on every record shape, is decided by :mod:`asyncwifi._stream._machine` (no I/O).
 
 Iteration goes through a view object: when a loop breaks, is cancelled or raises, the view
 is released and stops the background task at once (and ``aclose()`` / ``async with`` stop
@@ -22,9 +22,16 @@ from collections.abc import AsyncIterator
 from typing import Any, Generic, TypeVar
 
 from asyncwifi._core import RequestPipeline
-from asyncwifi._scroll_pages import Record, ScrollPage, ScrollSpec
-from asyncwifi._scroll_producer import Producer
-from asyncwifi.errors import AsyncWifiError
+from asyncwifi._stream._kind import ScrollKind
+from asyncwifi._stream._pages import (
+    DEFAULT_OPTIONS,
+    SCROLL_WINDOW,
+    Record,
+    ScrollPage,
+    StreamOptions,
+)
+from asyncwifi._stream._task import Producer
+from asyncwifi.errors import AsyncWifiError, ValidationError
 from asyncwifi.models import ItemError
 
 __all__ = ["Record", "ScrollPage", "ScrollStream"]
@@ -75,8 +82,20 @@ class ScrollStream(Generic[ItemT]):
     records that did not decode are on ``errors``.
     """
 
-    def __init__(self, api: RequestPipeline, spec: ScrollSpec) -> None:
-        self._producer = Producer(api, spec)
+    def __init__(
+        self,
+        api: RequestPipeline,
+        kind: ScrollKind,
+        options: StreamOptions | None = None,
+        *,
+        window: float = SCROLL_WINDOW,
+    ) -> None:
+        # the caller's options (``options=`` of the lists): one value, checked here
+        if options is None:
+            options = DEFAULT_OPTIONS
+        elif not isinstance(options, StreamOptions):
+            raise ValidationError(f"options must be a StreamOptions, got {options!r}")
+        self._producer = Producer(api, kind, options, window)
         self._task: asyncio.Task[None] | None = None
         self._finished = False
         self._kind: str | None = None
@@ -85,7 +104,7 @@ class ScrollStream(Generic[ItemT]):
     def _view(self, kind: str) -> AsyncIterator[Any]:
         if self._kind is not None:
             raise AsyncWifiError("a scroll stream can be iterated only once")
-        if kind == "records" and not self._producer.spec.keep_raw:
+        if kind == "records" and not self._producer.options.keep_raw:
             raise AsyncWifiError("records() needs keep_raw=True")
         self._kind = kind
         return _view(self, kind)
@@ -106,7 +125,7 @@ class ScrollStream(Generic[ItemT]):
         if self._finished:
             return False
         run = self._producer.run()
-        name = f"asyncwifi-scroll-{self._producer.spec.what}"
+        name = f"asyncwifi-scroll-{self._producer.kind.what}"
         self._task = asyncio.get_running_loop().create_task(run, name=name)
         return True
 
@@ -133,7 +152,8 @@ class ScrollStream(Generic[ItemT]):
         await self.aclose()
 
     def __del__(self) -> None:
-        self._stop()
+        if hasattr(self, "_producer"):  # not when __init__ refused the options
+            self._stop()
 
     # -- what happened -------------------------------------------------------------------
     @property
@@ -180,6 +200,6 @@ class ScrollStream(Generic[ItemT]):
     def __repr__(self) -> str:
         p = self._producer
         return (
-            f"ScrollStream({p.spec.what}, delivered={p.cursor.delivered}, "
+            f"ScrollStream({p.kind.what}, delivered={p.cursor.delivered}, "
             f"requests={p.requests}, resumes={p.machine.resumes})"
         )

@@ -2,7 +2,7 @@
 
 It fetches a page, hands the outcome to the machine and does what it decides; it paces
 itself on the window (spec §3), not on the consumer: past ``max_buffered`` pages in memory,
-pages go to the spill file (:class:`~asyncwifi._scroll_pages.Spill`) until its budget is spent.
+pages go to the spill file (:class:`~asyncwifi._stream._pages.Spill`) until its budget is spent.
 A fetch (and its decoding, which is pure) may be retried; what a page changes (the cursor,
 the spill file, the counters, the queue) happens once, after the attempt that succeeded.
 """
@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from asyncwifi._core import RequestPipeline
-from asyncwifi._scroll_pages import ScrollPage, ScrollSpec, Spill, Spilled
-from asyncwifi._scroll_state import Cursor, PageOutcome, ScrollMachine, Step
+from asyncwifi._stream._kind import ScrollKind
+from asyncwifi._stream._machine import Cursor, PageOutcome, ScrollMachine, Step
+from asyncwifi._stream._pages import ScrollPage, Spill, Spilled, StreamOptions
 from asyncwifi._transport import BodyBuffer
 from asyncwifi.errors import ConflictError, ScrollExpiredError
 from asyncwifi.models import ItemError
@@ -49,18 +50,25 @@ class Producer:
     """The background task's state, touched by its own methods only; it holds no reference
     to the stream or its views. The consumer's side calls :meth:`take` and :meth:`close`."""
 
-    def __init__(self, api: RequestPipeline, spec: ScrollSpec) -> None:
+    def __init__(
+        self, api: RequestPipeline, kind: ScrollKind, options: StreamOptions, window: float
+    ) -> None:
         self.api = api
-        self.spec = spec
-        self.max_buffered = max(spec.max_buffered, spec.prefetch)
+        #: what is asked of the server (the resource's), and how the stream is consumed
+        self.kind = kind
+        self.options = options
+        #: seconds allowed between two requests of the scroll (spec §3)
+        self.window = window
+        self.max_buffered = max(options.max_buffered, options.prefetch)
         #: a continuation must reach the server within the window: keep 5 % for the road
-        self.horizon = spec.window * 0.95
+        self.horizon = window * 0.95
         #: the scroll's place in the limiter's short windows for its next request
         self.keepalive = api.scheduler.keepalive(self.horizon)
         #: the page size asked for: the first query's, a smaller one the server accepted
-        #: (learnt through ``spec.smaller`` until the first page came), or a re-scan's
-        self.size = spec.size
-        self._smaller = spec.smaller
+        #: (learnt through ``kind.smaller`` until the first page came), or a re-scan's
+        self.size = kind.size
+        #: until the first page came: a refused size may be exchanged for a smaller one
+        self._learning = True
         # typed records copy what they keep, so bodies are read into buffers that are
         # reused (see BodyBuffer): one per page not yet consumed; raw records are views of
         # their body, which must stay theirs
@@ -68,11 +76,11 @@ class Producer:
         self.queue: asyncio.Queue[Queued] = asyncio.Queue()
         self.taken = asyncio.Event()
         self.cursor = Cursor.create(
-            ordered=spec.ordered and spec.time_of is not None,
-            ids=spec.time_of is None and spec.resumable,
+            ordered=kind.ordered and kind.record_time is not None,
+            ids=kind.record_time is None and kind.resumable,
         )
-        self.machine = ScrollMachine(self.cursor, window=spec.window, resumable=spec.resumable)
-        self.spill = Spill(spec.spill_budget)
+        self.machine = ScrollMachine(self.cursor, window=window, resumable=kind.resumable)
+        self.spill = Spill(options.spill_budget)
         self._last_length = 0
         self.errors: list[ItemError] = []
         self.requests = 0
@@ -104,7 +112,7 @@ class Producer:
         """A spilled page, read back and decoded again; only its fresh records."""
         body = self.spill.take(entry.offset, entry.length)
         items, raws = _kept(
-            decode_page(body, self.spec.page_type, keep_raw=self.spec.keep_raw), entry.keep
+            decode_page(body, self.kind.page_type, keep_raw=self.options.keep_raw), entry.keep
         )
         page = entry.page
         return ScrollPage(items, raws, page.errors, page.number, page.scroll_id, page.total)
@@ -121,9 +129,9 @@ class Producer:
             self.api.scheduler.drop_keepalive(self.keepalive)
 
     async def _run(self) -> None:
-        spec, machine, clock = self.spec, self.machine, self.api.clock
+        kind, machine, clock = self.kind, self.machine, self.api.clock
         await self._await_room()
-        query: Mapping[str, str] = spec.params
+        query: Mapping[str, str] = kind.params
         continuation = False
         while True:
             decision = Step.CONTINUE
@@ -145,7 +153,7 @@ class Producer:
                     return
                 if decision is Step.CONTINUE:
                     assert scroll_id is not None
-                    query, continuation = spec.continuation(scroll_id), True
+                    query, continuation = kind.next(scroll_id), True
                     if outcome.fresh:
                         await self._until_needed()
                     continue
@@ -156,36 +164,37 @@ class Producer:
     ) -> tuple[Any, bytes | memoryview, float]:
         """One page at ``self.size``: the decoded page, its body, and the most the server can
         have seen between the previous request and this one (previous send to this answer).
-        A first request refused with a 409 is sent again at the size ``spec.smaller`` offers
-        (the refusal is the price of learning it; ``spec.on_size`` remembers the answer)."""
-        spec, previous = self.spec, self.last_sent
+        A first request refused with a 409 is sent again at the size ``kind.smaller`` offers
+        (the refusal is the price of learning it; ``kind.accepted`` remembers the answer)."""
+        kind, previous = self.kind, self.last_sent
         deadline = previous + self.horizon if continuation and previous is not None else None
-        buffer = None if spec.keep_raw else (self.spare.pop() if self.spare else BodyBuffer())
+        keep_raw = self.options.keep_raw
+        buffer = None if keep_raw else (self.spare.pop() if self.spare else BodyBuffer())
         fetched: Fetched | None = None
         try:
             while fetched is None:
                 try:
                     fetched = await self.api.read(
                         "GET",
-                        spec.path,
+                        kind.path,
+                        tag=kind.what,
                         params={**query, "size": str(self.size)},
-                        lane=Lane.SCROLL if continuation else spec.lane,
+                        lane=Lane.SCROLL if continuation else self.options.lane,
                         deadline=deadline,
-                        objects=spec.objects,
+                        objects=kind.objects,
                         on_sent=self._sent,
                         into=buffer,
                         keepalive=self.keepalive,
-                        decode=lambda body: (self._decode(body), body),
-                        count=lambda fetched: int(fetched[0].objects),
+                        decode=self._decode,
+                        count=_objects,
                     )
                 except ConflictError:
-                    smaller = (
-                        self._smaller(self.size) if self._smaller and not continuation else None
-                    )
+                    learning = self._learning and not continuation
+                    smaller = kind.smaller(self.size) if learning else None
                     if smaller is None:
                         raise
                     log.info(
-                        "%s: size=%d refused (409), asking for %d", spec.what, self.size, smaller
+                        "%s: size=%d refused (409), asking for %d", kind.what, self.size, smaller
                     )
                     self.size = smaller
         finally:
@@ -193,10 +202,9 @@ class Producer:
             # buffer is free again
             if buffer is not None:
                 self.spare.append(buffer)
-        if self._smaller is not None and not continuation:
-            self._smaller = None  # learnt: a resume asks for this size at once
-            if spec.on_size is not None:
-                spec.on_size(self.size)
+        if self._learning and not continuation:
+            self._learning = False  # learnt: a resume asks for this size at once
+            kind.accepted(self.size)
         self.last_received = self.api.clock.now()
         gap = 0.0 if previous is None else self.last_received - previous
         return *fetched, gap
@@ -205,23 +213,22 @@ class Producer:
         self.requests += 1
         self.last_sent = when
 
-    def _decode(self, body: bytes | memoryview) -> Any:
-        """Pure (it may be retried): the page decoded whole."""
-        return decode_page(body, self.spec.page_type, keep_raw=self.spec.keep_raw)
+    def _decode(self, body: bytes | memoryview) -> Fetched:
+        """Pure (it may be retried): the page decoded whole, and its body."""
+        return decode_page(body, self.kind.page_type, keep_raw=self.options.keep_raw), body
 
     def _deliver(
         self, page: Any, body: bytes | memoryview, continuation: bool, gap: float
     ) -> tuple[PageOutcome, str | None]:
         """Account for a fetched page and queue what it has that is new (in memory, or in
         the spill file when memory is full); returns its outcome and scroll id."""
-        spec, keep = self.spec, None
+        kind, keep = self.kind, None
         self._last_length = len(body)
-        envelope, items = page.envelope, page.items
-        total = spec.total(envelope)
+        items = page.items
+        total, scroll_id = kind.envelope(page.envelope)
         self.total = self.total if total is None else total
         records = page.objects
-        scroll_id = spec.scroll_id(envelope)
-        size = self.size if spec.short_ends else None
+        size = self.size if kind.short_ends else None
         ids = [*record_ids(items, page.raw_items), *(error.id for error in page.errors)]
         if self.cursor.repeats(ids, continuation):
             # the server did not advance the scroll: nothing of it is new (the machine
@@ -234,7 +241,7 @@ class Producer:
             self._bad_item(error)
         if items:
             keep = self.cursor.deliver(
-                items, page.raw_items, spec.time_of, bool(self.machine.resumes)
+                items, page.raw_items, kind.record_time, bool(self.machine.resumes)
             )
         fresh = len(items) if keep is None else len(keep)
         # a page of repeats only (a resumed scroll re-reading its start): nothing to hand out
@@ -267,27 +274,27 @@ class Producer:
         if not self.cursor.aside(error.id):
             return  # a re-scan met it again: reported once
         self.errors.append(error)
-        log.warning("%s: a record did not decode and was set aside: %s", self.spec.what, error)
-        if self.spec.on_item_error is not None:
-            self.spec.on_item_error(error)
+        log.warning("%s: a record did not decode and was set aside: %s", self.kind.what, error)
+        if self.options.on_item_error is not None:
+            self.options.on_item_error(error)
 
     async def _await_room(self) -> None:
         """Do not start a scroll that the budget cannot keep alive: wait for room."""
         clock = self.api.clock
-        while wait := scroll_start_wait(self.api.scheduler, clock.now(), self.spec.window):
-            if wait > self.spec.window:
+        while wait := scroll_start_wait(self.api.scheduler, clock.now(), self.window):
+            if wait > self.window:
                 # not congestion but a spent quota or a pause: the first request's own
                 # admission waits for it, or raises in on_exhausted="raise" mode
                 return
-            log.info("%s: waiting %.1f s for room to keep a scroll alive", self.spec.what, wait)
-            await clock.sleep(max(wait, self.spec.window * 0.05))
+            log.info("%s: waiting %.1f s for room to keep a scroll alive", self.kind.what, wait)
+            await clock.sleep(max(wait, self.window * 0.05))
 
     async def _until_needed(self) -> None:
         """Wait until the consumer wants another page, or the window needs the next request
         (the scroll's pace: the page goes to the spill file if memory is full)."""
         clock = self.api.clock
         while True:
-            if self.queue.qsize() < self.spec.prefetch:
+            if self.queue.qsize() < self.options.prefetch:
                 return
             self.taken.clear()
             in_memory = self.queue.qsize() - self.spill.live
@@ -296,7 +303,7 @@ class Producer:
                 await self.taken.wait()  # past the disk budget: the scroll may lapse
                 continue
             # keep the scroll alive: ask for the next page half-way through the window
-            remaining = self.last_sent + self.spec.window * 0.5 - clock.now()
+            remaining = self.last_sent + self.window * 0.5 - clock.now()
             if remaining <= 0:
                 return
             # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
@@ -305,49 +312,55 @@ class Producer:
                 async with asyncio.timeout(clock.real(remaining)):
                     await self.taken.wait()
 
-    def _act(self, decision: Step, gap: float) -> dict[str, str]:
+    def _act(self, decision: Step, gap: float) -> Mapping[str, str]:
         """The query of a resume, or the error of a scroll that cannot go on."""
-        spec, cursor = self.spec, self.cursor
+        kind, cursor = self.kind, self.cursor
         delivered, total = cursor.delivered, self.total
         known = total if total is not None else "an unknown number of"
         if decision is Step.REPEATED:
             raise ScrollExpiredError(
-                f"the server repeats pages: it answered a continuation of the {spec.what} "
+                f"the server repeats pages: it answered a continuation of the {kind.what} "
                 f"scroll with a page the scroll already had (as a server that ignores the "
                 f"scroll id does); {delivered} of {known} records were delivered, each once, "
                 "and the scroll stopped rather than read them again",
                 delivered=delivered,
                 total=total,
             )
-        if decision is Step.FAIL or spec.restart is None:
-            if not spec.resumable:
+        since = cursor.time if decision is Step.RESUME_TIME else None
+        query = None if decision is Step.FAIL else kind.restart(since)
+        if query is None:
+            if not kind.resumable:
                 hint = "pass resume=True to re-scan and skip what was delivered"
             else:
                 hint = "a resume made no progress (scroll ids expire sooner than it can page)"
             raise ScrollExpiredError(
-                f"the {spec.what} scroll expired after {delivered} of {known} records "
+                f"the {kind.what} scroll expired after {delivered} of {known} records "
                 f"({gap:.1f} s since the previous request); {hint}",
                 delivered=delivered,
                 total=total,
             )
-        since = cursor.time if decision is Step.RESUME_TIME else None
-        self.api.hooks.fire(self.api.hooks.on_scroll_resume, spec.what)
+        self.api.hooks.fire(self.api.hooks.on_scroll_resume, kind.what)
         # past the window the id certainly lapsed (worth a warning); within it, an empty
         # page after a full one is only ambiguous, and settling it is routine (one request)
         log.log(
-            logging.WARNING if gap > self.spec.window else logging.INFO,
+            logging.WARNING if gap > self.window else logging.INFO,
             "%s scroll: an empty or expired page after %d records (gap %.1f s); resuming "
             "by %s (resume %d, %d resume requests so far)",
-            spec.what,
+            kind.what,
             delivered,
             gap,
             f"time from {since}" if since else "re-scan, skipping delivered ids",
             self.machine.resumes,
             self.resume_requests,
         )
-        if decision is Step.RESUME_RESCAN and spec.rescan_size is not None:
-            self.size = spec.rescan_size
-        return spec.restart(since)
+        if decision is Step.RESUME_RESCAN and kind.rescan_size is not None:
+            self.size = kind.rescan_size
+        return query
+
+
+def _objects(fetched: Fetched) -> int:
+    """The objects (spec §8) of a fetched page: its records, bad ones included."""
+    return int(fetched[0].objects)
 
 
 def _kept(decoded: Any, keep: list[int] | None) -> tuple[list[Any], list[Any] | None]:
