@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from asyncwifi import Client, ScaledClock
+from asyncwifi import ScaledClock
 from asyncwifi.cli import ExitCode
 from asyncwifi.errors import NotFoundError
 from asyncwifi.testing import Simulator
@@ -25,7 +25,7 @@ from asyncwifi.testing._data import served
 from tests._stopping import Child, pointed_at
 from tests.cli.conftest import Result, one_clean_line, run_against
 from tests.client._other_server import OtherServer, floats_for_ints
-from tests.client._support import NO_LIMITS
+from tests.client._support import NO_LIMITS, client_for
 
 
 def _sim(**options: Any) -> Simulator:
@@ -103,14 +103,7 @@ async def test_4_a_body_without_a_contact_is_not_found_in_one_line() -> None:
         OtherServer(sim, rewrite=lambda p, b: {"status": "OK"} if p.count("/") == 3 else b)
         as other,
     ):  # fmt: skip
-        client = Client(
-            sim.client_key,
-            sim.client_secret,
-            base_url=other.base_url,
-            allow_http=True,
-            organization=sim.organization,
-            limits=NO_LIMITS,
-        )
+        client = client_for(sim, other.base_url, limits=NO_LIMITS)
         async with client as api:  # fmt: skip
             with pytest.raises(NotFoundError) as caught:
                 await api.contacts.get(sim.data.contacts[0]["cid"])
@@ -201,14 +194,7 @@ async def test_14_a_fresh_process_with_few_requests_left_this_minute_gets_no_429
         _sim(events=3_000, rate_limit_mode="sliding", clock=ScaledClock(1.0)) as sim,
         OtherServer(sim, status=_login_without_limit_headers) as other,
     ):
-        spender = Client(
-            sim.client_key,
-            sim.client_secret,
-            base_url=sim.base_url,
-            allow_http=True,
-            organization=sim.organization,
-            limits=NO_LIMITS,
-        )
+        spender = client_for(sim, limits=NO_LIMITS)
         async with spender as api:  # fmt: skip
             for _ in range(57):  # with its login: 58 of the minute's 60
                 await api.segments.list()

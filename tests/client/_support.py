@@ -18,14 +18,14 @@ SPEED = 100.0
 NO_LIMITS = Limits(minute=None, day=None)
 
 
-def client_for(sim: Simulator, **options: Any) -> Client:
-    """A client of ``sim`` on the simulator's clock, with fast retries."""
+def client_for(sim: Simulator, base_url: str | None = None, **options: Any) -> Client:
+    """A client of ``sim`` (or of ``base_url``: a server in front of it) on the simulator's
+    clock, with fast retries."""
     options.setdefault("clock", sim.clock)
     options.setdefault("organization", sim.organization)
     options.setdefault("retry", RetryPolicy(backoff_base=0.05, backoff_max=0.5))
-    return Client(
-        sim.client_key, sim.client_secret, base_url=sim.base_url, allow_http=True, **options
-    )
+    url = base_url or sim.base_url
+    return Client(sim.client_key, sim.client_secret, base_url=url, allow_http=True, **options)
 
 
 def scroll_tasks() -> list[asyncio.Task[Any]]:
