@@ -1,5 +1,4 @@
-"""Suite-wide options and fixtures: ``--soak-long``, a shared ``redis_url``, and the order
-the tests run in (the slow modules first)."""
+"""Suite-wide options and fixtures: ``--soak-long`` and a shared ``redis_url``."""
 
 from __future__ import annotations
 
@@ -18,30 +17,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="run the long soak (a full scaled day, 15,000 requests) instead of the short one",
     )
-
-
-#: modules whose tests take seconds each (measured with ``--durations=0``): they run first,
-#: so that the two workers end on short tests instead of one waiting for the other's long one
-SLOW_FIRST = (
-    "tests/fleet/",
-    "tests/soak/",
-    "tests/sync/test_object_budget.py",
-    "tests/sync/test_late_events.py",
-    "tests/sync/test_sync_failures.py",
-    "tests/sync/test_follow.py",
-    "tests/simulator/test_openapi.py",
-    "tests/contract/",
-    "tests/cli/test_careless_operator.py",
-    "tests/cli/test_cli_simulate.py",
-    "tests/client/test_scroll_shapes.py",
-    "tests/ratelimit/test_rl_gateway_models.py",
-    "tests/backfill/test_backfill_gateways.py",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow modules first, in their order; the rest as collected (a stable sort)."""
-    items.sort(key=lambda item: not item.nodeid.startswith(SLOW_FIRST))
 
 
 def _redis_reachable() -> bool:
