@@ -29,6 +29,7 @@ __all__ = [
     "MS",
     "floor_ms",
     "format_instant",
+    "human_duration",
     "parse_day",
     "parse_local",
     "parse_timestamp",
@@ -176,3 +177,24 @@ def period_end(t: float, period: Literal["day", "month"]) -> float:
         return datetime(d.year, d.month, d.day, tzinfo=UTC).timestamp() + 86_400.0
     year, month = (d.year + 1, 1) if d.month == 12 else (d.year, d.month + 1)
     return datetime(year, month, 1, tzinfo=UTC).timestamp()
+
+
+def human_duration(seconds: float | None) -> str:
+    """A span for humans, the one format of every line the package prints: ``2 d 3 h``,
+    ``4 h 05 min``, ``3 min 20 s``, ``12 s``, ``1 d``; ``?`` when unknown, ``never`` when
+    infinite."""
+    if seconds is None:
+        return "?"
+    if seconds == float("inf"):
+        return "never"
+    s = max(0, round(seconds))
+    days, s = divmod(s, 86_400)
+    hours, s = divmod(s, 3_600)
+    minutes, s = divmod(s, 60)
+    if days:
+        return f"{days} d {hours} h" if hours else f"{days} d"
+    if hours:
+        return f"{hours} h {minutes:02d} min" if minutes else f"{hours} h"
+    if minutes:
+        return f"{minutes} min {s:02d} s" if s else f"{minutes} min"
+    return f"{s} s"

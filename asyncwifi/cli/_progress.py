@@ -27,7 +27,7 @@ from rich.progress import Progress as RichProgress
 from rich.text import Text
 
 from asyncwifi._clock import Clock
-from asyncwifi._instant import format_instant
+from asyncwifi._instant import format_instant, human_duration
 from asyncwifi.backfill import Progress, Reporter
 from asyncwifi.backfill._plan import requests_time
 from asyncwifi.cli._objects import left_for
@@ -46,23 +46,6 @@ def plural(count: int, noun: str) -> str:
 def counted(count: int, noun: str) -> str:
     """``1 login``, ``2,000 logins``."""
     return f"{count:,} {plural(count, noun)}"
-
-
-def human_duration(seconds: float | None) -> str:
-    """``2 d 3 h``, ``4 h 05 min``, ``3 min 20 s``, ``12 s``, ``1 d``; ``?`` when unknown."""
-    if seconds is None:
-        return "?"
-    s = max(0, round(seconds))
-    days, s = divmod(s, 86_400)
-    hours, s = divmod(s, 3_600)
-    minutes, s = divmod(s, 60)
-    if days:
-        return f"{days} d {hours} h" if hours else f"{days} d"
-    if hours:
-        return f"{hours} h {minutes:02d} min" if minutes else f"{hours} h"
-    if minutes:
-        return f"{minutes} min {s:02d} s" if s else f"{minutes} min"
-    return f"{s} s"
 
 
 def eta_seconds(progress: Progress, quota: QuotaSnapshot | None, now: float) -> float | None:

@@ -26,7 +26,7 @@ from temporalio.client import TLSConfig
 from temporalio.common import WorkflowIDConflictPolicy
 
 from asyncwifi._auth import Secret
-from asyncwifi._instant import read_instant
+from asyncwifi._instant import human_duration, read_instant
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.fleet._config import FleetConfig
 from asyncwifi.fleet._workflow import (
@@ -236,7 +236,7 @@ def status_line(status: OrganizationStatus, now: datetime | None = None) -> str:
         lag = "never run"
     elif status.newest_event is not None:
         newest = read_instant(status.newest_event)
-        lag = _duration((now - newest).total_seconds())
+        lag = human_duration((now - newest).total_seconds())
     state = status.state
     if status.failure is not None:  # what failed, and when the next pass tries again
         state += f" ({status.failure})"
@@ -252,11 +252,3 @@ def status_line(status: OrganizationStatus, now: datetime | None = None) -> str:
         f"projection {projection}  passes {status.passes}  "
         f"last error {status.last_error or '-'}"
     )
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f}{unit}"
-    return f"{seconds:.0f}s"

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from asyncwifi._instant import human_duration
 from asyncwifi.ratelimit._volume import ALL, COMPASS_PER_CONTACT, SPLASH_PER_ACCESS_POINT
 from asyncwifi.sync._lookback import DEFAULT_LOOKBACK
 
@@ -146,20 +147,24 @@ class SyncPlan:
         fits = "no allowance known" if share is None else f"share {share:,}"
         head = f"object plan: {human_count(self.projection)} objects a month ({fits}"
         head += f"; allowance: {self.allowance})"
+        lookback, settle = human_duration(self.lookback), human_duration(self.settle)
         late = {
-            "audited": f"each read 3x: on time, {_dur(self.lookback)} later, and an audit",
-            "reread": f"each read 2x: on time and once more {_dur(self.lookback)} later",
-            "delayed": f"each read once, {_dur(self.settle)} after its time",
+            "audited": f"each read 3x: on time, {lookback} later, and an audit",
+            "reread": f"each read 2x: on time and once more {lookback} later",
+            "delayed": f"each read once, {settle} after its time",
             "off": "each read once; late events are not looked for (lookback 0)",
         }[c.late]
+        kinds = ("events", "contacts", "hotspots", "segments")
+        cost = {k: human_count(self.costs.get(k, 0)) for k in kinds}
+        refresh = human_duration(c.refresh)
         lines = [
             head,
-            f"  events: {late}: {human_count(self.costs.get('events', 0))}",
-            f"  contacts: changes every {_dur(c.refresh)}, all of them every "
-            f"{_dur(c.reconcile)}: {human_count(self.costs.get('contacts', 0))}",
-            f"  hotspots: changes every {_dur(c.refresh)}, all every "
-            f"{_dur(c.hotspots_reconcile)}: {human_count(self.costs.get('hotspots', 0))}",
-            f"  segments: every {_dur(c.segments)}: {human_count(self.costs.get('segments', 0))}",
+            f"  events: {late}: {cost['events']}",
+            f"  contacts: changes every {refresh}, all of them every "
+            f"{human_duration(c.reconcile)}: {cost['contacts']}",
+            f"  hotspots: changes every {refresh}, all every "
+            f"{human_duration(c.hotspots_reconcile)}: {cost['hotspots']}",
+            f"  segments: every {human_duration(c.segments)}: {cost['segments']}",
         ]
         return lines + [f"  warning: {w}" for w in self.warnings]
 
@@ -167,16 +172,6 @@ class SyncPlan:
 def human_count(n: float) -> str:
     """An object count for a plan line: ``12,345``."""
     return f"{round(n):,}"
-
-
-def _dur(seconds: float) -> str:
-    """A cadence in words (the plan's lines)."""
-    if math.isinf(seconds):
-        return "never"
-    for unit, size in (("d", DAY), ("h", 3_600.0), ("min", 60.0)):
-        if seconds >= size and seconds % size == 0:
-            return f"{seconds / size:g} {unit}"
-    return f"{seconds:g} s"
 
 
 def allowance_of_plan(allowance: Mapping[str, int], observed: Observed) -> tuple[int | None, str]:

@@ -252,7 +252,7 @@ def test_an_organization_that_never_ran_has_no_lag() -> None:
         "org-old", passes=1, last_success="2026-01-02T00:00:00Z",
         newest_event="2026-01-01T23:00:00Z",
     )  # fmt: skip
-    assert "lag 1.0h" in status_line(ran, now=datetime(2026, 1, 2, tzinfo=UTC))
+    assert "lag 1 h" in status_line(ran, now=datetime(2026, 1, 2, tzinfo=UTC))
 
 
 # -- item 13: the progress lines of an export ------------------------------------------------
