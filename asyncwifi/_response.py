@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from asyncwifi._transport import request_id_of
 from asyncwifi.errors import ApiError, RateLimitedError, error_for_status
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 
@@ -69,7 +70,7 @@ def error_from_response(
     """
     cls = error_for_status(status)
     message = _message_of(status, body)
-    request_id = headers.get("X-Kong-Request-Id") or headers.get("X-Request-Id")
+    request_id = request_id_of(headers)
     if cls is RateLimitedError:
         if limits is None:
             limits = RateLimitHeaders.from_headers(headers)

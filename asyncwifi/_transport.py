@@ -68,6 +68,12 @@ class BodyBuffer:
         return f"BodyBuffer({len(self.data)} bytes)"
 
 
+def request_id_of(headers: Mapping[str, str]) -> str | None:
+    """The gateway's id of a request, for support (``X-Kong-Request-Id``, else the common
+    ``X-Request-Id``): the one reader of it."""
+    return headers.get("X-Kong-Request-Id") or headers.get("X-Request-Id")
+
+
 @dataclass(frozen=True, slots=True)
 class Request:
     """One HTTP request, before authentication: ``path`` is already percent-encoded.
@@ -109,8 +115,8 @@ class Response:
 
     @property
     def request_id(self) -> str | None:
-        """The gateway's request id (``X-Kong-Request-Id``), kept on errors for support."""
-        return self.headers.get("X-Kong-Request-Id") or self.headers.get("X-Request-Id")
+        """The gateway's request id (:func:`request_id_of`), kept on errors for support."""
+        return request_id_of(self.headers)
 
     def __repr__(self) -> str:
         return f"Response(status={self.status}, bytes={len(self.body)})"

@@ -9,7 +9,7 @@ import pytest
 from asyncwifi import errors
 from asyncwifi._protocol import build_query, format_datetime, path_segment
 from asyncwifi._response import error_from_response
-from asyncwifi._transport import make_headers
+from asyncwifi._transport import Response, make_headers
 
 
 @pytest.mark.parametrize(
@@ -91,6 +91,22 @@ def test_every_documented_status_has_its_exception(status: int, cls: type[errors
     assert exc.message == "Access Denied"
     assert exc.request_id == "rid-1"
     assert "GET /v3/hotspots/x" in str(exc)
+
+
+@pytest.mark.parametrize(
+    ("headers", "rid"),
+    [
+        ({"X-Kong-Request-Id": "k", "X-Request-Id": "r"}, "k"),
+        ({"X-Request-Id": "r"}, "r"),
+        ({}, None),
+    ],
+)
+def test_the_request_id_is_read_one_way_on_responses_and_errors(
+    headers: dict[str, str], rid: str | None
+) -> None:
+    made = make_headers(headers)
+    exc = error_from_response("GET", "/p", 500, made, b"", now=1.0)
+    assert exc.request_id == Response(200, made, b"").request_id == rid
 
 
 def test_429_carries_reset_and_reads_html_and_empty_bodies() -> None:
