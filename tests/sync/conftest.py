@@ -261,3 +261,14 @@ def zone_new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     monkeypatch.undo()
     time.tzset()
+
+
+class GearedClock(ScaledClock):
+    """A scaled clock whose speed a test changes on the way (``shift``), going on from the
+    time it shows: slow through a phase a loaded machine must not let run away (a first
+    pass, two processes sharing a day), fast once it cannot matter."""
+
+    __slots__ = ()
+
+    def shift(self, speed: float) -> None:
+        self.start, self._m0, self.speed = self.now(), time.monotonic(), speed

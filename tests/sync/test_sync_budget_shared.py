@@ -9,17 +9,17 @@ for the day to pass."""
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from asyncwifi import Limit, Limits, RedisStore, ScaledClock
+from asyncwifi import Limit, Limits, RedisStore
 from asyncwifi.sync import Budget, Syncer, SyncOptions, open_destination
 from asyncwifi.testing import Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
 from tests.ratelimit.rlhelpers import require_redis
+from tests.sync.conftest import GearedClock
 
 REDIS = "redis://127.0.0.1:6379/0"
 MIDNIGHT = 1_767_225_600.0  # 2026-01-01T00:00:00Z
@@ -27,17 +27,6 @@ DAY = 86_400.0
 #: the key's day: 20 requests; the sync's budget is half of it, all for events
 LIMITS = Limits(minute=None, day=Limit(20, DAY))
 ONLY_EVENTS = {"events": 1.0}
-
-
-class GearedClock(ScaledClock):
-    """A scaled clock whose speed the test changes on the way (``shift``), going on from
-    the time it shows: slow while the two processes share the day, so that no loaded
-    machine can let a day pass unseen, fast once the sync waits for it."""
-
-    __slots__ = ()
-
-    def shift(self, speed: float) -> None:
-        self.start, self._m0, self.speed = self.now(), time.monotonic(), speed
 
 
 class WatchedBudget(Budget):
