@@ -14,7 +14,7 @@ import logging
 from asyncwifi import errors, models
 from asyncwifi._client import Client, ClientState
 from asyncwifi._clock import Clock, ScaledClock
-from asyncwifi._core import RequestInfo, ResponseInfo, RetryInfo
+from asyncwifi._hooks import RequestInfo, ResponseInfo, RetryInfo
 from asyncwifi._retry import RetryPolicy
 from asyncwifi._stream import ScrollStream, StreamOptions
 from asyncwifi._transport import (

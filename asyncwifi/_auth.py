@@ -206,7 +206,9 @@ class TokenManager:
     """
 
     __slots__ = (
+        "_attempts",
         "_clock",
+        "_failed",
         "_forced_at",
         "_generation",
         "_lock",
@@ -235,6 +237,9 @@ class TokenManager:
         self._token: Token | None = None
         self._generation = 0
         self._forced_at: float | None = None
+        #: logins finished, and the failure of the last one (shared with those who waited)
+        self._attempts = 0
+        self._failed: Exception | None = None
         #: how many logins this manager made
         self.logins = 0
         self.refresh_margin = refresh_margin
@@ -270,12 +275,24 @@ class TokenManager:
         token = self._usable(self._clock.now())
         if token is not None:
             return token
+        tried = self._attempts
         async with self._lock:  # single flight: the first caller logs in, the rest reuse it
             token = self._usable(self._clock.now())
             if token is not None:
                 return token
             self._check_open()
-            value = await self._login()
+            if self._failed is not None and self._attempts != tried:
+                # the login this caller waited for failed: its outcome too (a wrong base
+                # URL costs one login's attempts, not one per waiting coroutine)
+                raise self._failed
+            try:
+                value = await self._login()
+            except Exception as exc:
+                self._failed = exc
+                self._attempts += 1
+                raise
+            self._failed = None
+            self._attempts += 1
             now = self._clock.now()
             claims = read_jwt_claims(value)
             issued = claims.get("iat")

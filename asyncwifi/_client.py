@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import enum
 import logging
 import os
@@ -10,56 +11,50 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal
 
+from asyncwifi._address import Address, check_base_path
 from asyncwifi._auth import Secret, Token, TokenManager, redact_url
 from asyncwifi._clock import Clock, SystemClock
-from asyncwifi._core import Hooks, RequestPipeline
+from asyncwifi._core import RequestPipeline
+from asyncwifi._defaults import TIMEOUT
+from asyncwifi._env import ALLOW_HTTP_ENV as ALLOW_HTTP_ENV
+from asyncwifi._env import ALLOWANCE_ENV as ALLOWANCE_ENV
+from asyncwifi._env import ENV_VARS as ENV_VARS
+from asyncwifi._env import TIMEOUT_ENV as TIMEOUT_ENV
+from asyncwifi._env import env_flag as env_flag
+from asyncwifi._env import plain_http_refusal as plain_http_refusal
+from asyncwifi._env import timeout_of as timeout_of
+from asyncwifi._hooks import Hooks
+from asyncwifi._options import CallOptions, RawResponse
 from asyncwifi._protocol import require_positive, require_text
-from asyncwifi._resources._contacts import Contacts
-from asyncwifi._resources._events import Events
-from asyncwifi._resources._hotspots import Hotspots
-from asyncwifi._resources._segments import Segments
+from asyncwifi._request import send_request
+from asyncwifi._resources import Contacts, Events, Hotspots, Segments
 from asyncwifi._retry import RetryPolicy
-from asyncwifi._stream._pages import SCROLL_WINDOW
+from asyncwifi._stream import SCROLL_WINDOW
 from asyncwifi._transport import AiohttpTransport, Transport
 from asyncwifi.errors import (
+    ApiError,
     ClientStateError,
     ConfigurationError,
     DecodeError,
-    TransportError,
     ValidationError,
 )
-from asyncwifi.models import decode
-from asyncwifi.models._auth import LoginRequest, LoginResponse
-from asyncwifi.models._decode import encode
-from asyncwifi.ratelimit import Lane, Limits, QuotaSnapshot, RateStore, Scheduler
-from asyncwifi.ratelimit._volume import allowance_of
+from asyncwifi.models import LoginRequest, LoginResponse, decode, encode
+from asyncwifi.ratelimit import Lane, Limits, QuotaSnapshot, RateStore, Scheduler, allowance_of
 
 __all__ = [
     "ALLOWANCE_ENV",
     "ALLOW_HTTP_ENV",
     "ENV_VARS",
+    "TIMEOUT_ENV",
     "Client",
     "ClientState",
     "HookKind",
     "env_flag",
     "plain_http_refusal",
+    "timeout_of",
 ]
 
 log = logging.getLogger("asyncwifi.client")
-
-#: the one switch that lets a client (``Client.from_env()``, the CLI) use a plain-http URL
-ALLOW_HTTP_ENV = "ASYNCWIFI_ALLOW_HTTP"
-#: the month's object allowance (spec §8) as ``Limits(month=...)`` takes it: ``20000``,
-#: ``"10 access points"``, ``"2000 contacts"`` (``Client.from_env()``, the CLI's ``--allowance``)
-ALLOWANCE_ENV = "ASYNCWIFI_ALLOWANCE"
-#: each setting's environment variable: the one table (``from_env``, the command's
-#: configuration, the dlt source)
-ENV_VARS: dict[str, str] = {
-    "client_key": "ASYNCWIFI_CLIENT_KEY",
-    "client_secret": "ASYNCWIFI_CLIENT_SECRET",
-    "base_url": "ASYNCWIFI_BASE_URL",
-    "organization": "ASYNCWIFI_ORGANIZATION",
-}
 
 #: what a hook observes: an attempt sent, its response, a retry, an expired scroll resumed
 #: (called with the resource), the limiter changing pace on the server's word (a
@@ -79,27 +74,6 @@ _HOOK_LISTS = {
 
 LOGIN_PATH = "/v1/sts/login/services"  # spec §4.1
 LOGOUT_PATH = "/v1/sts/logout"
-
-
-def env_flag(value: str | None) -> bool:
-    """An on/off environment variable: 1, true, yes, on (any case) mean on."""
-    return value is not None and value.strip().lower() in ("1", "true", "yes", "on")
-
-
-def plain_http_refusal(
-    base_url: str, allow_http: bool, switch: str = "pass allow_http=True"
-) -> ConfigurationError | None:
-    """The error for a plain-http ``base_url`` without the switch, phrased for the caller's
-    interface (``switch`` says how to turn it on there); None when the URL is acceptable."""
-    scheme = base_url.split(":", 1)[0].lower()
-    if scheme not in ("https", "http"):
-        return ConfigurationError(f"base_url must be an http(s) URL, got scheme {scheme!r}")
-    if scheme == "http" and not allow_http:
-        return ConfigurationError(
-            "plain http sends the client secret and tokens in clear: use https, "
-            f"or, for a local simulator, {switch}"
-        )
-    return None
 
 
 class ClientState(enum.Enum):
@@ -131,7 +105,9 @@ class Client:
     documented limits (60 a minute, 15,000 a day) are never exceeded (docs/guides/quota.md).
 
     Positional: the API key pair. Keyword options, grouped as httpx groups them:
-    ``base_url`` (or ASYNCWIFI_BASE_URL) and ``organization`` (the default ``{cid}`` of
+    ``base_url`` (or ASYNCWIFI_BASE_URL: the API's address, which its paths follow; one
+    ending with the API's version is refused, one where nothing answers is said at the first
+    request: ``asyncwifi._address``) and ``organization`` (the default ``{cid}`` of
     organization paths); ``limits`` (a :class:`Limits`: the windows, what to do on a spent
     day, ``max_in_flight``, ``max_connections``) and ``rate_store`` (``RedisStore`` shares
     a key's limits across processes); ``retry`` (a :class:`RetryPolicy`); ``timeout``;
@@ -151,7 +127,8 @@ class Client:
         limits: Limits | None = None,
         rate_store: RateStore | None = None,
         retry: RetryPolicy | None = None,
-        timeout: float = 30.0,
+        timeout: float = TIMEOUT,
+        max_wait: float | None = None,
         scroll_window: float = SCROLL_WINDOW,
         hooks: Mapping[HookKind, Callable[..., Any] | Sequence[Callable[..., Any]]] | None = None,
         transport: Transport | None = None,
@@ -163,10 +140,8 @@ class Client:
         if not isinstance(client_secret, str) or not client_secret:
             raise ConfigurationError("client_secret must be a non-empty string")
         from_env = os.environ.get(ENV_VARS["base_url"])
-        #: where the base URL was set, for the message of one that nothing answers at
-        self._base_url_from = (
-            ENV_VARS["base_url"] if not base_url or base_url == from_env else "base_url"
-        )
+        #: where the base URL was set, named by the errors of a wrong one
+        source = ENV_VARS["base_url"] if not base_url or base_url == from_env else "base_url"
         base_url = base_url or from_env
         if not base_url:
             raise ConfigurationError("base_url is required (or set ASYNCWIFI_BASE_URL)")
@@ -175,6 +150,7 @@ class Client:
         refusal = plain_http_refusal(base_url, allow_http)
         if refusal is not None:
             raise refusal
+        check_base_path(base_url, source)
         if organization is not None:
             require_text(organization, "organization")
         _check_options(limits=limits, retry=retry, timeout=timeout, scroll_window=scroll_window)
@@ -184,7 +160,9 @@ class Client:
         self.base_url = base_url.rstrip("/")
         self.organization = organization
         self.clock: Clock = clock or SystemClock()
-        self.state = ClientState.UNOPENED
+        self._state = ClientState.UNOPENED
+        #: the client a view (``with_options``) was made from: it owns the lifecycle
+        self._root: Client = self
         self._transport: Transport = transport or AiohttpTransport(
             self.base_url,
             timeout=timeout,
@@ -200,8 +178,10 @@ class Client:
             clock=self.clock,
             retry=retry or RetryPolicy(),
             hooks=Hooks(),
-            misconfigured=self._unreachable,
+            address=Address(self.base_url, source),
         )
+        if max_wait is not None:  # every call's admission deadline (see with_options)
+            self._api.options = CallOptions(max_wait=max_wait)
         for kind, callbacks in (hooks or {}).items():
             for callback in [callbacks] if callable(callbacks) else callbacks:
                 self.add_hook(kind, callback)
@@ -214,7 +194,8 @@ class Client:
     def from_env(cls, **options: object) -> Client:
         """A client configured from ASYNCWIFI_CLIENT_KEY, ASYNCWIFI_CLIENT_SECRET,
         ASYNCWIFI_BASE_URL, ASYNCWIFI_ORGANIZATION, ASYNCWIFI_ALLOW_HTTP (``1`` lets a
-        plain-http URL through, for a local simulator) and ASYNCWIFI_ALLOWANCE (the month's
+        plain-http URL through, for a local simulator), ASYNCWIFI_TIMEOUT (``timeout``, in
+        seconds) and ASYNCWIFI_ALLOWANCE (the month's
         object allowance, spec §8: ``20000``, ``"10 access points"``, ``"2000 contacts"``;
         the client's ``Limits(month=...)``, so budgets and reports can say what is left);
         keyword ``options`` win (``limits`` among them: its own ``month`` then)."""
@@ -228,6 +209,9 @@ class Client:
         options.setdefault("base_url", os.environ.get(ENV_VARS["base_url"]))
         options.setdefault("organization", os.environ.get(ENV_VARS["organization"]) or None)
         options.setdefault("allow_http", env_flag(os.environ.get(ALLOW_HTTP_ENV)))
+        timeout = os.environ.get(TIMEOUT_ENV, "").strip()
+        if timeout:
+            options.setdefault("timeout", timeout_of(timeout, TIMEOUT_ENV))
         allowance = os.environ.get(ALLOWANCE_ENV, "").strip()
         if allowance and options.get("limits") is None:
             try:  # checked under the variable's name, before any request
@@ -260,22 +244,78 @@ class Client:
     ) -> None:
         await self.aclose()
 
+    @property
+    def state(self) -> ClientState:
+        """Unopened, open or closed (a view's is its client's)."""
+        return self._root._state
+
     def open(self) -> None:
         """Make the client usable (``async with`` does it); a client opens once."""
+        self._own_lifecycle()
         if self.state is not ClientState.UNOPENED:
             raise ClientStateError(f"the client cannot be opened: it is {self.state.value}")
-        self.state = ClientState.OPEN
+        self._state = ClientState.OPEN
 
     async def aclose(self) -> None:
         """Close connections and the scheduler. The token is not revoked (see ``logout``)."""
+        self._own_lifecycle()
         if self.state is ClientState.CLOSED:
             return
-        self.state = ClientState.CLOSED
+        self._state = ClientState.CLOSED
         self._tokens.close()
         try:
+            abandoned = self._api.abandoned
+            if await abandoned.settle():  # pages asked for and left: in and counted
+                abandoned.cancel()  # not in by then: what they held is not known
             await self.scheduler.aclose()
         finally:
             await self._transport.aclose()
+
+    def _own_lifecycle(self) -> None:
+        if self._root is not self:
+            raise ClientStateError(
+                "a view (with_options) is opened and closed with the client it was made from"
+            )
+
+    # -- the per-call door -------------------------------------------------------------------
+    def with_options(
+        self,
+        *,
+        timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+        max_wait: float | None = None,
+        lane: Lane | str | None = None,
+    ) -> Client:
+        """A view of this client whose calls take other options (:class:`CallOptions`:
+        ``timeout``, ``retry``, ``max_wait``, an admission deadline, and ``lane``); it shares
+        the session, the token and the limiter (no second count), and lives as long as
+        the client (it is not opened or closed itself). Bad values: ``ValidationError``."""
+        options = CallOptions(timeout, retry, max_wait, lane)  # type: ignore[arg-type]
+        view = copy.copy(self)
+        view._api = api = self._api.derive(options)
+        view._contacts = self._contacts.on(api)
+        view._events = self._events.on(api)
+        view._hotspots = self._hotspots.on(api)
+        view._segments = self._segments.on(api)
+        return view
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, object] | None = None,
+        json: object = None,
+        objects: str | None = None,
+    ) -> RawResponse[Any]:
+        """Any endpoint (``/v2/customers/{cid}/accountings``, locations, beacons...) through
+        the login, the limiter, the retries and the object count: the raw response, its
+        body decoded as JSON by :meth:`RawResponse.parse`. A GET is retried as any read; a
+        write is never repeated unless it certainly did not happen (no way to check it
+        here). ``objects``: the kind of object it exchanges (spec §8), counted as
+        :func:`~asyncwifi._request.count_records` says (assumption: a list, or an
+        envelope's ``data`` list, holds one object per item; another body one)."""
+        return await send_request(self._require_open(), method, path, params, json, objects)
 
     def _require_open(self) -> RequestPipeline:
         if self.state is ClientState.OPEN:
@@ -353,26 +393,24 @@ class Client:
 
     async def _login(self) -> str:
         body = encode(LoginRequest(client_key=self._key, client_secret=self._secret.reveal()))
-        response = await self._api.read(
-            "POST",
-            LOGIN_PATH,
-            tag="login",
-            body=body,
-            lane=Lane.INTERACTIVE,
-            auth=False,
-            decode=lambda b: decode(b, LoginResponse, what="login response"),
-        )
+        try:
+            response = await self._api.read(
+                "POST",
+                LOGIN_PATH,
+                tag="login",
+                body=body,
+                lane=Lane.INTERACTIVE,
+                auth=False,
+                decode=lambda b: decode(b, LoginResponse, what="login response"),
+            )
+        except (ApiError, DecodeError) as exc:
+            wrong = self._api.address.login_refused(exc)
+            if wrong is not None:
+                raise wrong from exc  # no login route there: the base URL, not the key
+            raise
         if not response.token:
             raise DecodeError("the login response holds no token")
         return response.token
-
-    def _unreachable(self, exc: TransportError) -> ConfigurationError:
-        """The error for a base URL where nothing has ever answered (a host name that does
-        not resolve, a refused connection): a wrong setting, named with where it was set."""
-        return ConfigurationError(
-            f"cannot reach the API at {redact_url(self.base_url)} ({exc.message}) and nothing "
-            f"has ever answered there: check the base URL (set by {self._base_url_from})"
-        )
 
     async def _logout(self, token: Token) -> None:
         # spec §4.1: the payload is not shown; the token is presented in the header

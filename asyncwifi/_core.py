@@ -7,9 +7,15 @@ status to its exception. A failure is classified by one rule
 repeated only after a resource-specific ``verify`` shows it did not happen) or raise; one
 give-up rule bounds reads and writes alike. Every attempt, logins and verifications
 included, goes through the scheduler; the objects a call exchanged (spec §8: each record a
-response returned, a write's object) are counted there once it succeeded (``count``).
+response returned, a write's object) are counted there once it succeeded (``count``). With
+the month's allowance known, a call for objects first reserves them (``hold``: a page's size,
+clamped by its caller; one object else), and its answer settles the reservation; a call that
+fails releases it. A stream's page whose caller left after it was sent (``finish``) is still
+read and counted when it comes: the server served it. A call's bookkeeping, and how an
+ambiguous write is judged, are :mod:`asyncwifi._call`'s; what it tells hooks and the log,
+:mod:`asyncwifi._hooks`'.
 
-tenacity is the one retry engine (policies built in :mod:`asyncwifi._backoff`, on the
+tenacity is the one retry engine (policies built in :mod:`asyncwifi._retry`, on the
 client's clock). The first attempt runs without it: a call that succeeds, or fails for
 good, pays nothing for retrying; only a retryable failure builds an ``AsyncRetrying``,
 which replays that failure as its own first attempt so that every failure is judged by
@@ -19,43 +25,31 @@ a call that succeeds, as before; ~+120 us for one that meets a failure and retri
 
 from __future__ import annotations
 
+import asyncio
+import copy
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Generic, NoReturn, TypeVar
+from typing import NoReturn, TypeVar
 
 import msgspec
 
+from asyncwifi._abandoned import Abandoned
+from asyncwifi._address import Address
 from asyncwifi._auth import Token, TokenManager
-from asyncwifi._backoff import client_retrying
+from asyncwifi._call import Call, Verdict, verify_write
 from asyncwifi._clock import Clock
+from asyncwifi._hooks import Hooks, RequestInfo
+from asyncwifi._options import CallOptions, captured
 from asyncwifi._protocol import Tag
 from asyncwifi._response import error_from_response
-from asyncwifi._retry import Remedy, RetryPolicy, classify, refused
-from asyncwifi._scopes import Scope, attempt_scope, call_scope
+from asyncwifi._retry import Remedy, RetryPolicy, classify, client_retrying, refused
+from asyncwifi._scopes import attempt_scope, call_scope
 from asyncwifi._transport import BodyBuffer, Request, Response, Transport
-from asyncwifi.errors import (
-    AmbiguousWriteError,
-    ApiError,
-    DecodeError,
-    QuotaExhaustedError,
-    RateLimitedError,
-    TransportError,
-)
-from asyncwifi.ratelimit import Lane, Scheduler
-from asyncwifi.ratelimit._headers import RateLimitHeaders
-from asyncwifi.ratelimit._keepalive import KeepAlive
+from asyncwifi.errors import DecodeError, QuotaExhaustedError, TransportError
+from asyncwifi.ratelimit import KeepAlive, Lane, Permit, RateLimitHeaders, Reservation, Scheduler
 
-__all__ = [
-    "Hooks",
-    "RequestInfo",
-    "RequestPipeline",
-    "ResponseInfo",
-    "RetryInfo",
-    "Verdict",
-    "one_object",
-]
+__all__ = ["RequestPipeline"]
 
 log = logging.getLogger("asyncwifi.http")
 T = TypeVar("T")
@@ -68,11 +62,6 @@ T = TypeVar("T")
 REFUSED_TOKEN = frozenset({401, 403})
 
 
-def one_object(_: object) -> int:
-    """The objects of an answer about one record (a get, a write): spec §8 counts one."""
-    return 1
-
-
 def _is_json(body: bytes | memoryview) -> bool:
     try:
         msgspec.json.decode(body)
@@ -81,104 +70,15 @@ def _is_json(body: bytes | memoryview) -> bool:
     return True
 
 
-@dataclass(frozen=True, slots=True)
-class RequestInfo:
-    """Passed to ``on_request``: an attempt is about to be sent."""
-
-    method: str
-    path: str
-    attempt: int
-    #: real seconds this attempt waited for its scheduler slot
-    waited: float = 0.0
-    #: clock time of its admission (what the rate-limit windows count; the task that sends
-    #: it may resume a little later on a busy event loop)
-    admitted_at: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class ResponseInfo:
-    """Passed to ``on_response``: an attempt got a response (``status``) in ``elapsed`` s."""
-
-    method: str
-    path: str
-    status: int
-    elapsed: float
-    attempt: int
-    request_id: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class RetryInfo:
-    """Passed to ``on_retry``: attempt ``attempt`` failed with ``error``; next in ``wait`` s."""
-
-    method: str
-    path: str
-    attempt: int
-    wait: float
-    error: str
-
-
-@dataclass(slots=True)
-class Hooks:
-    """Callbacks for metrics; an exception in a hook is logged, never raised into a call."""
-
-    on_request: list[Callable[[RequestInfo], None]] = field(default_factory=list)
-    on_response: list[Callable[[ResponseInfo], None]] = field(default_factory=list)
-    on_retry: list[Callable[[RetryInfo], None]] = field(default_factory=list)
-    #: context managers around each call / each attempt (see _scopes; asyncwifi.otel)
-    call_scopes: list[Scope] = field(default_factory=list)
-    attempt_scopes: list[Scope] = field(default_factory=list)
-    #: called with the resource ("events") when an expired scroll resumes
-    on_scroll_resume: list[Callable[[str], None]] = field(default_factory=list)
-
-    def fire(self, callbacks: list[Callable[[Any], None]], info: object) -> None:
-        for callback in callbacks:
-            try:
-                callback(info)
-            except Exception:
-                log.warning("hook %r raised; the request goes on", callback, exc_info=True)
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict(Generic[T]):
-    """What a write's ``verify`` found: ``done`` with the result, or certainly not done."""
-
-    done: bool
-    result: T | None = None
-
-
-@dataclass(slots=True)
-class _Call:
-    method: str
-    path: str
-    #: what the request asks for, as the limiter counts it: the caller's to say
-    tag: Tag
-    params: Mapping[str, str] | None
-    body: bytes | None
-    lane: Lane
-    deadline: float | None
-    objects: str | None
-    auth: bool
-    #: how many objects (records) a decoded answer holds, counted by the limiter per tag
-    count: Callable[[Any], int] | None = None
-    on_sent: Callable[[float], None] | None = None
-    into: BodyBuffer | None = None
-    keepalive: KeepAlive | None = None
-    token: Token | None = None
-    attempt: int = 0
-    relogged: bool = False
-    rate_limited: int = 0
-    started: float = 0.0
-
-
 class RequestPipeline:
     """Sends requests for the resources (one per Client)."""
 
     __slots__ = (
-        "answered",
+        "abandoned",
+        "address",
         "clock",
         "hooks",
-        "misconfigured",
+        "options",
         "retry",
         "scheduler",
         "tokens",
@@ -194,7 +94,7 @@ class RequestPipeline:
         clock: Clock,
         retry: RetryPolicy,
         hooks: Hooks,
-        misconfigured: Callable[[TransportError], Exception] | None = None,
+        address: Address,
     ) -> None:
         self.transport = transport
         self.scheduler = scheduler
@@ -202,14 +102,24 @@ class RequestPipeline:
         self.clock = clock
         self.retry = retry
         self.hooks = hooks
-        #: whether any response ever came back (then an unreachable host is an outage)
-        self.answered = False
-        #: the error for an address where nothing listens before anything ever answered:
-        #: the client's words for a wrong base URL (raised at once, never retried)
-        self.misconfigured = misconfigured
+        #: the base URL and whether anything ever answered there: before that, a request
+        #: that reaches nothing shows a wrong URL (raised as one, never waited out)
+        self.address = address
+        #: answers of requests whose callers left after sending them, being read to count
+        self.abandoned = Abandoned()
+        #: what a view of the client changes for its calls (``Client.with_options``)
+        self.options = CallOptions()
+
+    def derive(self, options: CallOptions) -> RequestPipeline:
+        """A pipeline for a view of the client: the same transport, limiter, token, hooks
+        and abandoned answers (no second session, no second count), other call options."""
+        view = copy.copy(self)
+        view.options = options = options.over(self.options)
+        view.retry = options.retry or self.retry
+        return view
 
     @attempt_scope
-    async def _attempt(self, call: _Call) -> Response:
+    async def _attempt(self, call: Call) -> Response:
         call.attempt += 1
         token = call.token
         if token is None and call.auth:
@@ -219,15 +129,21 @@ class RequestPipeline:
             headers["Content-Type"] = "application/json"
         if token is not None:
             headers["Authorization"] = token.bearer
-        request = Request(call.method, call.path, call.params, call.body, headers, call.into)
+        request = Request(call.method, call.path, call.params, call.body, headers, call.into,
+                          self.options.timeout)  # fmt: skip
         queued = time.perf_counter()
-        async with self.scheduler.slot(
+        permit = self.scheduler.slot(
             lane=call.lane,
-            deadline=call.deadline,
+            deadline=call.deadline if call.admit_by is None else call.admit_by,
             objects=call.objects,
             keepalive=call.keepalive,
             tag=call.tag,
-        ) as permit:
+        )
+        if call.admit_by is None:
+            await permit.__aenter__()
+        else:
+            await self._admit_by(call, permit)
+        try:
             if self.hooks.on_request:
                 self.hooks.fire(
                     self.hooks.on_request,
@@ -243,39 +159,31 @@ class RequestPipeline:
                 call.on_sent(self.clock.now())
             started = time.perf_counter()
             try:
-                response = await self.transport.send(request)
+                if call.finish is None:
+                    response = await self.transport.send(request)
+                else:  # the caller may leave: the answer is still read and counted
+                    sending = self.transport.send(request)
+                    try:
+                        response = await self.abandoned.send(
+                            sending, lambda f: self._finish(call, f)
+                        )
+                    except asyncio.CancelledError:
+                        call.orphaned = True  # _finish owns the reservation now
+                        raise
             except TransportError as exc:
-                if exc.unreachable and not self.answered and self.misconfigured is not None:
-                    # nothing has ever answered at this address: not an outage to wait
-                    # out (the retry policy is for a server that answered before), but
-                    # a wrong address, said at once
-                    raise self.misconfigured(exc) from exc
+                wrong = self.address.unreached(exc, call.attempt, self.retry.max_attempts)
+                if wrong is not None:
+                    raise wrong from exc
                 raise
-            self.answered = True
+            self.address.answered = True
             limits = RateLimitHeaders.from_headers(response.headers)
             permit.observe(response.status, limits)
+        finally:
+            await permit.__aexit__(None, None, None)
+        captured(response)
         elapsed = time.perf_counter() - started
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug(
-                "%s %s -> %d in %.1f ms (attempt %d)",
-                call.method,
-                call.path,
-                response.status,
-                elapsed * 1000,
-                call.attempt,
-            )
-        if self.hooks.on_response:
-            self.hooks.fire(
-                self.hooks.on_response,
-                ResponseInfo(
-                    call.method,
-                    call.path,
-                    response.status,
-                    elapsed,
-                    call.attempt,
-                    response.request_id,
-                ),
-            )
+        self.hooks.answered(call.method, call.path, response.status, elapsed, call.attempt,
+                            response.request_id)  # fmt: skip
         if response.status < 400:
             return response
         if (
@@ -300,26 +208,86 @@ class RequestPipeline:
             limits=limits,
         )
 
-    async def _once(self, call: _Call, decode: Callable[[bytes | memoryview], T]) -> T:
+    async def _admit_by(self, call: Call, permit: Permit) -> None:
+        """Enter ``permit`` by the call's admission deadline (``max_wait``), or raise at once
+        when the limiter already knows it cannot, else when the deadline passes."""
+        by = call.admit_by
+        assert by is not None
+        lane, objects = call.lane, call.objects
+        earliest = self.scheduler.earliest_admission(lane, deadline=by, objects=objects)
+        if earliest <= by:
+            try:
+                async with asyncio.timeout(self.clock.real(max(0.0, by - self.clock.now()))):
+                    await permit.__aenter__()
+                if (now := max(permit.sent_at, self.clock.now())) <= by:  # in time, still
+                    return
+                permit.refund()  # a late timer or a busy loop since: it never leaves
+                earliest = now
+            except TimeoutError:
+                earliest = self.scheduler.earliest_admission(lane, deadline=by, objects=objects)
+        raise QuotaExhaustedError(
+            f"{call.method} {call.path}: not sent: the limiter could not admit it within "
+            f"max_wait={self.options.max_wait:g} s (the earliest it could go: in "
+            f"{max(0.0, earliest - call.started):.1f} s)",
+            reset_at=max(earliest, by),
+            limit="max_wait",
+        )
+
+    async def _finish(self, call: Call, send: asyncio.Future[Response]) -> None:
+        """Count the objects of an answer whose caller left (spec §8: served is exchanged)."""
+        try:
+            response = await send
+            if response.status < 400 and call.finish is not None:
+                await self._count(call, call.finish(response.body))
+        except (Exception, asyncio.CancelledError) as exc:
+            # not read (failed, or not in when the client closed): what it held cannot be
+            # known, nor counted
+            send.cancel()
+            log.warning("%s %s: an abandoned answer was not read (%s)", call.method,
+                        call.path, type(exc).__name__)  # fmt: skip
+        finally:
+            self.scheduler.object_gate.release(call.hold)  # settled: no effect
+
+    async def _once(self, call: Call, decode: Callable[[bytes | memoryview], T]) -> T:
         """One attempt and its decoding; the objects of an answer that decoded are counted."""
         response = await self._attempt(call)
         try:
             result = decode(response.body)
         except DecodeError as exc:
+            not_json = self.address.not_json(call.method, call.path, response.headers)
+            if not_json is not None:
+                raise not_json from exc  # a page the server meant: read again, the same
             # a body that is not even JSON was cut in transit: worth one more read
             exc.retryable = not _is_json(response.body)
             raise
         await self._count(call, result)
         return result
 
-    async def _count(self, call: _Call, result: object) -> None:
-        """Count the objects ``result`` holds (spec §8: they are the subscription's volume)."""
-        if call.count is not None and (n := call.count(result)):
-            await self.scheduler.count_objects(call.tag, n)
+    async def _count(self, call: Call, result: object) -> None:
+        """Count the objects ``result`` holds (spec §8: they are the subscription's volume),
+        settling the call's reservation."""
+        if call.count is None:
+            return
+        n, hold = call.count(result), call.hold
+        if n or (hold is not None and hold.ticket is not None):
+            await self.scheduler.object_gate.settle(hold, call.tag, n)
+
+    async def _held(self, call: Call, run: Callable[[], Awaitable[T]]) -> T:
+        """``run()`` (the call) holding its objects (an allowance binds them) until it
+        settles, or failing, gives them back."""
+        gate = self.scheduler.object_gate
+        if call.hold is None and gate.binds(call.tag):
+            call.hold = await gate.reserve(call.tag, 1)  # one object, or an unsized list
+        try:
+            return await run()
+        except BaseException:
+            if not call.orphaned:
+                gate.release(call.hold)
+            raise
 
     async def _call(
         self,
-        call: _Call,
+        call: Call,
         decode: Callable[[bytes | memoryview], T],
         verify: Callable[[], Awaitable[Verdict[T]]] | None,
         *,
@@ -327,6 +295,8 @@ class RequestPipeline:
     ) -> T:
         """The first attempt, bare; a retryable failure hands the call over to tenacity."""
         call.started = self.clock.now()
+        if self.options.max_wait is not None:
+            call.admit_by = call.started + self.options.max_wait
         try:
             return await self._once(call, decode)
         except Exception as exc:
@@ -337,7 +307,7 @@ class RequestPipeline:
 
     async def _retrying(
         self,
-        call: _Call,
+        call: Call,
         first: Exception,
         decode: Callable[[bytes | memoryview], T],
         verify: Callable[[], Awaitable[Verdict[T]]] | None,
@@ -365,7 +335,7 @@ class RequestPipeline:
                 if refused(exc):
                     call.rate_limited += 1
                 if decided is Remedy.VERIFY:
-                    verdict = await self._verify(call, exc, verify)
+                    verdict = await verify_write(call, exc, verify)
                     if verdict.done:
                         assert verdict.result is not None
                         await self._count(call, verdict.result)  # the write's object
@@ -375,29 +345,14 @@ class RequestPipeline:
 
         def give_up(error: BaseException, attempts: int) -> NoReturn:
             if decision is Remedy.VERIFY:
-                raise AmbiguousWriteError(
-                    f"the write did not take effect after {attempts} attempts",
-                    method=call.method,
-                    path=call.path,
-                ) from error
+                raise call.never_confirmed(attempts) from error
             raise error
 
         def before_sleep(error: BaseException, attempts: int, wait: float) -> None:
-            described = type(error).__name__
-            log.warning(
-                "%s %s failed (%s: %s); retry %d in %.2f s",
-                call.method,
-                call.path,
-                described,
-                error,
-                attempts,
-                wait,
-            )
-            if self.hooks.on_retry:
-                self.hooks.fire(
-                    self.hooks.on_retry,
-                    RetryInfo(call.method, call.path, attempts, wait, described),
-                )
+            # before anything answered, the next attempt ends in an answer or in the one
+            # line that names a wrong base URL (``Address``): the retry itself is no news
+            quiet = not self.address.answered
+            self.hooks.retrying(call.method, call.path, error, attempts, wait, quiet=quiet)
 
         retrying = client_retrying(
             self.retry,
@@ -410,44 +365,6 @@ class RequestPipeline:
         )
         result: T = await retrying(attempt)
         return result
-
-    async def _verify(
-        self,
-        call: _Call,
-        ambiguous: Exception,
-        verify: Callable[[], Awaitable[Verdict[T]]] | None,
-    ) -> Verdict[T]:
-        """Whether a write whose outcome is unknown took effect; raises when none can tell."""
-        if verify is None:
-            raise AmbiguousWriteError(
-                f"outcome unknown after {type(ambiguous).__name__} ({ambiguous}); "
-                "no way to check it, so it was not retried",
-                method=call.method,
-                path=call.path,
-            ) from ambiguous
-        try:
-            verdict = await verify()
-        except (ApiError, QuotaExhaustedError, TransportError) as exc:
-            hint = (
-                "the gateway sends a bodyless 429 after executing a write whose object "
-                "quota is spent, so it most likely took effect"
-                if isinstance(ambiguous, RateLimitedError)
-                else "it may or may not have taken effect"
-            )
-            raise AmbiguousWriteError(
-                f"{type(ambiguous).__name__}: {hint}; the lookup to confirm it failed "
-                f"({type(exc).__name__}: {exc}); not retried",
-                method=call.method,
-                path=call.path,
-            ) from ambiguous
-        if verdict.done:
-            log.warning(
-                "%s %s: %s, but a lookup shows the write took effect",
-                call.method,
-                call.path,
-                type(ambiguous).__name__,
-            )
-        return verdict
 
     @call_scope("read")
     async def read(
@@ -467,20 +384,27 @@ class RequestPipeline:
         on_sent: Callable[[float], None] | None = None,
         into: BodyBuffer | None = None,
         keepalive: KeepAlive | None = None,
+        hold: Reservation | None = None,
+        finish: bool = False,
     ) -> T:
         """Send a request that is safe to repeat, retrying per the policy; decode the body;
         ``count(answer)``: the objects it holds (spec §8), counted by the limiter under
-        ``tag``, what the request asks for (its admissions are counted under it too).
+        ``tag``, what the request asks for (its admissions are counted under it too),
+        settling ``hold`` (the objects the caller reserved: :meth:`ObjectGate.reserve`).
+        ``finish``: an answer whose caller left once it was sent is read and counted.
 
         A body that fails to decode on a 200 (truncated JSON) is retried like a dropped
         connection, since repeating a read costs one request and loses nothing. ``into``:
         a buffer to read the body into (see :class:`BodyBuffer`); ``decode`` must then keep
         nothing that points into the body.
         """
-        call = _Call(
+        lane = lane if self.options.lane is None else self.options.lane
+        call = Call(
             method, path, tag, params, body, lane, deadline, objects, auth, count, on_sent,
-            into, keepalive,
+            into, keepalive, hold, decode if finish else None,
         )  # fmt: skip
+        if count is not None and self.scheduler.object_gate.active:
+            return await self._held(call, lambda: self._call(call, decode, None, write=False))
         return await self._call(call, decode, None, write=False)
 
     @call_scope("write")
@@ -508,17 +432,19 @@ class RequestPipeline:
         ``verify``; when there is none, or it cannot tell, the call raises
         :class:`AmbiguousWriteError` rather than risk a double write.
         """
-        call = _Call(
+        call = Call(
             method,
             path,
             tag,
             params,
             body,
-            Lane.INTERACTIVE,
+            Lane.INTERACTIVE if self.options.lane is None else self.options.lane,
             None,
             objects,
             True,
             count,
             token=token,
         )
+        if count is not None and self.scheduler.object_gate.active:
+            return await self._held(call, lambda: self._call(call, decode, verify, write=True))
         return await self._call(call, decode, verify, write=True)

@@ -9,31 +9,50 @@ this module, so that one rule holds everywhere:
 - :func:`format_instant` writes ``2026-01-01T00:00:00.000Z`` for any year from 1 to 9999
   (zero-padded; ``strftime``'s year is not, on glibc, below 1000), digits past the precision
   cut, never rounded up. ``timespec="seconds"`` is the rendering of a clock time in logs and
-  messages, ``"microseconds"`` a key that sorts like time (backfill keys, SQLite columns).
+  messages (:func:`fmt_time`, any clock time), ``"microseconds"`` a key that sorts like
+  time (backfill keys, SQLite columns).
 - :func:`parse_timestamp` reads every form the API sends (:func:`read_instant`, one that
   must be there); :func:`utc_time` and :func:`utc_times` read a record's UTC time (``None``,
   never an error: a time guides cursors, and is not worth losing a record for);
   :func:`parse_local` reads a local wall time, its ``Z`` dropped: never UTC.
+- :func:`parse_instant` reads an instant a person writes (a command line, ``fleet.toml``):
+  an ISO 8601 date or date-time, no zone meaning UTC; :func:`parse_duration` a slice's
+  size (:func:`read_duration`, at least a second).
 - :func:`floor_ms` cuts an instant to the API's precision, :data:`MS`.
 - :func:`utc_period` names the UTC calendar day or month holding a clock time, and
   :func:`period_end` says when it ends (spec §8: the object volume is counted by month).
+
+Spans of time have one owner too: :func:`read_duration` reads the one form every setting
+takes (``90``, ``90s``, ``1m30s``, ``1h``, ``2d``; a bare number is seconds), on the command
+line and in the files alike; :func:`format_duration` writes it back (a default in a help
+text); :func:`human_duration` says a span in a line for people.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 
+from asyncwifi.errors import ValidationError
+
 __all__ = [
+    "DURATION_FORMS",
     "MS",
     "floor_ms",
+    "fmt_time",
+    "format_duration",
     "format_instant",
     "human_duration",
     "parse_day",
+    "parse_duration",
+    "parse_instant",
     "parse_local",
     "parse_timestamp",
     "period_end",
+    "read_duration",
     "read_instant",
     "utc_period",
     "utc_time",
@@ -62,6 +81,15 @@ def format_instant(moment: datetime | float, timespec: Timespec = "milliseconds"
     ``2026-01-01T00:00:00.000Z``, the API's form (see the module docstring for the others).
     A naive ``datetime`` is a ``ValueError``: its zone would be a guess."""
     return _utc(moment).replace(tzinfo=None).isoformat(timespec=timespec) + "Z"
+
+
+def fmt_time(t: float) -> str:
+    """A clock time as UTC text in whole seconds for logs and errors; one past the calendar
+    (a virtual clock's far future) as the number itself."""
+    try:
+        return format_instant(t, "seconds")
+    except (OverflowError, OSError, ValueError):
+        return f"{t:.0f}"
 
 
 def floor_ms(moment: datetime) -> datetime:
@@ -146,6 +174,31 @@ def utc_times(texts: Iterable[str | None]) -> list[datetime | None]:
     return times
 
 
+def parse_instant(text: str) -> datetime:
+    """Parse a command-line instant: an ISO 8601 date or date-time; no zone means UTC.
+
+    ``2026-01-01``, ``2026-01-01T10:30``, ``2026-01-01 10:30:00Z`` and
+    ``2026-01-01T10:30:00+02:00`` are accepted. Raises ``ValueError`` with a message that
+    says what is expected. The result is aware (UTC) and floored to the millisecond.
+    """
+    try:
+        return floor_ms(read_instant(text))
+    except ValueError:
+        raise ValidationError(
+            f"{text!r} is not an ISO 8601 date or date-time "
+            "(e.g. 2026-01-01 or 2026-01-01T12:00:00Z)"
+        ) from None
+
+
+def parse_duration(text: str) -> timedelta:
+    """Parse the size of a slice: :func:`read_duration`'s forms (``1d``, ``6h``, ``1h30m``,
+    ``90``), at least one second; ``ValueError`` otherwise."""
+    size = read_duration(text)
+    if size < timedelta(seconds=1):
+        raise ValidationError(f"{text!r}: a slice must last at least one second")
+    return size
+
+
 def parse_local(text: str | None) -> datetime | None:
     """A local wall time (``createdAtLocal``, ``startAtLocal``): a naive ``datetime`` in the
     location's zone, ``None`` if absent or unparseable. observed.md: such times are written
@@ -198,3 +251,44 @@ def human_duration(seconds: float | None) -> str:
     if minutes:
         return f"{minutes} min {s:02d} s" if s else f"{minutes} min"
     return f"{s} s"
+
+
+#: the forms of a duration, as every message and help text says them
+DURATION_FORMS = "90 (seconds), 90s, 1m30s, 1h, 2d"
+_NUMBER = r"\d+(?:\.\d*)?|\.\d+"
+_PARTS = re.compile(rf"(?:(?:{_NUMBER})[wdhms])+", re.IGNORECASE)
+_PART = re.compile(rf"({_NUMBER})([wdhms])", re.IGNORECASE)
+_UNIT_SECONDS = {"w": 604_800, "d": 86_400, "h": 3_600, "m": 60, "s": 1}
+
+
+def read_duration(text: str) -> timedelta:
+    """A span of time written ``90``, ``90s``, ``1m30s``, ``1h``, ``2d`` or ``1w`` (a bare
+    number is seconds; parts may have decimals, ``1.5h``; spaces are ignored): the one
+    form of every duration setting. ``ValidationError`` (a ``ValueError``) for anything
+    else, a negative span included; zero is a span (whoever takes it says if it may be)."""
+    compact = text.strip().replace(" ", "")
+    if re.fullmatch(_NUMBER, compact):
+        seconds = float(compact)
+    elif _PARTS.fullmatch(compact):
+        seconds = sum(float(n) * _UNIT_SECONDS[unit.lower()] for n, unit in _PART.findall(compact))
+    else:
+        raise ValidationError(f"{text!r} is not a duration (e.g. {DURATION_FORMS})")
+    if not math.isfinite(seconds) or seconds > timedelta.max.total_seconds():
+        raise ValidationError(f"{text!r} is too long a duration")
+    return timedelta(seconds=seconds)
+
+
+def format_duration(seconds: float) -> str:
+    """``seconds`` in :func:`read_duration`'s form, the shortest that reads back the same:
+    ``90`` -> ``1m30s``, ``86400`` -> ``1d``, ``0.5`` -> ``0.5s``, ``0`` -> ``0s``."""
+    if seconds < 0 or not math.isfinite(seconds):
+        raise ValueError(f"{seconds!r} is not a span of time")
+    whole = int(seconds)
+    if whole != seconds:  # a fraction of a second: seconds only, as written
+        return f"{seconds:g}s"
+    parts = []
+    for unit in "dhms":
+        count, whole = divmod(whole, _UNIT_SECONDS[unit])
+        if count:
+            parts.append(f"{count}{unit}")
+    return "".join(parts) or "0s"

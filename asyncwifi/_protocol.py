@@ -24,10 +24,12 @@ __all__ = [
     "Tag",
     "build_query",
     "format_datetime",
+    "is_share",
     "organization_segment",
     "path_segment",
     "request_tag",
     "require_positive",
+    "require_share",
     "require_text",
 ]
 
@@ -74,6 +76,21 @@ def require_positive(
         kind = ("non-negative " if zero else "positive ") + ("integer" if integer else "number")
         raise error(f"{what} must be a finite {kind}, got {value!r}")
     return value
+
+
+def require_share(
+    value: object, what: str, *, error: type[AsyncWifiError] = ValidationError
+) -> float:
+    """``value``, a share in (0, 1] (never a bool: ``share=True`` is a mistake, not 100 %),
+    else ``error``: the one check of the request share and the object share."""
+    if not is_share(value):
+        raise error(f"{what} must be within (0, 1], got {value!r}")
+    return float(value)  # type: ignore[arg-type]  # is_share: a number
+
+
+def is_share(value: object) -> bool:
+    """Whether ``value`` is a share in (0, 1]: a number, not a bool."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and 0 < value <= 1
 
 
 def path_segment(value: object, what: str) -> str:

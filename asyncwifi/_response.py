@@ -17,7 +17,7 @@ import msgspec
 
 from asyncwifi._transport import request_id_of
 from asyncwifi.errors import ApiError, RateLimitedError, error_for_status
-from asyncwifi.ratelimit._headers import RateLimitHeaders
+from asyncwifi.ratelimit import RateLimitHeaders
 
 __all__ = ["error_from_response"]
 

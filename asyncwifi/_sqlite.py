@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import queue
 import sqlite3
 import threading
@@ -106,6 +107,9 @@ class SqliteThread:
         try:
             await asyncio.wrap_future(ready)
         except BaseException:
+            # cancelled while connecting (Ctrl-C at start-up): a thread that connected
+            # anyway stops at this marker; one that saw the cancel has closed already
+            self._queue.put(None)
             await asyncio.to_thread(self._thread.join)
             self._thread = None
             raise
@@ -138,9 +142,16 @@ class SqliteThread:
         except BaseException as exc:
             if self._on_close is not None:
                 self._on_close()
-            ready.set_exception(exc)
+            with contextlib.suppress(concurrent.futures.InvalidStateError):
+                ready.set_exception(exc)  # unless start() was cancelled meanwhile
             return
-        ready.set_result(None)
+        try:
+            ready.set_result(None)
+        except concurrent.futures.InvalidStateError:  # start() was cancelled: nobody waits
+            conn.close()
+            if self._on_close is not None:
+                self._on_close()
+            return
         loop = self._loop
         assert loop is not None
         limit = self.max_batch if self.group_commit else 1
@@ -240,7 +251,8 @@ def migrate(conn: sqlite3.Connection, steps: Sequence[Step], *, what: str) -> in
         conn.execute(f"PRAGMA user_version = {len(steps):d}")
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # SQLite itself rolls back after some errors (a full disk)
+            conn.execute("ROLLBACK")
         raise
     return found
 

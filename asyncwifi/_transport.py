@@ -22,6 +22,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from asyncwifi._auth import redact_url
+from asyncwifi._defaults import CONNECT_TIMEOUT, TIMEOUT
 from asyncwifi._version import __version__
 from asyncwifi.errors import ConfigurationError, TransportError
 
@@ -88,6 +89,8 @@ class Request:
     body: bytes | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     into: BodyBuffer | None = None
+    #: seconds to its last byte, instead of the transport's own (``with_options(timeout=)``)
+    timeout: float | None = None
 
     def __repr__(self) -> str:
         # headers may hold the bearer token: never shown
@@ -153,8 +156,8 @@ class AiohttpTransport:
         self,
         base_url: str,
         *,
-        timeout: float = 30.0,
-        connect_timeout: float = 10.0,
+        timeout: float = TIMEOUT,
+        connect_timeout: float = CONNECT_TIMEOUT,
         max_connections: int = 32,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
@@ -203,9 +206,17 @@ class AiohttpTransport:
             url = url.update_query(request.params)
         started = time.perf_counter()
         try:
+            timeout = self._timeout
+            if request.timeout is not None:
+                timeout = aiohttp.ClientTimeout(
+                    total=request.timeout,
+                    connect=min(request.timeout, timeout.connect or request.timeout),
+                    sock_connect=min(request.timeout, timeout.sock_connect or request.timeout),
+                )
             async with session.request(
-                request.method, url, data=request.body, headers=dict(request.headers)
-            ) as resp:
+                request.method, url, data=request.body, headers=dict(request.headers),
+                timeout=timeout,
+            ) as resp:  # fmt: skip
                 body: bytes | memoryview
                 if request.into is not None and resp.status == 200:
                     body = await _read_into(resp, request.into)

@@ -1,9 +1,10 @@
 """A dlt source of the platform: contacts, events, hotspots and segments (``asyncwifi[dlt]``).
 
 The source runs on the package's one exactly-once engine, as the sync and the backfill do:
-events come from an :class:`~asyncwifi.sync._feeds.EventFeed` (whose lookback re-reads the
+events come from an :class:`~asyncwifi.engine.EventFeed` (whose lookback re-reads the
 recent past for late events), contacts from the contact feed's changes, hotspots and
-segments from snapshots. A feed's checkpoint lives in its dlt resource state, which dlt
+segments from snapshots (and the hotspots deleted upstream from their tombstones:
+``asyncwifi._dlt_deletes``). A feed's checkpoint lives in its dlt resource state, which dlt
 commits with the load: the next run resumes where the last committed one ended, and a record
 read again (the lookback) is a no-op under the ``merge`` on its primary key. The resources
 share one :class:`~asyncwifi.Client`, so the quota rules (60 a minute, 15,000 a day) hold
@@ -18,13 +19,14 @@ import os
 from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import datetime
 from functools import partial
-from typing import Any, Literal, cast
+from typing import Any, ClassVar, NamedTuple, cast
 
 import dlt
 import msgspec
 import msgspec.inspect as mi
 from dlt.common.data_types import TDataType
 from dlt.common.schema.typing import TColumnSchema
+from dlt.extract.items_transform import MapItem
 from dlt.extract.resource import DltResource
 from dlt.extract.source import DltSource
 
@@ -36,16 +38,23 @@ from asyncwifi._client import (
     env_flag,
     plain_http_refusal,
 )
+from asyncwifi._defaults import EVENTS_PAGE_SIZE
+from asyncwifi._dlt_deletes import Deletes, deleted_column, deletes_mode, hotspots, mark
 from asyncwifi._instant import utc_time
 from asyncwifi._protocol import format_datetime
-from asyncwifi._resources._contacts import PageSize, page_size
-from asyncwifi._resources._events import validate_event_query
-from asyncwifi.errors import ConfigurationError, ValidationError
-from asyncwifi.models import Contact, Event
-from asyncwifi.models._identity import RawBytes, record_ids, undecoded
-from asyncwifi.sync._feeds import Batch, EventFeed
-from asyncwifi.sync._lookback import DEFAULT_LOOKBACK, lookback_of
-from asyncwifi.sync._snapshots import ContactFeed, snapshot
+from asyncwifi._resources import PageSize, page_size, validate_event_query
+from asyncwifi._settings import from_environment, is_set, resolve
+from asyncwifi.engine import (
+    DEFAULT_LOOKBACK,
+    Batch,
+    ContactFeed,
+    EventFeed,
+    PiiPolicy,
+    lookback_of,
+    snapshot,
+)
+from asyncwifi.errors import ClientStateError, ConfigurationError, TransportError, ValidationError
+from asyncwifi.models import Contact, Event, RawBytes, record_ids, undecoded
 
 __all__ = ["asyncwifi_source"]
 
@@ -74,14 +83,17 @@ _COLUMN_TYPES: dict[type[mi.Type], TDataType] = {
 
 class _Session:
     """One client for the whole source: opened when the first selected resource starts,
-    closed when the last one ends. When one fails, dlt closes the others' generators, so
-    the last release still comes; closing at the first failure made the others fail with
-    "the client is closed", which dlt could report instead of the real cause."""
+    closed when the last one ends, or at once when one fails (dlt may leave the others'
+    generators unfinished, or close one that never started without its ``finally``: the
+    client stayed open). A resource that then meets the closed client (or a request the
+    close cut) ends quietly: the failure that closed it is the run's, the one dlt reports."""
 
     def __init__(self, client: Client) -> None:
         self._client = client
         self._owned = client.state is ClientState.UNOPENED
-        self._running = 0
+        self._running = 0  # registered and not ended
+        #: a resource failed: the client is closed, the others' errors of it are not news
+        self.failed = False
 
     def register(self) -> None:
         """A selected resource is about to run (dlt evaluates them all before the first)."""
@@ -93,9 +105,10 @@ class _Session:
             self._client.open()
         return self._client
 
-    async def release(self) -> None:
+    async def release(self, *, failed: bool = False) -> None:
         self._running -= 1
-        if self._owned and self._running <= 0:
+        self.failed = self.failed or failed
+        if self._owned and (self._running <= 0 or failed):
             self._owned = False
             await self._client.aclose()
 
@@ -106,18 +119,19 @@ def _as_utc(value: datetime | str | None, what: str) -> datetime | None:
 
 
 def _resolve(given: dict[str, Any]) -> dict[str, Any]:
-    """Client settings: keyword arguments, then dlt's ``sources.asyncwifi.*`` (secrets.toml,
-    config.toml, ``SOURCES__ASYNCWIFI__CLIENT_KEY``...), then asyncwifi's environment
-    (``ASYNCWIFI_ALLOW_HTTP`` too, read as ``Client.from_env()`` reads it)."""
+    """Client settings, read as every entry reads them (``asyncwifi._settings``): keyword
+    arguments, then asyncwifi's environment (``ASYNCWIFI_*``; ``ASYNCWIFI_ALLOW_HTTP`` read
+    as ``Client.from_env()`` reads it), then dlt's ``sources.asyncwifi.*`` (secrets.toml,
+    config.toml, ``SOURCES__ASYNCWIFI__CLIENT_KEY``...), dlt's file."""
     settings = dict(given)
-    for name, env in ENV_VARS.items():
-        secret = name in _SECRETS
-        if settings.get(name) is not None:
-            continue
-        key = f"sources.{SOURCE_NAME}.{name}"
-        value: object = dlt.secrets.get(key) if secret else dlt.config.get(key)
-        value = value if value is not None else os.environ.get(env) or None
-        if value is not None:
+    environment = from_environment(ENV_VARS)
+    for name in ENV_VARS:
+        file: dict[str, object] = {}
+        if not (is_set(settings.get(name)) or name in environment):  # dlt's, when needed
+            key = f"sources.{SOURCE_NAME}.{name}"
+            file[name] = dlt.secrets.get(key) if name in _SECRETS else dlt.config.get(key)
+        value = resolve(name, arguments=settings, environment=environment, file=file)
+        if value is not None and not is_set(settings.get(name)):
             settings[name] = str(value)
     missing = [n for n in ("client_key", "client_secret") if not settings.get(n)]
     if missing:
@@ -186,7 +200,7 @@ def _event_rows(batch: Batch[Event], key: str) -> list[Row]:
     return rows
 
 
-def _resource(
+def _one_resource(
     session: _Session,
     name: str,
     key: str,
@@ -194,30 +208,65 @@ def _resource(
     *,
     rows: Callable[[Batch[Any], str], list[Row]] = _rows,
     columns: dict[str, TColumnSchema] | None = None,
+    scrub: Callable[[Row], Row] | None = None,
 ) -> DltResource:
     """A resource of a feed (``batches(client, state)``), merged on ``key``: each batch's
-    rows, yielded once its checkpoint is in the resource's state, which dlt commits with
-    the rows. So a run cut short keeps what it yielded, and a failed one nothing."""
+    rows with its checkpoint, which the resource's last step (:class:`_Commit`) puts in the
+    resource's state as it passes the rows on: dlt commits the state with the rows. So a
+    run cut short keeps what it yielded, a failed one nothing, and a batch dlt dropped
+    (one an async resource made after ``add_limit`` was reached) moves no checkpoint."""
+    holder: dict[str, dict[str, Any]] = {}
 
-    async def extract() -> AsyncIterator[list[Row]]:
-        state = dlt.current.resource_state()
+    async def extract() -> AsyncIterator[_Checkpointed]:
+        state = holder["state"] = dlt.current.resource_state()
+        failed = False
         try:
             async for batch in batches(await session.acquire(), state):
-                if batch.checkpoint is not None:
-                    state[CHECKPOINT] = batch.checkpoint
-                if found := rows(batch, key):
-                    yield found
+                found = rows(batch, key)
+                yield _Checkpointed(
+                    found if scrub is None else [scrub(r) for r in found], batch.checkpoint
+                )
+        except (ClientStateError, TransportError):
+            if not session.failed:
+                failed = True
+                raise
+            # another resource failed and closed the client: its failure is the run's
+        except Exception:
+            failed = True
+            raise
         finally:
-            await session.release()
+            await session.release(failed=failed)
 
-    def resource() -> AsyncIterator[list[Row]]:
+    def resource() -> AsyncIterator[_Checkpointed]:
         session.register()
         return extract()
 
+    def commit(item: _Checkpointed) -> list[Row] | None:
+        if item.checkpoint is not None:
+            holder["state"][CHECKPOINT] = item.checkpoint
+        return item.rows or None
+
     hints = columns or {}
-    return dlt.resource(
+    made = dlt.resource(
         resource, name=name, primary_key=key, write_disposition="merge", columns=hints
     )
+    made.add_step(_Commit(commit))
+    return made
+
+
+class _Checkpointed(NamedTuple):
+    """A batch's rows and its checkpoint, on their way to :class:`_Commit`."""
+
+    rows: list[Row]
+    checkpoint: str | None
+
+
+class _Commit(MapItem):
+    """The step that moves a resource's checkpoint: placed after dlt's own (its
+    ``add_limit`` step, placed at 1.1, drops the items an async resource makes past the
+    limit), so only a batch dlt keeps moves it."""
+
+    placement_affinity: ClassVar[float] = 1.5
 
 
 def _events(
@@ -244,6 +293,7 @@ def _events(
         checkpoint=state.get(CHECKPOINT),
         since=start,
         until=until,
+        settle=0.0,  # a run ends at the present: what is written late comes with the lookback
         page_size=size,
         lookback=lookback,
         list_options={"types": sorted(types) if types else None},
@@ -256,11 +306,14 @@ def _contacts(api: Client, state: dict[str, Any], *, size: PageSize) -> AsyncIte
     return ContactFeed(api, checkpoint=state.get(CHECKPOINT), page_size=size).changes()
 
 
-async def _snapshot(
-    api: Client, state: object, *, name: Literal["hotspots", "segments"]
-) -> AsyncIterator[Batch[Any]]:
-    """Hotspots or segments: the live list, whole, each run (no checkpoint)."""
-    yield await snapshot(api, name)
+async def _segments(api: Client, state: object) -> AsyncIterator[Batch[Any]]:
+    """The segments: the list, whole, each run (no checkpoint)."""
+    yield await snapshot(api, "segments")
+
+
+def _hotspot_rows(batch: Batch[Any], key: str) -> list[Row]:
+    """:func:`_rows` with ``deleted``: true on the tombstones, false on the live list."""
+    return mark(batch, _rows(batch, key))
 
 
 def asyncwifi_source(
@@ -269,9 +322,12 @@ def asyncwifi_source(
     date_start: datetime | str | None = None,
     date_end: datetime | str | None = None,
     event_types: Iterable[str] | None = None,
-    events_page_size: int = 10_000,
+    events_page_size: int = EVENTS_PAGE_SIZE,
     contacts_page_size: PageSize = "max",
     lookback: float = DEFAULT_LOOKBACK,
+    resources: Iterable[str] | None = None,
+    pii: PiiPolicy | str | None = None,
+    deletes: Deletes = "soft",
     **options: Any,
 ) -> DltSource:
     """The dlt source: resources ``contacts``, ``events``, ``hotspots``, ``segments``.
@@ -284,7 +340,13 @@ def asyncwifi_source(
     run there, else at the present. ``lookback`` (seconds, 0: off; the sync's default) is
     how late an event may appear and still be loaded by the next run. Call it once per run.
     ``contacts_page_size``: ``"max"`` (the largest page the server accepts, learnt) or a
-    number, as ``contacts.list(size=...)``.
+    number, as ``contacts.list(size=...)``. ``resources``: the ones kept (the sync's
+    ``--resources`` rule; None: all four): the others are not in the source at all.
+    ``pii``: the sync's PII policy (a :class:`~asyncwifi.engine.PiiPolicy`, or its text
+    ``"email=hash,name=drop"`` with the key from ``ASYNCWIFI_PII_KEY``) on every row.
+    ``deletes``: what a hotspot deleted upstream becomes in the destination: ``"soft"``
+    (the default, the sync's: its row stays, ``deleted`` true) or ``"hard"`` (dlt's
+    ``hard_delete`` hint: the merge deletes its row).
     """
     query = validate_event_query(
         date_start=date_start,
@@ -294,6 +356,12 @@ def asyncwifi_source(
         sort_by="utcTime",
     )
     contacts_size = page_size(contacts_page_size, "contacts_page_size")
+    deleted = deleted_column(deletes_mode(deletes))
+    from asyncwifi.sync import SyncOptions  # the sync's one rule of a selection
+
+    kept = SyncOptions(resources=None if resources is None else list(resources)).resources
+    policy = PiiPolicy.parse(pii) if isinstance(pii, str) else pii
+    _resource = partial(_one_resource, scrub=policy.record if policy else None)
     lookback = lookback_of(lookback)
     if client is not None and not isinstance(client, Client):
         raise ConfigurationError(f"client must be an asyncwifi.Client, got {type(client)!r}")
@@ -312,7 +380,7 @@ def asyncwifi_source(
     events = partial(
         _events, since=since, until=until, types=types, size=events_page_size, lookback=lookback
     )
-    resources = [
+    every = [
         _resource(
             session, "contacts", "cid", partial(_contacts, size=contacts_size),
             columns=_columns(Contact),
@@ -322,13 +390,14 @@ def asyncwifi_source(
             rows=_event_rows,
             columns={"event_time": {"data_type": "timestamp"}},  # null on the flat shape
         ),
-        _resource(session, "hotspots", "id", partial(_snapshot, name="hotspots")),
-        _resource(session, "segments", "id", partial(_snapshot, name="segments")),
+        _resource(session, "hotspots", "id", hotspots, rows=_hotspot_rows, columns=deleted),
+        _resource(session, "segments", "id", _segments),
     ]  # fmt: skip
+    chosen = [r for r in every if r.name in (kept or ())]
 
     @dlt.source(name=SOURCE_NAME)
     def asyncwifi() -> list[DltResource]:
-        return resources
+        return chosen
 
     source: DltSource = asyncwifi()
     return source

@@ -96,7 +96,8 @@ class DecodeError(AsyncWifiError):
     """A response body could not be decoded into its model.
 
     ``path`` is the JSON path of the offending value (``$.customers[3].age``) when known,
-    ``raw`` the bytes that failed (a bounded excerpt for whole bodies).
+    ``raw`` the bytes that failed (a bounded excerpt for whole bodies), ``content_type``
+    the declared media type of an answer that is not JSON at all.
     """
 
     def __init__(self, message: str, *, path: str | None = None, raw: bytes | None = None) -> None:
@@ -106,6 +107,9 @@ class DecodeError(AsyncWifiError):
         self.raw = raw
         #: set by the client when the body was not even JSON (cut in transit): worth a retry
         self.retryable = False
+        #: the media type the server declared for a body that is not JSON (``text/html``:
+        #: a proxy's page, a wrong base URL), else None
+        self.content_type: str | None = None
 
 
 class TransportError(AsyncWifiError):

@@ -28,7 +28,7 @@ from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
 
 from asyncwifi._client import Client, HookKind
-from asyncwifi._core import RequestInfo, ResponseInfo, RetryInfo
+from asyncwifi._hooks import RequestInfo, ResponseInfo, RetryInfo
 from asyncwifi._scopes import CallInfo
 from asyncwifi._version import __version__
 from asyncwifi.errors import ConfigurationError

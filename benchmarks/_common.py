@@ -191,9 +191,13 @@ if not os.path.realpath(asyncwifi.__file__).startswith(root + os.sep):
 if os.environ.get("ASYNCWIFI_BENCH_LIFT") == "1":
     from asyncwifi import Client, Limits
     init = Client.__init__
+    import dataclasses
     def lifted(self, *args, **kwargs):
-        if kwargs.get("limits") is None:
+        given = kwargs.get("limits")  # the command's own (its --on-exhausted...), lifted
+        if given is None:
             kwargs["limits"] = Limits(minute=None, day=None)
+        else:
+            kwargs["limits"] = dataclasses.replace(given, minute=None, day=None)
         init(self, *args, **kwargs)
     Client.__init__ = lifted
 from asyncwifi.cli import main

@@ -207,7 +207,7 @@ async def components(api: Any, info: dict[str, Any], ids: list[str]) -> None:
 
     from asyncwifi.models import decode
     from asyncwifi.models._hotspots import HotspotEnvelope
-    from asyncwifi.ratelimit._headers import RateLimitHeaders
+    from asyncwifi.ratelimit import RateLimitHeaders
 
     async with aiohttp.ClientSession() as session:
         headers = await hand_login(session, info)

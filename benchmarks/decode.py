@@ -29,8 +29,8 @@ from pydantic.alias_generators import to_camel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from asyncwifi.models import decode_page
 from asyncwifi.models._contacts import ContactPage
-from asyncwifi.models._decode import decode_page
 from asyncwifi.models._events import EventPage
 from tests.fixtures.models import contact_page, dumps, event_page
 

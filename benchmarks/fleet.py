@@ -54,6 +54,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import ROOT, load_line
 
 ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+#: ``asyncwifi`` under cProfile: the command ends with ``os._exit``, which dumps the stats first
+PROFILED = (
+    "import cProfile, os, sys; from asyncwifi.cli import main; sys.argv[0] = 'asyncwifi'; "
+    "p = cProfile.Profile(); x = os._exit; "
+    "os._exit = lambda c: (p.disable(), p.dump_stats({out!r}), x(c)); p.enable(); main()"
+)
+#: the month's objects each side is given: the events' rate is the benchmark's, not a real
+#: organization's (0.5 a second is 1.3 million a month), so that the object plan (spec §8)
+#: polls at the poll interval instead of stretching its cadence to a real allowance
+ALLOWANCE = 100_000_000
+PASSES_PER_RUN = 100  # the workflow's, before it continues as new
 SETTLE = 60.0  # the sync's and the fleet's default settle window (the command has no option)
 TICK = os.sysconf("SC_CLK_TCK")
 #: ``asyncwifi`` from this checkout (the console script's function)
@@ -67,6 +78,29 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of a running process (``/proc/PID/stat``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def thread_cpu(pid: int) -> dict[str, float]:
+    """A process's CPU seconds by thread kind (see ``Result.threads``)."""
+    found: dict[str, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            stat = (task / "stat").read_text()
+            name = stat[stat.index("(") + 1 : stat.rindex(")")]
+            if name.startswith("python"):
+                name = "python main" if task.name == str(pid) else "python other"
+            fields = stat.rsplit(")", 1)[1].split()
+            found[name] = found.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / TICK
+    return found
+
+
+def threads_cpu(pids: Sequence[int]) -> dict[str, float]:
+    """:func:`thread_cpu` summed over processes."""
+    found: dict[str, float] = {}
+    for pid in pids:
+        for name, cpu in thread_cpu(pid).items():
+            found[name] = found.get(name, 0.0) + cpu
+    return found
 
 
 def rss_mb(pid: int) -> float:
@@ -86,7 +120,8 @@ def free_port() -> int:
 def child_env(workdir: Path, **extra: str) -> dict[str, str]:
     """The environment of a command child: this checkout, no user configuration."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASYNCWIFI_", "PYTHON"))}
-    env.update(PYTHONPATH=str(ROOT), XDG_CONFIG_HOME=str(workdir), **extra)
+    env.update(PYTHONPATH=str(ROOT), XDG_CONFIG_HOME=str(workdir))
+    env.update(extra)
     return env
 
 
@@ -115,7 +150,7 @@ def stop(procs: Sequence[subprocess.Popen[bytes]], timeout: float = 20.0) -> Non
 @contextlib.contextmanager
 def temporal_server(workdir: Path) -> Iterator[tuple[str, int]]:
     """A Temporal dev server (in memory, no UI); yields its ``HOST:PORT`` and process id."""
-    from asyncwifi.fleet._control import temporal_cli
+    from asyncwifi.cli._temporal import temporal_cli
 
     cli = temporal_cli()
     if cli is None:
@@ -243,6 +278,13 @@ class Result:
     behind: int = 0  # organizations not caught up when the warm-up timed out
     #: PostgreSQL: the most connections to the database seen (the reader's included)
     connections: int = 0
+    #: one process's CPU seconds by thread: "python main" (the event loop: the sync and the
+    #: SDK's Python side), "python other" (SQLite's and the SDK's Python threads), and the
+    #: Temporal core's (Rust) threads by name
+    threads: dict[str, float] = field(default_factory=dict)
+    #: the fleet: Temporal history events per organization per pass (every workflow's
+    #: history length over its passes, this run of it)
+    history_per_pass: float | None = None
 
     def quantile(self, q: float) -> float:
         if not self.lags:
@@ -283,6 +325,7 @@ async def measure(
         await asyncio.sleep(args.every)
     result.warmup, result.behind = time.time() - began, len(behind)
     cpu0 = sum(cpu_seconds(p) for p in pids)
+    threads0 = threads_cpu(pids)
     others = {"simulator": sim.pid, **(others or {})}
     others0 = {name: cpu_seconds(pid) for name, pid in others.items()}
     events0 = sum(newest.get(o, (0.0, 0))[1] for o in orgs)
@@ -298,6 +341,9 @@ async def measure(
         rss.append(sum(rss_mb(p) for p in pids))
         result.connections = max(result.connections, await connections(urls))
     result.cpu = sum(cpu_seconds(p) for p in pids) - cpu0
+    if threads0:
+        after = threads_cpu(pids)
+        result.threads = {k: v - threads0.get(k, 0.0) for k, v in after.items()}
     result.others_cpu = {name: cpu_seconds(pid) - others0[name] for name, pid in others.items()}
     result.events = sum(newest.get(o, (0.0, 0))[1] for o in orgs) - events0
     result.rss = statistics.median(rss)
@@ -315,23 +361,26 @@ def fleet_toml(info: dict[str, Any], n: int, poll: float, since: datetime) -> st
     from asyncwifi.testing._tenant import Credentials
 
     orgs = [Credentials(**o) for o in info["organizations"][:n]]
-    head = f"allow_http = true\npoll = {poll}\nsince = {since.isoformat()!r}\n"
+    head = (f"allow_http = true\npoll = {poll}\nsince = {since.isoformat()!r}\n"
+            f"allowance = {ALLOWANCE}\n")  # fmt: skip
     return text(info["base_url"], orgs).replace("allow_http = true\n", head, 1)
 
 
-async def run_fleet(args: argparse.Namespace, sim: Any, n: int, workdir: Path) -> Result:
+async def run_fleet(
+    args: argparse.Namespace, sim: Any, n: int, workdir: Path, root: Path = ROOT, label: str = ""
+) -> Result:
     orgs = [o["organization"] for o in sim.info["organizations"][:n]]
     since = datetime.now(UTC) - timedelta(seconds=args.history)
     config = workdir / "fleet.toml"
     fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
         fh.write(fleet_toml(sim.info, n, args.poll, since))
-    env = child_env(workdir)
+    env = child_env(workdir, PYTHONPATH=str(root))
     async with database(args.to, workdir / "fleet.db") as url:
         with temporal_server(workdir) as (target, server):
             began = time.time()
             for _ in range(20):  # the frontend accepts before its namespace is ready
-                done = subprocess.run(
+                done = subprocess.run(  # the apply of this checkout: the same workflow
                     [*COMMAND, "fleet", "apply", "--config", str(config), "--temporal", target],
                     env=env, capture_output=True, text=True, check=False,
                 )  # fmt: skip
@@ -340,20 +389,43 @@ async def run_fleet(args: argparse.Namespace, sim: Any, n: int, workdir: Path) -
                 await asyncio.sleep(1)
             else:
                 raise SystemExit(f"fleet apply failed: {done.stderr.strip()[-2000:]}")
-            worker = spawn(
-                [*COMMAND, "fleet", "worker", "--config", str(config), "--to", url,
-                 "--temporal", target],
-                env, workdir / "worker.log",
-            )  # fmt: skip
+            command = [*COMMAND, "fleet", "worker", "--config", str(config), "--to", url,
+                       "--temporal", target]  # fmt: skip
+            if args.profile:  # the worker under cProfile, its stats written when it stops
+                out = Path(args.profile).resolve().with_suffix(f".{n}.prof")
+                command = [sys.executable, "-c", PROFILED.format(out=str(out)), *command[3:]]
+            log = Path(f"{args.profile}.{n}.log") if args.profile else workdir / "worker.log"
+            worker = spawn(command, env, log)
             try:
-                result = Result("fleet worker", n)
+                result = Result(f"fleet worker{label}", n)
                 await measure(result, args, sim, orgs, [url], [worker.pid], began,
                               {"Temporal dev server": server})  # fmt: skip
                 if worker.poll() is not None:
                     raise SystemExit(f"the worker exited ({workdir}/worker.log)")
+                result.history_per_pass = await history_per_pass(target, orgs)
                 return result
             finally:
                 stop([worker])
+
+
+async def history_per_pass(target: str, orgs: Sequence[str]) -> float:
+    """Temporal history events per pass: every organization's workflow run, its history
+    length over the passes its status counts (this run's: a continue-as-new starts anew)."""
+    from asyncwifi.cli._temporal import connect
+    from asyncwifi.fleet._workflow import OrganizationWorkflow, workflow_id
+
+    client = await connect(target)
+    gate = asyncio.Semaphore(16)
+
+    async def one(org: str) -> tuple[int, int]:
+        async with gate:
+            handle = client.get_workflow_handle(workflow_id(org))
+            events = (await handle.describe()).raw_description.workflow_execution_info
+            status = await handle.query(OrganizationWorkflow.status)
+            return events.history_length, status.passes % PASSES_PER_RUN or PASSES_PER_RUN
+
+    counts = await asyncio.gather(*(one(o) for o in orgs))
+    return sum(e for e, _ in counts) / max(1, sum(p for _, p in counts))
 
 
 @contextlib.asynccontextmanager
@@ -386,7 +458,7 @@ async def run_separate(args: argparse.Namespace, sim: Any, n: int, workdir: Path
                     ASYNCWIFI_ALLOW_HTTP="1",
                 )
                 args_ = [*COMMAND, "sync", "--to", urls[i], "--poll", f"{args.poll:g}s",
-                         "--since", since]  # fmt: skip
+                         "--since", since, "--allowance", str(ALLOWANCE)]  # fmt: skip
                 procs.append(spawn(args_, env, workdir / f"sync-{i}.log"))
             result = Result("separate syncs", n)
             orgs = [o["organization"] for o in chosen]
@@ -402,7 +474,12 @@ async def run_separate(args: argparse.Namespace, sim: Any, n: int, workdir: Path
 # -- the report ---------------------------------------------------------------------------------
 
 
-def report(args: argparse.Namespace, fleet: list[Result], separate: list[Result]) -> None:
+def report(
+    args: argparse.Namespace,
+    fleet: list[Result],
+    separate: list[Result],
+    before: Sequence[Result] = (),
+) -> None:
     target = args.poll + SETTLE + 10
     print(f"\nlag target: p99 <= poll {args.poll:g} s + settle {SETTLE:g} s + 10 s = "
           f"{target:g} s; {args.rate:g} events/s per organization; {args.to}")  # fmt: skip
@@ -410,19 +487,27 @@ def report(args: argparse.Namespace, fleet: list[Result], separate: list[Result]
             f"{'429s':>6}{'events':>8}{'CPU s':>8}{'CPU ms/ev':>10}{'RSS MB':>9}{'MB/org':>8}"
             f"{'warm s':>8}")  # fmt: skip
     print(head)
-    for r in [*fleet, *separate]:
+    for r in [*fleet, *before, *separate]:
         over = sum(1 for v in r.org_p99.values() if v > target)
         per_event = 1000 * r.cpu / r.events if r.events else float("nan")
         print(f"{r.label:<16}{r.n:>6}{r.quantile(0.5):>9.1f}{r.quantile(0.99):>8.1f}"
               f"{max(r.lags, default=float('nan')):>8.1f}{over:>9}{r.rate_limited:>6}"
               f"{r.events:>8}{r.cpu:>8.1f}{per_event:>10.2f}{r.rss:>9.1f}{r.rss / r.n:>8.2f}"
               f"{r.warmup:>8.0f}" + (f" ({r.behind} behind)" if r.behind else ""))  # fmt: skip
-    for r in [*fleet, *separate]:
+    for r in [*fleet, *before, *separate]:
         print(
             f"  {r.label} N={r.n}, CPU over {args.seconds:g} s: "
             + ", ".join(f"{name} {cpu:.1f} s" for name, cpu in r.others_cpu.items())
             + (f"; at most {r.connections} database connections" if r.connections else "")
+            + (
+                f"; {r.history_per_pass:.1f} Temporal history events per pass"
+                if r.history_per_pass is not None
+                else ""
+            )
         )
+        if r.threads:  # CPU by thread: Python's (the loop; SQLite's), the SDK's core
+            ranked = sorted(r.threads.items(), key=lambda x: -x[1])
+            print("    its CPU by thread: " + ", ".join(f"{k} {v:.1f} s" for k, v in ranked))
     if len(fleet) >= 2:
         lo, hi = fleet[0], fleet[-1]
         marginal = (hi.rss - lo.rss) / (hi.n - lo.n)
@@ -470,11 +555,18 @@ async def amain(args: argparse.Namespace) -> None:
 
     with SimulatorProcess(startup_timeout=300, **options) as sim:
         fleet: list[Result] = []
+        before: list[Result] = []
         separate: list[Result] = []
         for n in args.orgs:
             with tempfile.TemporaryDirectory(prefix="asyncwifi-fleet-bench-") as tmp:
                 print(f"fleet worker, N={n} ...", flush=True)
                 fleet.append(await run_fleet(args, sim, n, Path(tmp)))
+            if args.before:
+                with tempfile.TemporaryDirectory(prefix="asyncwifi-fleet-bench-") as tmp:
+                    print(f"fleet worker of {args.before}, N={n} ...", flush=True)
+                    before.append(
+                        await run_fleet(args, sim, n, Path(tmp), args.before, " (before)")
+                    )
         for n in args.orgs:
             if n > args.separate_max:
                 continue
@@ -482,7 +574,7 @@ async def amain(args: argparse.Namespace) -> None:
                 print(f"{n} separate syncs ...", flush=True)
                 separate.append(await run_separate(args, sim, n, Path(tmp)))
     print(load_line())
-    report(args, fleet, separate)
+    report(args, fleet, separate, before)
 
 
 def main() -> None:
@@ -514,6 +606,17 @@ def main() -> None:
         help="seconds of past events (and the first run's since)",
     )
     parser.add_argument("--initial", type=int, default=20, help="past events per organization")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        metavar="CHECKOUT",
+        help="also run the worker of another checkout (its asyncwifi), after this one's",
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="PATH",
+        help="run the worker under cProfile: its stats in PATH.N.prof (N the organizations)",
+    )
     args = parser.parse_args()
     args.orgs = sorted({int(x) for x in args.orgs.split(",")})
     asyncio.run(amain(args))

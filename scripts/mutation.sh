@@ -32,24 +32,23 @@ configure() {
         modules=(asyncwifi/ratelimit/_window.py asyncwifi/ratelimit/_limits.py)
         tests=(tests/ratelimit/test_rl_window.py tests/ratelimit/test_rl_properties.py
             tests/ratelimit/test_rl_lua_mirror.py tests/ratelimit/test_rl_scheduler.py
-            tests/ratelimit/test_window_mutants.py tests/ratelimit/test_limits_mutants.py)
+            tests/ratelimit/test_rl_limits.py)
         ;;
     backfill)
-        modules=(asyncwifi/backfill/_sink.py asyncwifi/backfill/_state.py)
+        modules=(asyncwifi/engine/_jsonl_output.py asyncwifi/engine/_jsonl.py)
         tests=(tests/backfill)
         ;;
     sync)
-        modules=(asyncwifi/sync/_checkpoint.py asyncwifi/sync/_feeds.py asyncwifi/sync/_snapshots.py)
+        modules=(asyncwifi/sync/_checkpoint.py asyncwifi/engine/_feeds.py asyncwifi/engine/_snapshots.py)
         # not test_follow.py (17 s a mutant on a scaled real-time clock): follow mode is
-        # covered on a virtual clock by test_feeds_mutants.py
+        # covered on a virtual clock by test_feeds.py
         tests=(tests/sync/test_sync_units.py tests/sync/test_feeds.py
-            tests/sync/test_sync_pass.py tests/sync/test_checkpoint_mutants.py
-            tests/sync/test_feeds_mutants.py)
+            tests/sync/test_sync_pass.py)
         extra=(-k "not postgresql") # the feeds do not depend on the database
         ;;
     webhooks)
         modules=(asyncwifi/webhooks/_dedup.py)
-        tests=(tests/webhooks/test_dedup.py tests/webhooks/test_dedup_mutants.py)
+        tests=(tests/webhooks/test_dedup.py)
         ;;
     *)
         echo "unknown group: $1 (ratelimit backfill sync webhooks)" >&2

@@ -32,7 +32,7 @@ class Mutant:
 
 
 def function_of(name: str) -> str:
-    """``asyncwifi.sync._feeds.xǁEventFeedǁ_window__mutmut_3`` -> ``_feeds.EventFeed._window``"""
+    """``asyncwifi.engine._feeds.xǁEventFeedǁ_window__mutmut_3`` -> ``_feeds.EventFeed._window``"""
     dotted, _, _ = name.rpartition("__mutmut_")
     module, _, mangled = dotted.rpartition(".")
     if mangled.startswith("xǁ"):

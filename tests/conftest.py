@@ -6,6 +6,13 @@ import os
 import socket
 
 import pytest
+from hypothesis import settings
+
+#: the property tests run the same examples on every run (CI's and the README's command): a
+#: rare case found once by a random draw must not fail one run in many and pass the next.
+#: ASYNCWIFI_EXPLORE=1 draws new examples (and keeps the failing ones) to look for more.
+settings.register_profile("asyncwifi", derandomize=os.environ.get("ASYNCWIFI_EXPLORE") != "1")
+settings.load_profile("asyncwifi")
 
 REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
 

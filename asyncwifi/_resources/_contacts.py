@@ -14,14 +14,21 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from asyncwifi._core import RequestPipeline, Verdict, one_object
+from asyncwifi._call import Verdict, one_object
+from asyncwifi._core import RequestPipeline
+from asyncwifi._options import PerCall
 from asyncwifi._protocol import Tag, build_query, organization_segment, path_segment
-from asyncwifi._stream import SCROLL_WINDOW, ScrollStream, StreamOptions
+from asyncwifi._stream import SCROLL_WINDOW, ScrollStream, StreamOptions, limited
 from asyncwifi.errors import DecodeError, NotFoundError, ValidationError
-from asyncwifi.models import Contact, Policy
-from asyncwifi.models._contacts import ContactPage
-from asyncwifi.models._decode import decode_generic, encode, generic_objects
-from asyncwifi.models._generic import GenericResponse
+from asyncwifi.models import (
+    Contact,
+    ContactPage,
+    GenericResponse,
+    Policy,
+    decode_generic,
+    encode,
+    generic_objects,
+)
 from asyncwifi.ratelimit import Lane
 
 __all__ = ["MAX_SIZES", "ContactScroll", "Contacts", "PageSize", "page_size"]
@@ -96,6 +103,8 @@ class ContactScroll:
     ordered: ClassVar[bool] = False
     short_ends: ClassVar[bool] = False
     rescan_size: ClassVar[None] = None
+    #: a contacts scroll has no time to restart from: its pages are its size from the first
+    first: ClassVar[None] = None
     objects: ClassVar[None] = None
 
     def __init__(
@@ -134,8 +143,11 @@ class ContactScroll:
         if self._learn is not None:
             self._learn.size = size
 
+    def timed(self, timed: bool) -> None:
+        pass  # no small first page (``first`` is None)
 
-class Contacts:
+
+class Contacts(PerCall):
     """``api.contacts``: spec §4.2."""
 
     __slots__ = ("_api", "_largest", "_org", "_window")
@@ -168,6 +180,7 @@ class Contacts:
         resume: bool = False,
         extra_params: Mapping[str, object] | None = None,
         options: StreamOptions | None = None,
+        limit: int | None = None,
     ) -> ScrollStream[Contact]:
         """Stream every contact matching the filters through a scroll (spec §4.2).
 
@@ -178,9 +191,16 @@ class Contacts:
 
         ``size`` (see :func:`page_size`): ``"max"`` by default, the largest page the server
         accepts, learnt once per client (a refused size costs one 409, paid once).
-        ``options``: how the stream is consumed (a :class:`~asyncwifi.StreamOptions`).
+        ``options``: how the stream is consumed (a :class:`~asyncwifi.StreamOptions`);
+        ``limit``: at most this many contacts, and no page read past them.
         """
+        options = limited(options, limit)
         size = page_size(size)
+        flags = {"has_email": has_email, "has_phone": has_phone, "sort_reverse": sort_reverse,
+                 "age_verification": age_verification}  # fmt: skip
+        for what, flag in flags.items():  # a 1462 is not a filter: refused before a request
+            if flag is not None and not isinstance(flag, bool):
+                raise ValidationError(f"{what} must be True, False or None, got {flag!r}")
         learning = size == "max" and self._largest.size is None
         if size == "max":
             # the largest page the server accepts, learnt once per client: the reference

@@ -14,14 +14,28 @@ from typing import Any
 
 import msgspec
 
-from asyncwifi._core import RequestPipeline, Verdict, one_object
+from asyncwifi._call import Verdict, one_object
+from asyncwifi._core import RequestPipeline
+from asyncwifi._defaults import HOTSPOTS_CHANGED
 from asyncwifi._instant import parse_day
+from asyncwifi._options import PerCall
 from asyncwifi._protocol import build_query, organization_segment, path_segment, require_text
+from asyncwifi._resources._lists import OnItemError, kept
 from asyncwifi._rules import ADDRESS_FIELDS, COUNTRY_CODES, HOTSPOT_UPDATE_FORBIDDEN, ROUTER_TYPES
 from asyncwifi.errors import NotFoundError, ValidationError
-from asyncwifi.models import Hotspot, HotspotCreate, HotspotUpdate, HotspotWriteResult, decode
-from asyncwifi.models._decode import DecodedPage, decode_page, encode
-from asyncwifi.models._hotspots import HotspotDeleteResult, HotspotEnvelope, HotspotPage
+from asyncwifi.models import (
+    DecodedPage,
+    Hotspot,
+    HotspotCreate,
+    HotspotDeleteResult,
+    HotspotEnvelope,
+    HotspotPage,
+    HotspotUpdate,
+    HotspotWriteResult,
+    decode,
+    decode_page,
+    encode,
+)
 from asyncwifi.ratelimit import Lane
 
 __all__ = ["Hotspots", "validate_create", "validate_update"]
@@ -153,7 +167,7 @@ def _day(value: date | str, what: str) -> str:
         raise ValidationError(f"{what} must be a date YYYY-MM-DD, got {value!r}") from None
 
 
-class Hotspots:
+class Hotspots(PerCall):
     """``api.hotspots``: spec §4.3."""
 
     __slots__ = ("_api", "_org")
@@ -177,8 +191,11 @@ class Hotspots:
         deleted: bool | None = False,
         organization: str | None = None,
         extra_params: Mapping[str, object] | None = None,
+        on_item_error: OnItemError | None = None,
     ) -> list[Hotspot]:
-        """Hotspots of the organization matching every filter given (spec §4.3)."""
+        """Hotspots of the organization matching every filter given (spec §4.3) that
+        decode; one that does not is set aside (a warning, and ``on_item_error`` with its
+        :class:`~asyncwifi.models.ItemError`), as a stream sets its records aside."""
         page = await self.page(
             date_gt=date_gt,
             date_lt=date_lt,
@@ -190,9 +207,7 @@ class Hotspots:
             organization=organization,
             extra_params=extra_params,
         )
-        if page.errors:
-            raise page.errors[0].to_exception()
-        return page.items
+        return kept(page, "hotspots", on_item_error)
 
     async def page(
         self,
@@ -213,7 +228,7 @@ class Hotspots:
         each hotspot's exact bytes (``raw_items``), for a sync that stores them."""
         params = build_query(
             {
-                "dateGt": None if date_gt is None else _day(date_gt, "date_gt"),
+                HOTSPOTS_CHANGED: None if date_gt is None else _day(date_gt, "date_gt"),
                 "dateLt": None if date_lt is None else _day(date_lt, "date_lt"),
                 "name": name,
                 "macAddress": mac_address,

@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from asyncwifi._core import RequestPipeline
+from asyncwifi._options import PerCall
 from asyncwifi._protocol import build_query, organization_segment
-from asyncwifi.models import Segment
-from asyncwifi.models._decode import DecodedPage, decode_page
-from asyncwifi.models._segments import SegmentPage
+from asyncwifi._resources._lists import OnItemError, kept
+from asyncwifi.models import DecodedPage, Segment, SegmentPage, decode_page
 from asyncwifi.ratelimit import Lane
 
 __all__ = ["Segments"]
 
 
-class Segments:
+class Segments(PerCall):
     """``api.segments``: spec §4.4."""
 
     __slots__ = ("_api", "_org")
@@ -24,13 +24,17 @@ class Segments:
         self._org = organization
 
     async def list(
-        self, *, organization: str | None = None, extra_params: Mapping[str, object] | None = None
+        self,
+        *,
+        organization: str | None = None,
+        extra_params: Mapping[str, object] | None = None,
+        on_item_error: OnItemError | None = None,
     ) -> list[Segment]:
-        """Every segment of the organization."""
+        """Every segment of the organization that decodes; one that does not is set aside
+        (a warning, and ``on_item_error`` with its :class:`~asyncwifi.models.ItemError`), as
+        a stream sets its records aside: it never costs the others."""
         page = await self.page(organization=organization, extra_params=extra_params)
-        if page.errors:
-            raise page.errors[0].to_exception()
-        return page.items
+        return kept(page, "segments", on_item_error)
 
     async def page(
         self,

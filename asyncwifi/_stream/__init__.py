@@ -14,6 +14,7 @@ from asyncwifi._stream._pages import (
     Record,
     ScrollPage,
     StreamOptions,
+    limited,
 )
 from asyncwifi._stream._stream import ScrollStream
 from asyncwifi._stream._task import scroll_start_wait
@@ -28,5 +29,6 @@ __all__ = [
     "ScrollPage",
     "ScrollStream",
     "StreamOptions",
+    "limited",
     "scroll_start_wait",
 ]

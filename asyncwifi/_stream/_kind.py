@@ -33,7 +33,7 @@ class ScrollKind(Protocol):
     @property
     def what(self) -> Tag: ...
 
-    #: the decoded page type (``models._decode.decode_page``'s ``type_``)
+    #: the decoded page type (``models._pages.decode_page``'s ``type_``)
     @property
     def page_type(self) -> type[Any]: ...
 
@@ -66,6 +66,11 @@ class ScrollKind(Protocol):
     @property
     def short_ends(self) -> bool: ...
 
+    #: the size of a first page asked small (then the scroll restarts from its time cursor at
+    #: ``size``) so that a consumer who stops early has not read a whole page; None: no
+    @property
+    def first(self) -> int | None: ...
+
     #: the page size of a re-scan (for it and what follows; None: the size in use): it reads
     #: again what was delivered in few requests, and its first page, when short, is the end
     @property
@@ -96,4 +101,9 @@ class ScrollKind(Protocol):
 
     def accepted(self, size: int) -> None:
         """Told the page size the server accepted for the first request (once a stream)."""
+        ...
+
+    def timed(self, timed: bool) -> None:
+        """Told, after a small first page, whether its records carry a time to restart
+        from (a stream without one read that page twice: the next ones start full)."""
         ...

@@ -44,7 +44,7 @@ from typing import Any, Literal
 
 from asyncwifi._cursor import TimeCursor
 from asyncwifi._instant import floor_ms, format_instant, utc_time
-from asyncwifi.models._identity import record_id, record_ids
+from asyncwifi.models import record_id, record_ids
 
 __all__ = ["Cursor", "PageOutcome", "ScrollMachine", "Step"]
 
@@ -170,6 +170,11 @@ class Cursor:
         """Where a resume by time starts (``"time"`` mode, once a record was delivered)."""
         return None if self.position is None else format_instant(self.position.at)
 
+    @property
+    def at_time(self) -> int:
+        """Records delivered at :attr:`time`: what a resume by time reads again."""
+        return 0 if self.position is None else len(self.position.skip)
+
     def seen(self, key: str | None, when: str | None) -> bool:
         if key is None:
             return False
@@ -270,6 +275,36 @@ class ScrollMachine:
     rescanned: int | None = None
     #: whether a continuation answered with records since the latest resume
     continued: bool = False
+    #: restarts from the time cursor at a smaller page (the month's allowance left less)
+    restarts: int = 0
+
+    @property
+    def restarted(self) -> bool:
+        """Whether the query ever started again (a resume, a restart): records delivered
+        before may come again, and are looked up."""
+        return bool(self.resumes or self.restarts)
+
+    def can_restart_smaller(self) -> bool:
+        """Whether the scroll may end and start again from its time cursor (to ask for a
+        smaller page than its own: spec §4.5, a scroll cannot change its size)."""
+        cursor = self.cursor
+        return self.resumable and cursor.mode == "time" and cursor.time is not None
+
+    def restart_smaller(self) -> str | None:
+        """The scroll starts again from its time cursor at a smaller size (see
+        :meth:`can_restart_smaller`): where from. Not a lapse: no progress is owed."""
+        self.restarts += 1
+        self.rescanned = None
+        return self.cursor.time
+
+    def restart_larger(self) -> str | None:
+        """The scroll starts again at its full size (its first page was small): from its time
+        cursor, or (records without a time) from the start, what was delivered looked up and
+        skipped; where from. Not a lapse: no progress is owed."""
+        timed = self.can_restart_smaller()
+        self.restarts += 1
+        self.rescanned = None if timed else 0
+        return self.cursor.time if timed else None
 
     def before_continuation(self, since_answer: float) -> Step:
         """Send the continuation, or resume at once: the server saw the previous request

@@ -12,6 +12,7 @@ again when the consumer reaches it, without the records that were not fresh when
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -75,6 +76,13 @@ class ScrollPage(Generic[ItemT]):
         """How many records the page carries."""
         return len(self.items)
 
+    def first(self, n: int) -> ScrollPage[ItemT]:
+        """The page cut to its first ``n`` records (a stream's ``limit``)."""
+        raws = None if self.raw_items is None else self.raw_items[:n]
+        return ScrollPage(
+            self.items[:n], raws, self.errors, self.number, self.scroll_id, self.total
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class StreamOptions:
@@ -86,7 +94,13 @@ class StreamOptions:
     memory before they go to a temporary file of at most ``spill_budget`` bytes (so a slow
     consumer never lets the scroll lapse). ``on_item_error``: called with each record that
     did not decode (also on ``stream.errors``). ``lane``: the limiter's lane of a fresh
-    query (continuations go in the scroll lane). See docs/guides/streams.md.
+    query (continuations go in the scroll lane). ``limit``: at most this many records, and
+    pages sized so that no more are read (spec §8: every record served is an object): a
+    first page of at most ``limit``; a scroll that would read past it restarts from its
+    time cursor at the size left (events; the restart reads again the records of its
+    boundary's millisecond, usually one), or reads its last page whole and hands out what
+    is left of the limit (contacts: a scroll cannot change its size, spec §4.5). See
+    docs/guides/streams.md.
     """
 
     keep_raw: bool = False
@@ -95,9 +109,12 @@ class StreamOptions:
     spill_budget: int = SPILL_BUDGET
     on_item_error: Callable[[ItemError], None] | None = None
     lane: Lane = Lane.DEFAULT
+    limit: int | None = None
 
     def __post_init__(self) -> None:
         require_positive(self.prefetch, "prefetch", integer=True)
+        if self.limit is not None:
+            require_positive(self.limit, "limit", integer=True)
         budget = self.spill_budget
         if not isinstance(budget, int) or budget < 0:
             raise ValidationError(f"spill_budget must be bytes >= 0, got {budget!r}")
@@ -107,6 +124,15 @@ class StreamOptions:
 DEFAULT_OPTIONS = StreamOptions()
 #: the options of a stream that hands out the server's bytes too (the sync's, the exports')
 RAW = StreamOptions(keep_raw=True)
+
+
+def limited(options: StreamOptions | None, limit: int | None) -> StreamOptions | None:
+    """``options`` with a list's ``limit=`` (checked here, before any request)."""
+    if limit is None:
+        return options
+    if options is not None and not isinstance(options, StreamOptions):
+        raise ValidationError(f"options must be a StreamOptions, got {options!r}")
+    return dataclasses.replace(options or DEFAULT_OPTIONS, limit=limit)
 
 
 @dataclass(slots=True)

@@ -22,6 +22,8 @@ from collections.abc import AsyncIterator
 from typing import Any, Generic, TypeVar
 
 from asyncwifi._core import RequestPipeline
+from asyncwifi._options import CallOptions, LastResponse, RawResponse
+from asyncwifi._retry import RetryPolicy
 from asyncwifi._stream._kind import ScrollKind
 from asyncwifi._stream._pages import (
     DEFAULT_OPTIONS,
@@ -33,6 +35,7 @@ from asyncwifi._stream._pages import (
 from asyncwifi._stream._task import Producer
 from asyncwifi.errors import AsyncWifiError, ValidationError
 from asyncwifi.models import ItemError
+from asyncwifi.ratelimit import Lane
 
 __all__ = ["Record", "ScrollPage", "ScrollStream"]
 
@@ -49,10 +52,18 @@ async def _view(stream: ScrollStream[Any], kind: str) -> AsyncIterator[Any]:
     still in the cache (a 10,000-record page is megabytes; freed at the end, cold, it cost
     about a tenth of the stream's CPU), and the next page decodes into that memory."""
     take = stream._producer.take
+    #: records still to hand out (a last page read whole may hold more than the limit)
+    left = stream._producer.options.limit
     try:
         if not stream._start():
             return
         while (page := await take()) is not None:
+            if left is not None:
+                if left <= 0:
+                    return
+                if page.count > left:
+                    page = page.first(left)
+                left -= page.count
             if kind == "pages":
                 yield page
                 del page  # not held while the next page is awaited
@@ -96,6 +107,8 @@ class ScrollStream(Generic[ItemT]):
         elif not isinstance(options, StreamOptions):
             raise ValidationError(f"options must be a StreamOptions, got {options!r}")
         self._producer = Producer(api, kind, options, window)
+        #: the last page's response (``last_response``), reported by the pipeline
+        self._last = LastResponse()
         self._task: asyncio.Task[None] | None = None
         self._finished = False
         self._kind: str | None = None
@@ -126,7 +139,8 @@ class ScrollStream(Generic[ItemT]):
             return False
         run = self._producer.run()
         name = f"asyncwifi-scroll-{self._producer.kind.what}"
-        self._task = asyncio.get_running_loop().create_task(run, name=name)
+        loop = asyncio.get_running_loop()
+        self._task = loop.create_task(run, name=name, context=self._last.context())
         return True
 
     def _stop(self) -> None:
@@ -138,12 +152,14 @@ class ScrollStream(Generic[ItemT]):
                 task.cancel()
 
     async def aclose(self) -> None:
-        """Stop the background task and wait until it has let go of its connection."""
+        """Stop the background task and wait until it has let go of its connection, and a
+        page it had asked for is in and counted (spec §8: the server served it)."""
         self._stop()
         task, self._task = self._task, None
         if task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await self._producer.api.abandoned.settle()
 
     async def __aenter__(self) -> ScrollStream[ItemT]:
         return self
@@ -155,7 +171,29 @@ class ScrollStream(Generic[ItemT]):
         if hasattr(self, "_producer"):  # not when __init__ refused the options
             self._stop()
 
+    def with_options(
+        self,
+        *,
+        timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+        max_wait: float | None = None,
+        lane: Lane | str | None = None,
+    ) -> ScrollStream[ItemT]:
+        """This stream, its requests with these options (``Client.with_options``'s; a
+        ``max_wait`` binds each page's admission); before it is iterated."""
+        if self._kind is not None:
+            raise AsyncWifiError("with_options() goes before the stream is iterated")
+        options = CallOptions(timeout, retry, max_wait, lane)  # type: ignore[arg-type]
+        self._producer.api = self._producer.api.derive(options)
+        return self
+
     # -- what happened -------------------------------------------------------------------
+    @property
+    def last_response(self) -> RawResponse[None] | None:
+        """The last page's response: status, headers, request id, the rate-limit and object
+        headers, elapsed (no body: the records are the stream's); None before the first."""
+        return self._last.raw()
+
     @property
     def delivered(self) -> int:
         """Records handed to the consumer's side so far (queued pages included)."""

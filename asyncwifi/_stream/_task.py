@@ -5,6 +5,13 @@ itself on the window (spec §3), not on the consumer: past ``max_buffered`` page
 pages go to the spill file (:class:`~asyncwifi._stream._pages.Spill`) until its budget is spent.
 A fetch (and its decoding, which is pure) may be retried; what a page changes (the cursor,
 the spill file, the counters, the queue) happens once, after the attempt that succeeded.
+
+spec §8: a page's objects are reserved before it is asked for (``ObjectGate.reserve``), and
+a fresh query asks for no more than the month's allowance leaves. A continuation cannot
+change its size (spec §4.5): it needs its whole page; when less is left, a scroll in UTC
+order ends and restarts from its time cursor at the smaller size, any other waits for the
+allowance (or raises) as ``Limits.on_exhausted`` says. A page asked for ahead is counted
+when it comes, even if the consumer has left by then.
 """
 
 from __future__ import annotations
@@ -21,10 +28,8 @@ from asyncwifi._stream._machine import Cursor, PageOutcome, ScrollMachine, Step
 from asyncwifi._stream._pages import ScrollPage, Spill, Spilled, StreamOptions
 from asyncwifi._transport import BodyBuffer
 from asyncwifi.errors import ConflictError, ScrollExpiredError
-from asyncwifi.models import ItemError
-from asyncwifi.models._decode import decode_page
-from asyncwifi.models._identity import record_ids
-from asyncwifi.ratelimit import Lane, Scheduler
+from asyncwifi.models import ItemError, decode_page, record_ids
+from asyncwifi.ratelimit import Lane, Reservation, Scheduler
 
 __all__ = ["Producer", "scroll_start_wait"]
 
@@ -40,6 +45,8 @@ def scroll_start_wait(scheduler: Scheduler, now: float, window: float) -> float:
 
 log = logging.getLogger("asyncwifi.scroll")
 
+#: the records a stream with no ``limit`` may read
+_NO_LIMIT = 1 << 62
 #: what the queue carries: a page, the task's error, or None after the last page
 Queued = ScrollPage[Any] | Spilled | BaseException | None
 #: a fetched page: decoded and its body
@@ -67,6 +74,10 @@ class Producer:
         #: the page size asked for: the first query's, a smaller one the server accepted
         #: (learnt through ``kind.smaller`` until the first page came), or a re-scan's
         self.size = kind.size
+        #: the size the current scroll asks for: ``size``, or less when the month's object
+        #: allowance leaves less (a continuation keeps its scroll's)
+        self.asked = kind.size
+        self.gate = api.scheduler.object_gate
         #: until the first page came: a refused size may be exchanged for a smaller one
         self._learning = True
         # typed records copy what they keep, so bodies are read into buffers that are
@@ -89,11 +100,20 @@ class Producer:
         self.total: int | None = None
         self.last_sent: float | None = None
         self.last_received: float | None = None
+        #: the small first page's size, until the scroll restarts at ``size`` (no limit)
+        self.first = kind.first if options.limit is None else None
+        #: consumers waiting in :meth:`take`, and the event that one came
+        self.waiting, self.wanted = 0, asyncio.Event()
 
     # -- the consumer's side -------------------------------------------------------------
     async def take(self) -> ScrollPage[Any] | None:
         """The next page (None after the last one); raises the task's error."""
-        got = await self.queue.get()
+        self.waiting += 1
+        self.wanted.set()
+        try:
+            got = await self.queue.get()
+        finally:
+            self.waiting -= 1
         if isinstance(got, Spilled):
             got = self._read_spilled(got)
         self.taken.set()
@@ -132,15 +152,30 @@ class Producer:
         kind, machine, clock = self.kind, self.machine, self.api.clock
         await self._await_room()
         query: Mapping[str, str] = kind.params
-        continuation = False
+        continuation, carried = False, None
         while True:
-            decision = Step.CONTINUE
+            decision, gap = Step.CONTINUE, 0.0
+            # may wait for the month, or raise; a restart at a smaller size has its objects
+            hold = carried or await self._reserve(continuation)
+            carried = None
+            if continuation and hold.size < self.asked:
+                # less than a page is left, and a scroll cannot change its size (spec §4.5):
+                # a new one from the time cursor asks for what is left
+                log.info("%s: %d objects left of the allowance, less than a page of %d: the "
+                         "scroll restarts from %s", kind.what, hold.size, self.asked,
+                         self.cursor.time)  # fmt: skip
+                restart = kind.restart(machine.restart_smaller())
+                assert restart is not None  # resumable: _reserve asked for less only then
+                query, continuation, carried = restart, False, hold
+                continue
             if continuation and self.last_received is not None:
                 gap = clock.now() - self.last_received
                 # past the window the id is known to be dead: resume without a request
                 decision = machine.before_continuation(gap)
-            if decision is Step.CONTINUE:
-                page, body, gap = await self._fetch(query, continuation)
+            if decision is not Step.CONTINUE:
+                self.gate.release(hold)
+            else:
+                page, body, gap = await self._fetch(query, continuation, hold)
                 outcome, scroll_id = self._deliver(page, body, continuation, gap)
                 del page, body
                 if not outcome.fresh and (continuation or machine.resumes):
@@ -148,9 +183,19 @@ class Producer:
                     # page read again by a re-scan, the proof of an end: what lapses cost
                     self.resume_requests += 1
                 decision = machine.after_page(outcome)
-                if decision is Step.END:
+                if decision is Step.END or (outcome.fresh and not self.left()):
                     self.queue.put_nowait(None)
                     return
+                if decision is Step.CONTINUE and self.first is not None:
+                    # the first page was small: once the consumer asks for more, the rest at
+                    # the full size (a scroll cannot change its size, spec §4.5) from the
+                    # time cursor, or from the start when the records carry no time (once a
+                    # client: ``kind.timed`` remembers); a consumer who stopped read no more
+                    self.first = None
+                    kind.timed(machine.can_restart_smaller())
+                    await self._until_asked()
+                    query, continuation = kind.restart(machine.restart_larger()) or {}, False
+                    continue
                 if decision is Step.CONTINUE:
                     assert scroll_id is not None
                     query, continuation = kind.next(scroll_id), True
@@ -159,13 +204,35 @@ class Producer:
                     continue
             query, continuation = self._act(decision, gap), False
 
+    async def _reserve(self, continuation: bool) -> Reservation:
+        """The objects of the next page, reserved (spec §8): a fresh query's at most
+        ``size``, as many as are left; a continuation's its scroll's whole page or, when the
+        scroll can restart from a time (``machine.restart_smaller``), more than that restart
+        would read again."""
+        left = self.left()
+        if not continuation:
+            size = self.size if self.first is None else min(self.size, self.first)
+            return await self.gate.reserve(self.kind.what, min(size, left))
+        least, want = self.asked, self.asked
+        if self.machine.can_restart_smaller():
+            again = self.cursor.at_time  # what a restart from the time cursor reads again
+            least = min(least, again + 1)
+            want = min(want, max(left + again, least))  # past the limit: what is left
+        return await self.gate.reserve(self.kind.what, want, least=min(least, want))
+
+    def left(self) -> int:
+        """Records the stream may still read (its ``limit``, less what it delivered)."""
+        limit = self.options.limit
+        return _NO_LIMIT if limit is None else max(0, limit - self.cursor.delivered)
+
     async def _fetch(
-        self, query: Mapping[str, str], continuation: bool
+        self, query: Mapping[str, str], continuation: bool, hold: Reservation
     ) -> tuple[Any, bytes | memoryview, float]:
-        """One page at ``self.size``: the decoded page, its body, and the most the server can
-        have seen between the previous request and this one (previous send to this answer).
-        A first request refused with a 409 is sent again at the size ``kind.smaller`` offers
-        (the refusal is the price of learning it; ``kind.accepted`` remembers the answer)."""
+        """One page at the size ``hold`` reserved (a continuation: its scroll's): the decoded
+        page, its body, and the most the server can have seen between the previous request
+        and this one (previous send to this answer). A first request refused with a 409 is
+        sent again at the size ``kind.smaller`` offers (the refusal is the price of learning
+        it; ``kind.accepted`` remembers the answer, unless the allowance clamped the size)."""
         kind, previous = self.kind, self.last_sent
         deadline = previous + self.horizon if continuation and previous is not None else None
         keep_raw = self.options.keep_raw
@@ -173,12 +240,14 @@ class Producer:
         fetched: Fetched | None = None
         try:
             while fetched is None:
+                if not continuation:
+                    self.asked = hold.size
                 try:
                     fetched = await self.api.read(
                         "GET",
                         kind.path,
                         tag=kind.what,
-                        params={**query, "size": str(self.size)},
+                        params={**query, "size": str(self.asked)},
                         lane=Lane.SCROLL if continuation else self.options.lane,
                         deadline=deadline,
                         objects=kind.objects,
@@ -187,22 +256,25 @@ class Producer:
                         keepalive=self.keepalive,
                         decode=self._decode,
                         count=_objects,
+                        hold=hold,
+                        finish=True,
                     )
                 except ConflictError:
                     learning = self._learning and not continuation
-                    smaller = kind.smaller(self.size) if learning else None
+                    smaller = kind.smaller(self.asked) if learning else None
                     if smaller is None:
                         raise
                     log.info(
-                        "%s: size=%d refused (409), asking for %d", kind.what, self.size, smaller
+                        "%s: size=%d refused (409), asking for %d", kind.what, self.asked, smaller
                     )
                     self.size = smaller
+                    hold = await self._reserve(False)
         finally:
             # decoded already (a body that spills is written before the next fetch): the
             # buffer is free again
             if buffer is not None:
                 self.spare.append(buffer)
-        if self._learning and not continuation:
+        if self._learning and not continuation and self.asked == self.size:
             self._learning = False  # learnt: a resume asks for this size at once
             kind.accepted(self.size)
         self.last_received = self.api.clock.now()
@@ -228,7 +300,7 @@ class Producer:
         total, scroll_id = kind.envelope(page.envelope)
         self.total = self.total if total is None else total
         records = page.objects
-        size = self.size if kind.short_ends else None
+        size = self.asked if kind.short_ends else None
         ids = [*record_ids(items, page.raw_items), *(error.id for error in page.errors)]
         if self.cursor.repeats(ids, continuation):
             # the server did not advance the scroll: nothing of it is new (the machine
@@ -241,7 +313,7 @@ class Producer:
             self._bad_item(error)
         if items:
             keep = self.cursor.deliver(
-                items, page.raw_items, kind.record_time, bool(self.machine.resumes)
+                items, page.raw_items, kind.record_time, self.machine.restarted
             )
         fresh = len(items) if keep is None else len(keep)
         # a page of repeats only (a resumed scroll re-reading its start): nothing to hand out
@@ -288,6 +360,12 @@ class Producer:
                 return
             log.info("%s: waiting %.1f s for room to keep a scroll alive", self.kind.what, wait)
             await clock.sleep(max(wait, self.window * 0.05))
+
+    async def _until_asked(self) -> None:
+        """Wait until the consumer has taken every page queued and asks for another."""
+        while self.queue.qsize() or not self.waiting:
+            self.wanted.clear()
+            await self.wanted.wait()
 
     async def _until_needed(self) -> None:
         """Wait until the consumer wants another page, or the window needs the next request

@@ -1,13 +1,13 @@
-"""The two exports, wired to a :class:`~asyncwifi.Client`: the sync's feeds, part by part.
+"""The two exports, wired to a :class:`~asyncwifi.Client`: the engine's feeds, part by part.
 
 - :func:`events_backfill`: the organization's events over ``[since, until)``, in time
-  slices streamed concurrently, each an :class:`~asyncwifi.sync._feeds.EventFeed` of its
+  slices streamed concurrently, each an :class:`~asyncwifi.engine.EventFeed` of its
   range resumed from its checkpoint (the one cursor: exact on every record shape);
 - :func:`contacts_export`: every contact, through the contact feed's full scan; a lapsed
   scroll or a restart scans again, and the destination drops what it already wrote.
 
 ``events_params`` / ``contacts_params`` give the :class:`JobParams` a state file is bound to,
-for :func:`~asyncwifi.backfill._preflight.preflight` checks before a client is even created.
+for ``JsonlDestination.preflight`` checks before a client is even created.
 """
 
 from __future__ import annotations
@@ -18,17 +18,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from asyncwifi._instant import MS
-from asyncwifi._resources._contacts import PageSize
-from asyncwifi._resources._contacts import page_size as contacts_page_size
+from asyncwifi._resources import PageSize
+from asyncwifi._resources import page_size as contacts_page_size
 from asyncwifi._stream import StreamOptions, scroll_start_wait
 from asyncwifi.backfill._contract import Reporter
-from asyncwifi.backfill._engine import ExportJob, Opened, Part
+from asyncwifi.backfill._export import ExportJob, Opened, Part
 from asyncwifi.backfill._plan import Slice, even_slice_size, plan_slices
-from asyncwifi.backfill._state import JobParams, JsonlDestination
+from asyncwifi.engine import ContactFeed, EventFeed, JobParams, JsonlDestination, PiiPolicy
 from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.ratelimit import Lane
-from asyncwifi.sync._feeds import EventFeed
-from asyncwifi.sync._snapshots import ContactFeed
 
 if TYPE_CHECKING:
     from asyncwifi._client import Client
@@ -81,8 +79,9 @@ def events_params(
     types: Sequence[str] | None,
     slice_size: timedelta,
     gzip: bool,
+    pii: PiiPolicy | None = None,
 ) -> JobParams:
-    """What an events backfill's state file is bound to."""
+    """What an events backfill's state file is bound to (``pii``: its policy too)."""
     return JobParams(
         kind="events",
         out=str(out.resolve()),
@@ -91,12 +90,18 @@ def events_params(
         until=until.isoformat(),
         types=tuple(sorted(set(types))) if types else None,
         slice_seconds=round(slice_size.total_seconds()),
+        pii=pii.describe() if pii else None,
     )
 
 
-def contacts_params(*, out: Path, gzip: bool, has_email: bool | None) -> JobParams:
-    """What a contact export's state file is bound to."""
-    return JobParams(kind="contacts", out=str(out.resolve()), gzip=gzip, has_email=has_email)
+def contacts_params(
+    *, out: Path, gzip: bool, has_email: bool | None, pii: PiiPolicy | None = None
+) -> JobParams:
+    """What a contact export's state file is bound to (``pii``: its policy too)."""
+    return JobParams(
+        kind="contacts", out=str(out.resolve()), gzip=gzip, has_email=has_email,
+        pii=pii.describe() if pii else None,
+    )  # fmt: skip
 
 
 def events_backfill(
@@ -115,6 +120,7 @@ def events_backfill(
     reporter: Reporter | None = None,
     wait: bool = False,
     max_wait: float | None = None,
+    pii: PiiPolicy | None = None,
     fsync: bool = True,
 ) -> ExportJob:
     """An events backfill of ``[since, until)`` into ``out`` (JSON Lines), resumable via ``state``.
@@ -143,6 +149,7 @@ def events_backfill(
                 since=piece.start,
                 until=piece.end - MS,  # the feed's end is inclusive, the slice's is not
                 settle=None,  # the range asked for, whatever the clock says
+                lookback=0.0,  # one read of a past range: no daemon comes back to it
                 page_size=page_size,
                 span=piece.end - piece.start,  # one scroll, while records carry a time
                 budget=room,
@@ -155,8 +162,9 @@ def events_backfill(
         return Part(piece.index, describe, open_feed, span)
 
     params = events_params(
-        out=out, since=since, until=until, types=wanted, slice_size=slice_size, gzip=gzip
-    )
+        out=out, since=since, until=until, types=wanted, slice_size=slice_size, gzip=gzip,
+        pii=pii,
+    )  # fmt: skip
     slices = plan_slices(since, until, slice_size)
     destination = JsonlDestination(
         state, out, params, parts=len(slices), concurrency=concurrency, fsync=fsync
@@ -169,6 +177,7 @@ def events_backfill(
         concurrency=concurrency,
         wait=wait,
         max_wait=max_wait,
+        pii=pii,
     )
 
 
@@ -184,6 +193,7 @@ def contacts_export(
     reporter: Reporter | None = None,
     wait: bool = False,
     max_wait: float | None = None,
+    pii: PiiPolicy | None = None,
     fsync: bool = True,
 ) -> ExportJob:
     """Every contact into ``out`` (JSON Lines), resumable via ``state``.
@@ -208,9 +218,9 @@ def contacts_export(
         )
         return feed.scan(), lambda: feed.requests
 
-    params = contacts_params(out=out, gzip=gzip, has_email=has_email)
+    params = contacts_params(out=out, gzip=gzip, has_email=has_email, pii=pii)
     destination = JsonlDestination(state, out, params, fsync=fsync)
     return ExportJob(
         api, destination, [Part(0, "the contact scan", open_scan)], reporter=reporter,
-        wait=wait, max_wait=max_wait,
+        wait=wait, max_wait=max_wait, pii=pii,
     )  # fmt: skip

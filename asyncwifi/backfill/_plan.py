@@ -11,64 +11,21 @@ milliseconds: consecutive slices are disjoint and leave no gap at millisecond pr
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from asyncwifi._instant import MS, floor_ms, format_instant, read_instant
+from asyncwifi._instant import MS, floor_ms, format_instant
 from asyncwifi.errors import ValidationError
 from asyncwifi.ratelimit import Limits
 
 __all__ = [
-    "MS",
     "PlanEstimate",
     "Slice",
     "estimate",
     "even_slice_size",
-    "parse_duration",
-    "parse_instant",
     "plan_slices",
     "requests_time",
 ]
-
-_DURATION = re.compile(r"(\d+)\s*(w|d|h|m|s)", re.IGNORECASE)
-_UNIT_SECONDS = {"w": 604_800, "d": 86_400, "h": 3_600, "m": 60, "s": 1}
-
-
-def parse_instant(text: str) -> datetime:
-    """Parse a command-line instant: an ISO 8601 date or date-time; no zone means UTC.
-
-    ``2026-01-01``, ``2026-01-01T10:30``, ``2026-01-01 10:30:00Z`` and
-    ``2026-01-01T10:30:00+02:00`` are accepted. Raises ``ValueError`` with a message that
-    says what is expected. The result is aware (UTC) and floored to the millisecond.
-    """
-    try:
-        return floor_ms(read_instant(text))
-    except ValueError:
-        raise ValidationError(
-            f"{text!r} is not an ISO 8601 date or date-time "
-            "(e.g. 2026-01-01 or 2026-01-01T12:00:00Z)"
-        ) from None
-
-
-def parse_duration(text: str) -> timedelta:
-    """Parse ``1d``, ``6h``, ``90m``, ``1h30m``, ``2w``: the size of a slice.
-
-    Raises ``ValueError`` for anything else, or for a duration under one second.
-    """
-    compact = text.strip().replace(" ", "")
-    total = 0
-    pos = 0
-    for match in _DURATION.finditer(compact):
-        if match.start() != pos:
-            break
-        total += int(match.group(1)) * _UNIT_SECONDS[match.group(2).lower()]
-        pos = match.end()
-    if not compact or pos != len(compact):
-        raise ValidationError(f"{text!r} is not a duration (e.g. 1d, 6h, 30m, 1h30m)")
-    if total < 1:
-        raise ValidationError(f"{text!r}: a slice must last at least one second")
-    return timedelta(seconds=total)
 
 
 @dataclass(frozen=True, slots=True)

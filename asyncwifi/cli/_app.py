@@ -1,4 +1,5 @@
-"""The root ``asyncwifi`` group: global options, the client factory, and the async runner.
+"""What every command receives (:class:`App`, filled by the global options of
+``asyncwifi.cli._options``): the client factory, the SDK's log lines and the async runner.
 
 ``--simulate`` starts the embedded simulator in this process with a fast clock (a
 :class:`~asyncwifi.ScaledClock` shared by the simulator and the client) and a seeded
@@ -28,7 +29,7 @@ from asyncwifi.cli._simulate import SimOptions
 if TYPE_CHECKING:
     from asyncwifi._client import Client
 
-__all__ = ["App", "SimOptions", "output_options", "pass_app", "run_async"]
+__all__ = ["App", "SimOptions", "pass_app", "run_async"]
 
 T = TypeVar("T")
 
@@ -44,12 +45,16 @@ class App:
     allowance: Mapping[str, int] = field(default_factory=dict)
     sim: SimOptions = field(default_factory=SimOptions)
     display: Display = field(default_factory=Display)
+    #: ``-v``: 0 warnings, 1 info, 2 debug (the SDK's log lines)
+    verbose: int = 0
     _settings: Settings | None = None
 
     def settings(self) -> Settings:
         """The configuration (file and environment), read once; its warnings shown once."""
         if self._settings is None:
-            self._settings = load_settings(self.config)
+            # --allow-http: an argument, over the environment and the file (off: unset)
+            given = {"allow_http": True} if self.allow_http else None
+            self._settings = load_settings(self.config, arguments=given)
             for warning in self._settings.warnings:
                 self.display.warning("config", warning)
         return self._settings
@@ -67,7 +72,7 @@ class App:
 
         refusal = plain_http_refusal(
             base_url,
-            self.allow_http or settings.allow_http,
+            settings.allow_http,
             f"pass --allow-http or set {ALLOW_HTTP_ENV}=1",
         )
         if refusal is not None:
@@ -107,55 +112,25 @@ class App:
         settings = self.settings()
         key, secret, base_url = settings.require(organization=organization)
         self._refuse_plain_http(settings, base_url)
+        # the client's own default timeout unless the configuration gives one
+        options: dict[str, Any] = {} if settings.timeout is None else {"timeout": settings.timeout}
         api = Client(
             key,
             secret,
             base_url=base_url,
             organization=settings.organization,
-            allow_http=self.allow_http or settings.allow_http,
+            allow_http=settings.allow_http,
             limits=Limits(
                 on_exhausted=on_exhausted, max_wait=max_wait, month=self.allowance or None
             ),
             rate_store=shared_store(rate_store, key),
+            **options,
         )
         async with api:
             yield api
 
 
 pass_app = click.make_pass_decorator(App)
-
-
-def _set_quiet(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    if value:
-        ctx.ensure_object(App).display.quiet = True
-
-
-def _set_format(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
-    if value:
-        fmt: LogFormat = "json" if value == "json" else "text"
-        ctx.ensure_object(App).display.log_format = fmt
-        _configure_logging(fmt, None)
-
-
-def output_options(fn: Any) -> Any:
-    """``--quiet`` and ``--log-format``, accepted on the root and on long-running commands."""
-    fn = click.option(
-        "--log-format",
-        type=click.Choice(["text", "json"]),
-        default=None,
-        expose_value=False,
-        callback=_set_format,
-        help="text (default) or json: one JSON object per line on stderr, for daemons.",
-    )(fn)
-    return click.option(
-        "--quiet",
-        "-q",
-        is_flag=True,
-        default=False,
-        expose_value=False,
-        callback=_set_quiet,
-        help="No progress; only warnings and errors.",
-    )(fn)
 
 
 class _TextFormatter(logging.Formatter):
@@ -205,16 +180,19 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
     async def main() -> T:
         task = asyncio.ensure_future(coro)
         loop = asyncio.get_running_loop()
-
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        # what a stop does outside the loop (the command's: asyncwifi.cli), put back after
+        # it: asyncio's removal would leave SIGTERM to kill the process without a word
+        before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+        for signum in before:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(signum, task.cancel)
         try:
             return await task
         finally:
-            for signum in (signal.SIGINT, signal.SIGTERM):
+            for signum, handler in before.items():
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                    loop.remove_signal_handler(signum)
+                    if loop.remove_signal_handler(signum) and handler is not None:
+                        signal.signal(signum, handler)
 
     try:
         return asyncio.run(main())

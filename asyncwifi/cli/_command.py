@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 import click
 
-from asyncwifi._client import ALLOWANCE_ENV
 from asyncwifi._version import __version__
-from asyncwifi.cli._app import App, SimOptions, _configure_logging, output_options
+from asyncwifi.cli._app import App, _configure_logging
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._export import contacts_group, events_group
+from asyncwifi.cli._options import ACCOUNT, OUTPUT, Group, global_options
 from asyncwifi.cli._resources import hotspots_group, quota_command, segments_group
 from asyncwifi.cli._serve import webhooks_group
 from asyncwifi.cli._simulator_command import simulate_command
@@ -25,77 +24,12 @@ from asyncwifi.cli._simulator_command import simulate_command
 __all__ = ["cli", "run"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="asyncwifi")
-@click.option(
-    "--config",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="TOML file with client_key, client_secret, base_url, organization "
-    "(default: ~/.config/asyncwifi/config.toml; environment variables win).",
-)
-@click.option("--allow-http", is_flag=True, help="Allow a plain-http base URL (a local simulator).")
-@click.option(
-    "--allowance",
-    envvar=ALLOWANCE_ENV,
-    metavar="TEXT",
-    default=None,
-    help="The month's object allowance (spec §8): objects a month (20000) or the "
-    "subscription's terms ('10 access points': 2,000 each; '2000 contacts': 10 each). "
-    f"Dry runs, progress and quota say what is left of it; once it is spent, requests "
-    f"for objects stop until the 1st (or set {ALLOWANCE_ENV}).",
-)
-@click.option(
-    "--simulate",
-    is_flag=True,
-    help="Run against an embedded simulator (in this process, fast clock, seeded data): "
-    "no account needed.",
-)
-@click.option(
-    "--sim-speed",
-    type=click.FloatRange(min=0.001, max=1_000_000),
-    default=SimOptions.speed,
-    show_default=True,
-    help="--simulate: clock speed.",
-)
-@click.option(
-    "--sim-seed",
-    type=int,
-    default=SimOptions.seed,
-    show_default=True,
-    help="--simulate: data seed.",
-)
-@click.option(
-    "--sim-events-per-day",
-    type=click.IntRange(0),
-    default=SimOptions.events_per_day,
-    show_default=True,
-    help="--simulate: events generated per day of the requested range.",
-)
-@click.option(
-    "--sim-day-limit",
-    type=click.IntRange(1),
-    default=SimOptions.day_limit,
-    show_default=True,
-    help="--simulate: requests per day.",
-)
+@global_options(ACCOUNT, OUTPUT, root=True)
 @click.option("--sim-start", type=float, default=None, hidden=True)
-@click.option("-v", "--verbose", count=True, help="Log more (-v: info, -vv: debug; never secrets).")
-@output_options
 @click.pass_context
-def cli(
-    ctx: click.Context,
-    config: Path | None,
-    allow_http: bool,
-    allowance: str | None,
-    simulate: bool,
-    sim_speed: float,
-    sim_seed: int,
-    sim_events_per_day: int,
-    sim_day_limit: int,
-    sim_start: float | None,
-    verbose: int,
-) -> None:
+def cli(ctx: click.Context, sim_start: float | None) -> None:
     """asyncwifi: the guest Wi-Fi platform API from the command line.
 
     Credentials come from ASYNCWIFI_CLIENT_KEY, ASYNCWIFI_CLIENT_SECRET, ASYNCWIFI_BASE_URL
@@ -104,37 +38,17 @@ def cli(
     \b
         asyncwifi --simulate events backfill \\
             --since 2026-01-01 --until 2026-01-08 --out events.jsonl
+
+    The options below (--version aside) are also accepted after the commands they
+    matter to: asyncwifi sync --allowance 20000 ... (COMMAND --help lists them).
     """
     app: App = ctx.ensure_object(App)
-    app.config = config
-    app.allow_http = allow_http
-    app.allowance = _allowance(ctx, allowance)
-    app.sim = SimOptions(
-        enabled=simulate,
-        speed=sim_speed,
-        seed=sim_seed,
-        events_per_day=sim_events_per_day,
-        day_limit=sim_day_limit,
-        start=sim_start,
-    )
-    _configure_logging(app.display.log_format, verbose)
-
-
-def _allowance(ctx: click.Context, text: str | None) -> Mapping[str, int]:
-    """``--allowance`` (or its variable) checked by the limiter's one rule: a bad value is
-    one usage line (exit 2) before anything is read or sent."""
-    from asyncwifi.errors import ValidationError
-    from asyncwifi.ratelimit._volume import allowance_of
-
-    source = ctx.get_parameter_source("allowance")
-    what = ALLOWANCE_ENV if source is click.core.ParameterSource.ENVIRONMENT else "--allowance"
-    try:
-        return allowance_of(text.strip() if text is not None else None, what)
-    except ValidationError as exc:
-        raise click.UsageError(str(exc), ctx) from None
+    app.sim.start = sim_start
+    _configure_logging(app.display.log_format, app.verbose)
 
 
 cli.add_command(events_group)
+contacts_group.add_command(__import__("asyncwifi.cli._erase", fromlist=["_"]).erase_command)
 cli.add_command(contacts_group)
 cli.add_command(hotspots_group)
 cli.add_command(segments_group)
@@ -148,8 +62,9 @@ cli.add_command(__import__("asyncwifi.cli._fleet", fromlist=["_"]).fleet_group)
 def _status_for(exc: BaseException) -> tuple[ExitCode, str] | None:
     """The exit status and one-line message for an error of the SDK, or None."""
     from asyncwifi._instant import format_instant
-    from asyncwifi.backfill import (
-        OutputNotWritableError,
+    from asyncwifi.engine import (
+        DestinationNotWritableError,
+        DestinationPermissionError,
         StateMismatchError,
     )
     from asyncwifi.errors import (
@@ -160,7 +75,9 @@ def _status_for(exc: BaseException) -> tuple[ExitCode, str] | None:
         ValidationError,
     )
 
-    if isinstance(exc, OutputNotWritableError):
+    if isinstance(exc, DestinationPermissionError):  # as the sync says it (``_sync_start``)
+        return ExitCode.NOPERM, str(exc)
+    if isinstance(exc, DestinationNotWritableError):  # an export's output or state file
         return ExitCode.CANT_CREATE, str(exc)
     if isinstance(exc, StateMismatchError):
         return ExitCode.DATA, str(exc)
@@ -225,8 +142,11 @@ def _main(args: list[str]) -> int:
             hint = f" (see: {exc.ctx.command_path} --help)"
         _error(exc.format_message().replace("\n", " ") + hint)
         return ExitCode.USAGE
-    except click.exceptions.Abort:
-        _error("aborted")
+    except click.exceptions.Abort as exc:
+        # click's word for a Ctrl-C (or a SIGTERM: asyncwifi.cli) inside a command; a
+        # prompt declined (hotspots delete) is an abort
+        stopped = isinstance(exc.__cause__, KeyboardInterrupt)
+        _error("interrupted" if stopped else "aborted")
         return ExitCode.INTERRUPTED
     except click.ClickException as exc:
         _error(exc.format_message())

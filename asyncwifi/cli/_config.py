@@ -1,4 +1,5 @@
-"""Credentials and settings for the command: environment variables over a TOML file.
+"""Credentials and settings for the command: environment variables over a TOML file (the
+one reading, ``asyncwifi._settings.resolve``: arguments > environment > file > default).
 
 The file is ``--config PATH``, else ``$ASYNCWIFI_CONFIG``, else
 ``$XDG_CONFIG_HOME/asyncwifi/config.toml`` (``~/.config/asyncwifi/config.toml``)::
@@ -9,8 +10,9 @@ The file is ``--config PATH``, else ``$ASYNCWIFI_CONFIG``, else
     organization = "org-cid"
 
 Environment variables (``ASYNCWIFI_CLIENT_KEY``, ``ASYNCWIFI_CLIENT_SECRET``,
-``ASYNCWIFI_BASE_URL``, ``ASYNCWIFI_ORGANIZATION``, and ``ASYNCWIFI_ALLOW_HTTP=1`` for a
-plain-http simulator) win over the file. There is no
+``ASYNCWIFI_BASE_URL``, ``ASYNCWIFI_ORGANIZATION``, ``ASYNCWIFI_ALLOW_HTTP=1`` for a
+plain-http simulator, and ``ASYNCWIFI_TIMEOUT``, a request's seconds: ``timeout = 10`` in
+the file) win over the file. There is no
 command-line flag for the secret: ``ps`` and shell history would show it. No message ever
 repeats a value read from the file or the environment.
 """
@@ -28,9 +30,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from asyncwifi._auth import redact_url
-from asyncwifi._client import ALLOW_HTTP_ENV, ENV_VARS, env_flag
+from asyncwifi._client import ALLOW_HTTP_ENV, ENV_VARS, TIMEOUT_ENV, env_flag, timeout_of
+from asyncwifi._settings import from_environment, resolve_all
 from asyncwifi.cli._exit import CliFailure, ExitCode
-from asyncwifi.cli._progress import plural
+from asyncwifi.cli._words import plural
 
 if TYPE_CHECKING:
     from asyncwifi.ratelimit import RedisStore
@@ -47,6 +50,7 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 _BOOLS = {"allow_http": ALLOW_HTTP_ENV}
+_NUMBERS = {"timeout": TIMEOUT_ENV}
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,8 @@ class Settings:
     base_url: str | None = None
     organization: str | None = None
     allow_http: bool = False
+    #: a request's timeout in seconds (None: the client's default)
+    timeout: float | None = None
     #: the configuration file read, if any
     path: Path | None = None
     #: a warning to show (a secret in a file others can read)
@@ -88,12 +94,18 @@ def default_config_path(environ: Mapping[str, str]) -> Path:
     return Path(base) / "asyncwifi" / "config.toml"
 
 
-def load_settings(config: Path | None, environ: Mapping[str, str] | None = None) -> Settings:
-    """Read the configuration file (if any) and the environment; env wins."""
+def load_settings(
+    config: Path | None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    arguments: Mapping[str, object] | None = None,
+) -> Settings:
+    """Read the configuration file (if any) and the environment under the command's own
+    ``arguments`` (``--allow-http``): arguments > environment > file."""
     env = os.environ if environ is None else environ
     explicit = config is not None or bool(env.get("ASYNCWIFI_CONFIG"))
     path = config.expanduser() if config is not None else default_config_path(env)
-    values: dict[str, object] = {}
+    values: dict[str, object] = {}  # the file's layer
     warnings: list[str] = []
     used: Path | None = None
     if path.is_file():
@@ -108,7 +120,7 @@ def load_settings(config: Path | None, environ: Mapping[str, str] | None = None)
             raise CliFailure(
                 f"cannot read config file {path}: {exc.strerror}", ExitCode.CONFIG
             ) from None
-        known = set(ENV_VARS) | set(_BOOLS)
+        known = set(ENV_VARS) | set(_BOOLS) | set(_NUMBERS)
         unknown = sorted(set(data) - known)
         if unknown:
             raise CliFailure(
@@ -117,8 +129,9 @@ def load_settings(config: Path | None, environ: Mapping[str, str] | None = None)
                 ExitCode.CONFIG,
             )
         for key, value in data.items():
-            expected = bool if key in _BOOLS else str
-            if not isinstance(value, expected):
+            if key in _NUMBERS:
+                value = _number(f"config file {path}: {key}", value)
+            elif not isinstance(value, expected := bool if key in _BOOLS else str):
                 raise CliFailure(
                     f"config file {path}: {key} must be a {expected.__name__}", ExitCode.CONFIG
                 )
@@ -132,18 +145,20 @@ def load_settings(config: Path | None, environ: Mapping[str, str] | None = None)
                 )
     elif explicit:
         raise CliFailure(f"config file {path} does not exist", ExitCode.CONFIG)
-    for key, var in ENV_VARS.items():
-        if env.get(var):
-            values[key] = env[var]
-    for key, var in _BOOLS.items():
-        if env.get(var):
-            values[key] = env_flag(env[var])
+    # the environment's layer, read as the file's values are; then the one reading
+    environment: dict[str, object] = dict(from_environment(ENV_VARS, env))
+    environment.update({k: env_flag(v) for k, v in from_environment(_BOOLS, env).items()})
+    for key, text in from_environment(_NUMBERS, env).items():
+        environment[key] = _number(_NUMBERS[key], text)
+    names = (*ENV_VARS, *_BOOLS, *_NUMBERS)
+    values = resolve_all(names, arguments=arguments, environment=environment, file=values)
     return Settings(
         client_key=_str(values.get("client_key")),
         client_secret=_str(values.get("client_secret")),
         base_url=_str(values.get("base_url")),
         organization=_str(values.get("organization")),
         allow_http=bool(values.get("allow_http", False)),
+        timeout=_float(values.get("timeout")),
         path=used,
         warnings=tuple(warnings),
     )
@@ -151,6 +166,21 @@ def load_settings(config: Path | None, environ: Mapping[str, str] | None = None)
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _number(what: str, value: object) -> float:
+    """A number of seconds from the file or a variable (``what``), checked by the client's
+    rule (exit 78 naming it)."""
+    from asyncwifi.errors import ConfigurationError
+
+    try:
+        return timeout_of(value.strip() if isinstance(value, str) else repr(value), what)
+    except ConfigurationError as exc:
+        raise CliFailure(str(exc), ExitCode.CONFIG) from None
 
 
 #: the URLs ``--rate-store`` takes (a Redis server)
@@ -183,9 +213,8 @@ def shared_store(url: str | None, client_key: str) -> RedisStore | None:
     if url is None:
         return None
     from asyncwifi.ratelimit import RedisStore
-    from asyncwifi.ratelimit._redis import key_name
 
     try:
-        return RedisStore(url, key=key_name(client_key))
+        return RedisStore.for_key(url, client_key)
     except Exception as exc:
         raise CliFailure(f"--rate-store {redact_url(url)}: {exc}", ExitCode.CONFIG) from None

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import click
 
-from asyncwifi.backfill._plan import Slice, estimate
-from asyncwifi.backfill._state import JobParams, JsonlDestination
+from asyncwifi._instant import human_duration
+from asyncwifi.backfill import Slice, estimate
 from asyncwifi.cli._app import App, run_async
 from asyncwifi.cli._objects import Standing, month_standing
-from asyncwifi.cli._progress import counted, human_duration
 from asyncwifi.cli._simulate import simulated_clock
+from asyncwifi.cli._words import counted
+from asyncwifi.engine import JobParams, JsonlDestination
 from asyncwifi.ratelimit import Limit, Limits
 
 __all__ = ["DEFAULT_EVENTS_PER_DAY", "dry_run_plan"]

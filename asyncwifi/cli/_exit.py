@@ -26,11 +26,15 @@ class ExitCode(enum.IntEnum):
     #: a service the command needs cannot be reached at start: ``sync --to`` a database
     #: that never answered, ``fleet`` without Temporal (EX_UNAVAILABLE)
     UNAVAILABLE = 69
-    #: the output or the state file cannot be created or written (EX_CANTCREAT)
+    #: a file or database cannot be created or written: an export's output or state file,
+    #: ``sync --to`` a read-only folder; a full disk (progress is saved) (EX_CANTCREAT)
     CANT_CREATE = 73
-    #: the day's quota is spent; progress is saved; run the same command again after the
-    #: reset it printed to resume (EX_TEMPFAIL)
+    #: the day's quota is spent (progress is saved; run the same command again after the
+    #: reset it printed), or another run holds the output or the organization (EX_TEMPFAIL)
     TEMPFAIL = 75
+    #: the database refuses a right the command needs: ``sync --to`` PostgreSQL as a role
+    #: without CREATE on the schema (EX_NOPERM)
+    NOPERM = 77
     #: missing or invalid credentials or configuration file (EX_CONFIG)
     CONFIG = 78
     #: interrupted (Ctrl-C, SIGTERM); progress is saved (``sync`` exits 0 on a stop)

@@ -8,76 +8,53 @@ exclusive, so ``--since A --until B`` then ``--since B --until C`` never overlap
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Sequence
+import contextlib
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
 from asyncwifi._instant import format_instant
 from asyncwifi._protocol import EVENT_TYPES
-from asyncwifi._resources._contacts import PageSize, page_size
-from asyncwifi.backfill import ExportJob
-from asyncwifi.backfill._contract import JobOutcome
-from asyncwifi.backfill._jobs import (
-    EVENTS_PAGE_SIZE,
+from asyncwifi._resources import PageSize, page_size
+from asyncwifi.backfill import (
+    ExportJob,
+    JobOutcome,
     contacts_export,
     contacts_params,
+    even_slice_size,
     events_backfill,
     events_params,
+    plan_slices,
 )
-from asyncwifi.backfill._plan import even_slice_size, parse_duration, parse_instant, plan_slices
-from asyncwifi.backfill._preflight import preflight
-from asyncwifi.backfill._state import JobParams, JsonlDestination
-from asyncwifi.cli._app import App, output_options, pass_app, run_async
+from asyncwifi.cli._app import App, pass_app, run_async
 from asyncwifi.cli._config import rate_store_option
 from asyncwifi.cli._dry_run import DEFAULT_EVENTS_PER_DAY, dry_run_plan
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._files import check_export_files, remove_if_unused, writing
 from asyncwifi.cli._objects import client_standing, contacts_plan
-from asyncwifi.cli._progress import plural, requests_sent
-from asyncwifi.errors import ValidationError
+from asyncwifi.cli._options import (
+    ACCOUNT,
+    OUTPUT,
+    Group,
+    deprecated_alias,
+    global_options,
+    pii_options,
+    pii_policy,
+)
+from asyncwifi.cli._progress import requests_sent
+from asyncwifi.cli._types import InstantType, PageSizeType, duration_option, events_page
+from asyncwifi.cli._words import plural
+from asyncwifi.engine import JobParams, JsonlDestination, LockHeldError
 
 __all__ = ["contacts_group", "events_group"]
 
-V = TypeVar("V")
 
-
-class _Parsed(click.ParamType[V]):
-    """A click type read by one of the engine's parsers (a ``ValueError`` is a usage error)."""
-
-    def __init__(self, name: str, kind: type[V], parse: Callable[[str], V]) -> None:
-        self.name = name
-        self._kind = kind
-        self._parse = parse
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> V:
-        if isinstance(value, self._kind):
-            return value
-        try:
-            return self._parse(str(value))
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
-
-
-def InstantType() -> _Parsed[datetime]:
-    """An ISO 8601 date or date-time; no zone means UTC."""
-    return _Parsed("DATE", datetime, parse_instant)
-
-
-def DurationType() -> _Parsed[timedelta]:
-    """``1d``, ``6h``, ``30m``, ``1h30m``."""
-    return _Parsed("DURATION", timedelta, parse_duration)
-
-
-def _contacts_page(ctx: click.Context, param: click.Parameter, value: str) -> PageSize:
+def _contacts_page(size: int | str) -> PageSize:
     """``max`` or a number, by the contact list's one rule (``contacts.page_size``)."""
-    text = value.strip()
-    try:
-        return page_size(int(text) if text.isdigit() else text, "--page-size")
-    except ValidationError as exc:
-        raise click.BadParameter(str(exc).removeprefix("--page-size "), ctx, param) from None
+    return page_size(size, "--page-size")
 
 
 def _types(ctx: click.Context, param: click.Parameter, value: Sequence[str]) -> list[str] | None:
@@ -117,12 +94,29 @@ def _state_for(out: Path, state: str | None) -> Path:
     return Path(state).expanduser() if state else out.with_name(out.name + ".state")
 
 
-def _check_files(app: App, params: JobParams, *, state: Path, out: Path) -> str:
-    """Preflight: credentials, then output and state; nothing is written."""
+@contextlib.contextmanager
+def _exporting(app: App, params: JobParams, *, state: Path, out: Path) -> Iterator[str]:
+    """Preflight (credentials, then output and state: nothing is written) under the output's
+    lock, held until the job and its cleanup are over: a second job into the same --out is
+    refused at once, naming the first (exit 75). Yields the preflight's status."""
     app.check_credentials()
     check_export_files(out, state)
-    with writing(out, state):
-        return preflight(params, state_path=state, out_path=out)
+    lock = JsonlDestination.output_lock(out, params.kind)
+    try:
+        lock.acquire(share=True)  # the job's own writer shares it (``_lockfile``)
+    except LockHeldError as exc:
+        raise CliFailure(f"{exc}; wait for it to end, or stop it", ExitCode.TEMPFAIL) from None
+    try:
+        with writing(out, state):
+            status = JsonlDestination.preflight(params, state_path=state, out_path=out)
+        yield status
+    finally:
+        lock.release()
+
+
+def _already_done(app: App, state: Path, noun: str, out: Path) -> None:
+    info = JsonlDestination.read_only(state)
+    app.display.info("done", f"already complete: {info.records:,} {noun} in {out} (nothing sent)")
 
 
 def _run_export(
@@ -185,10 +179,35 @@ _RATE_STORE_HELP = (
 )
 
 
+def _export_options(fn: Any) -> Any:
+    """What both exports take alike: waiting for the quota's reset, the key's shared store,
+    and the global options."""
+    options = [
+        click.option(
+            "--wait",
+            is_flag=True,
+            help="When the day's quota runs out, wait for the reset instead of exiting with 75.",
+        ),
+        deprecated_alias("--daemon", use="--wait", target="wait", stands_for=True),
+        duration_option(
+            "--max-wait",
+            min=1.0,
+            help="With --wait: exit with 75 instead when the reset is further away than this.",
+        ),
+        rate_store_option(_RATE_STORE_HELP),
+        pii_options("every line written"),
+        click.option("--fsync/--no-fsync", default=True, hidden=True),
+        global_options(ACCOUNT, OUTPUT),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
 # -- events ----------------------------------------------------------------------------------
 
 
-@click.group("events")
+@click.group("events", cls=Group)
 def events_group() -> None:
     """Events of the organization (spec §4.5)."""
 
@@ -210,13 +229,13 @@ def events_group() -> None:
     "--gzip", "gzip_", is_flag=True, help="Compress (also implied by an OUT ending in .gz)."
 )
 @click.option("--state", default=None, help="State file (default: OUT.state).")
-@click.option(
+@duration_option(
     "--slice",
-    "slice_size",
-    type=DurationType(),
-    default=None,
-    help="Time slice streamed by one scroll (default: the range cut into --concurrency "
-    "even slices, the fewest requests: every slice ends with a page that is not full).",
+    "slice_seconds",
+    min=1.0,
+    said_default="the range cut into --concurrency even slices",
+    help="Time slice streamed by one scroll (by default the fewest requests: every "
+    "slice ends with a page that is not full).",
 )
 @click.option(
     "--concurrency",
@@ -227,10 +246,10 @@ def events_group() -> None:
 )
 @click.option(
     "--page-size",
-    type=click.IntRange(1, EVENTS_PAGE_SIZE),
-    default=EVENTS_PAGE_SIZE,
+    type=PageSizeType(events_page),
+    default="max",
     show_default=True,
-    help="Events per request (spec §8: at most 10,000).",
+    help="Events per request: max (spec §8: 10,000) or a number.",
 )
 @click.option(
     "--dry-run", is_flag=True, help="Print the plan and its cost; send nothing, write nothing."
@@ -241,22 +260,7 @@ def events_group() -> None:
     default=None,
     help=f"Dry run: assumed volume (default {DEFAULT_EVENTS_PER_DAY:,}; the API cannot count).",
 )
-@click.option(
-    "--daemon",
-    "--wait",
-    "wait",
-    is_flag=True,
-    help="When the day's quota runs out, wait for the reset instead of exiting with 75.",
-)
-@click.option(
-    "--max-wait",
-    type=DurationType(),
-    default=None,
-    help="With --daemon: exit with 75 instead when the reset is further away than this.",
-)
-@rate_store_option(_RATE_STORE_HELP)
-@click.option("--fsync/--no-fsync", default=True, hidden=True)
-@output_options
+@_export_options
 @pass_app
 def backfill(
     app: App,
@@ -266,21 +270,23 @@ def backfill(
     out: Path,
     gzip_: bool,
     state: str | None,
-    slice_size: timedelta | None,
+    slice_seconds: float | None,
     concurrency: int,
     page_size: int,
     dry_run: bool,
     events_per_day: int | None,
     wait: bool,
-    max_wait: timedelta | None,
+    max_wait: float | None,
     rate_store: str | None,
+    pii: str | None,
+    pii_key_file: str | None,
     fsync: bool,
 ) -> None:
     """Export every event of [SINCE, UNTIL) to OUT, exactly once, resumably.
 
     Progress is committed to the state file after every page: kill it, run the same
     command again, and it resumes. When the day's quota runs out it saves its progress,
-    prints when the quota resets, and exits with 75 (or waits, with --daemon).
+    prints when the quota resets, and exits with 75 (or waits, with --wait).
     """
     if since >= until:
         raise click.UsageError(
@@ -292,27 +298,24 @@ def backfill(
             f"--since ({format_instant(since)}) is in the future (now: "
             f"{format_instant(now, 'seconds')}): no event exists there yet"
         )
-    if slice_size is None:
+    if slice_seconds is None:
         slice_size = even_slice_size(since, until, concurrency)
+    else:
+        slice_size = timedelta(seconds=slice_seconds)
     try:
         slices = plan_slices(since, until, slice_size)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="'--slice'") from None
+    policy = pii_policy(pii, pii_key_file)  # bad: one line, exit 78, nothing spent
     gzip = gzip_ or out.name.endswith(".gz")
     state_path = _state_for(out, state)
     params = events_params(
-        out=out, since=since, until=until, types=types, slice_size=slice_size, gzip=gzip
-    )
+        out=out, since=since, until=until, types=types, slice_size=slice_size, gzip=gzip,
+        pii=policy,
+    )  # fmt: skip
     if dry_run:
         dry_run_plan(
             app, slices, params, state_path, events_per_day, page_size, concurrency, rate_store
-        )
-        return
-    status = _check_files(app, params, state=state_path, out=out)
-    if status == "done":
-        info = JsonlDestination.read_only(state_path)
-        app.display.info(
-            "done", f"already complete: {info.records:,} events in {out} (nothing sent)"
         )
         return
 
@@ -335,12 +338,17 @@ def backfill(
                 page_size=page_size,
                 reporter=reporter,
                 wait=wait,
-                max_wait=max_wait.total_seconds() if max_wait else None,
+                max_wait=max_wait,
                 fsync=fsync,
+                pii=policy,
             )
             return await _run_job(app, job)
 
-    outcome = _run_export(app, go, out=out, state=state_path, status=status)
+    with _exporting(app, params, state=state_path, out=out) as status:
+        if status == "done":
+            _already_done(app, state_path, "events", out)
+            return
+        outcome = _run_export(app, go, out=out, state=state_path, status=status)
     if outcome.status != "paused" and outcome.progress.records == 0:
         app.display.warning(
             "empty",
@@ -353,7 +361,7 @@ def backfill(
 # -- contacts --------------------------------------------------------------------------------
 
 
-@click.group("contacts")
+@click.group("contacts", cls=Group)
 def contacts_group() -> None:
     """Contacts (customers) of the organization (spec §4.2)."""
 
@@ -372,17 +380,13 @@ def contacts_group() -> None:
 )
 @click.option(
     "--page-size",
+    type=PageSizeType(_contacts_page),
     default="max",
     show_default=True,
-    callback=_contacts_page,
     help="Contacts per request: max (the largest the server accepts, up to 10,000; "
     "spec §4.2 shows 100) or a number.",
 )
-@click.option("--daemon", "--wait", "wait", is_flag=True, help="Wait for the quota reset.")
-@click.option("--max-wait", type=DurationType(), default=None, help="With --daemon: longest wait.")
-@rate_store_option(_RATE_STORE_HELP)
-@click.option("--fsync/--no-fsync", default=True, hidden=True)
-@output_options
+@_export_options
 @pass_app
 def export(
     app: App,
@@ -392,21 +396,17 @@ def export(
     has_email: bool | None,
     page_size: PageSize,
     wait: bool,
-    max_wait: timedelta | None,
+    max_wait: float | None,
     rate_store: str | None,
+    pii: str | None,
+    pii_key_file: str | None,
     fsync: bool,
 ) -> None:
     """Export every contact to OUT, exactly once, resumably (same engine as backfill)."""
+    policy = pii_policy(pii, pii_key_file)  # bad: one line, exit 78, nothing spent
     gzip = gzip_ or out.name.endswith(".gz")
     state_path = _state_for(out, state)
-    params = contacts_params(out=out, gzip=gzip, has_email=has_email)
-    status = _check_files(app, params, state=state_path, out=out)
-    if status == "done":
-        info = JsonlDestination.read_only(state_path)
-        app.display.info(
-            "done", f"already complete: {info.records:,} contacts in {out} (nothing sent)"
-        )
-        return
+    params = contacts_params(out=out, gzip=gzip, has_email=has_email, pii=policy)
 
     async def go() -> JobOutcome:
         async with app.client(on_exhausted="raise", rate_store=rate_store) as api:
@@ -424,10 +424,15 @@ def export(
                 page_size=page_size,
                 reporter=reporter,
                 wait=wait,
-                max_wait=max_wait.total_seconds() if max_wait else None,
+                max_wait=max_wait,
                 fsync=fsync,
+                pii=policy,
             )
             return await _run_job(app, job)
 
-    outcome = _run_export(app, go, out=out, state=state_path, status=status)
+    with _exporting(app, params, state=state_path, out=out) as status:
+        if status == "done":
+            _already_done(app, state_path, "contacts", out)
+            return
+        outcome = _run_export(app, go, out=out, state=state_path, status=status)
     _finish(app, outcome, "contacts", out)

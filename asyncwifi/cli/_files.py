@@ -3,8 +3,7 @@
 The engine's preflight reads permissions (``os.access``), which say yes to root on ``/proc``
 and to any character device; here each file is really created (and removed again) or
 opened for writing, so a file that cannot be written is a one-line exit 73 before a
-request is sent, naming the file. A state file that is not an SQLite database is corrupt
-(exit 65), not missing. A new job that fails before its first commit leaves no state
+request is sent, naming the file. A new job that fails before its first commit leaves no state
 file behind: nothing half-written.
 """
 
@@ -20,7 +19,6 @@ from asyncwifi.cli._exit import CliFailure, ExitCode
 
 __all__ = ["check_creatable", "check_export_files", "remove_if_unused", "writing"]
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
@@ -57,38 +55,11 @@ def check_creatable(path: Path, what: str, *, regular: bool = True) -> None:
     path.unlink()
 
 
-def _check_state_readable(state: Path) -> None:
-    if not state.is_file() or state.stat().st_size == 0:
-        return
-    with state.open("rb") as fh:
-        head = fh.read(len(_SQLITE_MAGIC))
-    reason = "not an SQLite database"
-    if head == _SQLITE_MAGIC:
-        try:
-            # immutable: a WAL-mode file read like this grows no -shm or -wal beside it
-            uri = state.resolve().as_uri() + "?mode=ro&immutable=1"
-            conn = sqlite3.connect(uri, uri=True)
-            try:
-                conn.execute("SELECT name FROM sqlite_master").fetchall()
-            finally:
-                conn.close()
-            return
-        except sqlite3.DatabaseError as exc:
-            reason = str(exc)
-    raise CliFailure(
-        f"state file {state} is corrupt ({reason}): move it away, or pass another --state",
-        ExitCode.DATA,
-    )
-
-
 def check_export_files(out: Path, state: Path) -> None:
-    """Fail now (73: cannot create or write; 65: corrupt state) unless both files can be used.
-
-    Creates nothing that outlives the call.
-    """
+    """Fail now (73) unless both files can be created or written; creates nothing that
+    outlives the call (a corrupt state file is the preflight's: 65)."""
     check_creatable(out, "output")
     check_creatable(state, "state file")
-    _check_state_readable(state)
 
 
 def _file_error(exc: BaseException) -> OSError | sqlite3.Error | None:
@@ -133,7 +104,7 @@ def writing(out: Path, state: Path) -> Iterator[None]:
 def remove_if_unused(out: Path, state: Path, *, out_existed: bool) -> None:
     """After a new job failed: remove a state file that committed nothing, and the output's
     uncommitted bytes, so the next run starts clean instead of meeting a half-made job."""
-    from asyncwifi.backfill._state import JsonlDestination
+    from asyncwifi.engine import JsonlDestination
 
     try:
         info = JsonlDestination.read_only(state) if JsonlDestination.exists(state) else None

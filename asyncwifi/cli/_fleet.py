@@ -23,14 +23,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from asyncwifi._defaults import FLEET_DEV_POLL, HEARTBEAT_TIMEOUT, IDLE_TRANSACTION_TIMEOUT
 from asyncwifi.cli._config import rate_store_option
 from asyncwifi.cli._exit import CliFailure, ExitCode
+from asyncwifi.cli._options import LOGS, Group, global_options
+from asyncwifi.cli._types import duration_option, format_option
 
 if TYPE_CHECKING:
     from temporalio.client import Client as TemporalClient
 
+    from asyncwifi.cli._temporal import TemporalAccess
     from asyncwifi.fleet import FleetConfig
-    from asyncwifi.fleet._control import TemporalAccess
 
 __all__ = ["fleet_group"]
 
@@ -46,13 +49,13 @@ def _require_temporalio() -> None:
 
 def _temporal_options(fn: Any) -> Any:
     """Where Temporal is and how to reach it, given to ``fn`` as one ``access``
-    (:class:`~asyncwifi.fleet._control.TemporalAccess`), and the task queue."""
+    (:class:`~asyncwifi.cli._temporal.TemporalAccess`), and the task queue."""
 
     @functools.wraps(fn)
     def command(**kwargs: Any) -> Any:
         _require_temporalio()
+        from asyncwifi.cli._temporal import TemporalAccess
         from asyncwifi.errors import ConfigurationError
-        from asyncwifi.fleet._control import TemporalAccess
 
         names = ("target", "namespace", "tls", "tls_cert", "tls_key", "api_key_env")
         try:
@@ -103,8 +106,8 @@ def _load(path: Path) -> FleetConfig:
 
 async def _connect(access: TemporalAccess, metrics_port: int | None = None) -> TemporalClient:
     """The one way every command reaches Temporal; failures are one line (no API key)."""
+    from asyncwifi.cli._temporal import connect
     from asyncwifi.errors import ConfigurationError
-    from asyncwifi.fleet._control import connect
 
     try:
         return await connect(access, metrics_port=metrics_port)
@@ -136,7 +139,7 @@ def _run(main: Callable[[asyncio.Event], Awaitable[T]]) -> T:
     return asyncio.run(go())
 
 
-@click.group("fleet")
+@click.group("fleet", cls=Group)
 def fleet_group() -> None:
     """Many organizations' syncs on Temporal: one workflow per organization."""
 
@@ -144,9 +147,9 @@ def fleet_group() -> None:
 @fleet_group.command("apply")
 @_config_option
 @_temporal_options
-@click.option("--heartbeat-timeout", type=click.FloatRange(1.0), default=30.0,
-              show_default=True,
-              help="Seconds without a heartbeat before a pass moves elsewhere.")  # fmt: skip
+@duration_option("--heartbeat-timeout", min=1.0, default=HEARTBEAT_TIMEOUT,
+                 help="Time without a heartbeat before a pass moves elsewhere.")  # fmt: skip
+@global_options(LOGS)
 def apply_command(
     config_path: Path, access: TemporalAccess, task_queue: str, heartbeat_timeout: float
 ) -> None:
@@ -155,7 +158,7 @@ def apply_command(
     config = _load(config_path)
 
     async def main(stop: asyncio.Event) -> None:
-        from asyncwifi.fleet._control import apply_fleet
+        from asyncwifi.fleet import apply_fleet
 
         client = await _connect(access)
         report = await apply_fleet(
@@ -177,18 +180,18 @@ def apply_command(
                    "other workers) in Redis.")  # fmt: skip
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="Serve the worker's Prometheus metrics on this port (/metrics).")  # fmt: skip
-@click.option("--store-patience", type=click.FloatRange(0.0), default=60.0, show_default=True,
-              help="Seconds a pass waits for an unreachable database before its "
-              "organization waits instead.")  # fmt: skip
-@click.option("--idle-transaction-timeout", type=click.FloatRange(1.0), default=90.0,
-              show_default=True,
-              help="Seconds PostgreSQL lets a transaction sit idle (a frozen worker's) "
-              "before it aborts it, freeing its locks.")  # fmt: skip
+@duration_option("--store-patience", default=60.0,
+                 help="How long a pass waits for an unreachable database before its "
+                 "organization waits instead.")  # fmt: skip
+@duration_option("--idle-transaction-timeout", min=1.0, default=IDLE_TRANSACTION_TIMEOUT,
+                 help="How long PostgreSQL lets a transaction sit idle (a frozen worker's) "
+                 "before it aborts it, freeing its locks.")  # fmt: skip
 @click.option("--max-db-connections", type=click.IntRange(1), default=20, show_default=True,
               help="The most PostgreSQL connections this worker opens, all organizations "
               "together.")  # fmt: skip
 # a scaled time line shared with a test's simulator (``AnchoredClock.describe``)
 @click.option("--clock", "clock_line", type=(float, float, float), default=None, hidden=True)
+@global_options(LOGS)
 def worker_command(
     config_path: Path,
     url: str,
@@ -212,12 +215,12 @@ def worker_command(
         raise CliFailure(str(exc), ExitCode.CONFIG) from None
 
     async def main(stop: asyncio.Event) -> None:
-        from asyncwifi.fleet._worker import WorkerOptions, run_worker
+        from asyncwifi.fleet import WorkerOptions, run_worker
 
         client = await _connect(access, metrics_port)
         clock = None
         if clock_line is not None:
-            from asyncwifi.testing._process import AnchoredClock
+            from asyncwifi.testing import AnchoredClock
 
             clock = AnchoredClock(*clock_line)
         options = WorkerOptions(task_queue=task_queue, rate_store=rate_store, clock=clock,
@@ -233,16 +236,17 @@ def worker_command(
 
 @fleet_group.command("status")
 @_temporal_options
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True,
-              help="One line per organization, or JSON: a list of their statuses.")  # fmt: skip
+@format_option("text", "text: one line per organization, for people; json: a list of "
+               "their statuses, for programs.")  # fmt: skip
+@global_options(LOGS)
 def status_command(access: TemporalAccess, task_queue: str, fmt: str) -> None:
     """One line per organization: state, last pass, lag, requests today, objects this
     month (of the allowance) and the month's projection, last error."""
     _require_temporalio()
 
     async def main(stop: asyncio.Event) -> None:
-        from asyncwifi.fleet._control import fleet_status, status_line
+        from asyncwifi.cli._temporal import status_line
+        from asyncwifi.fleet import fleet_status
 
         client = await _connect(access)
         statuses = await fleet_status(client)
@@ -265,17 +269,18 @@ def status_command(access: TemporalAccess, task_queue: str, fmt: str) -> None:
               help="How many simulated organizations.")  # fmt: skip
 @click.option("--to", "url", default=None,
               help="The database (default: a SQLite file in a temporary directory).")  # fmt: skip
-@click.option("--poll", type=click.FloatRange(1.0), default=10.0, show_default=True,
-              help="Seconds between an organization's passes.")  # fmt: skip
+@duration_option("--poll", min=1.0, default=FLEET_DEV_POLL,
+                 help="Between an organization's passes.")  # fmt: skip
 @click.option("--port", type=click.IntRange(0, 65535), default=0,
               help="The Temporal frontend's port [default: 7233 when free, else any].")  # fmt: skip
 @click.option("--ui-port", type=click.IntRange(0, 65535), default=0,
               help="The Temporal web UI's port [default: 8233 when free, else any].")  # fmt: skip
+@global_options(LOGS)
 def dev_command(orgs: int, url: str | None, poll: float, port: int, ui_port: int) -> None:
     """Everything on one machine: Temporal's dev server and web UI, N simulated
     organizations, a worker and a database, until Ctrl-C."""
     _require_temporalio()
-    from asyncwifi.fleet._control import temporal_cli
+    from asyncwifi.cli._temporal import temporal_cli
 
     cli_path = temporal_cli()
     if cli_path is None:
@@ -284,9 +289,7 @@ def dev_command(orgs: int, url: str | None, poll: float, port: int, ui_port: int
         )
 
     async def main(stop: asyncio.Event) -> None:
-        from asyncwifi.fleet._config import parse_fleet_config
-        from asyncwifi.fleet._control import apply_fleet
-        from asyncwifi.fleet._worker import WorkerOptions, run_worker
+        from asyncwifi.fleet import WorkerOptions, apply_fleet, parse_fleet_config, run_worker
 
         with tempfile.TemporaryDirectory(prefix="asyncwifi-fleet-") as tmp:
             database = url or f"sqlite:///{Path(tmp) / 'fleet.db'}"
@@ -338,7 +341,7 @@ async def _dev_server(
     frontend answers."""
     import time
 
-    from asyncwifi.fleet._control import connect
+    from asyncwifi.cli._temporal import connect
 
     log = tmp / "temporal.log"
     with log.open("wb") as out:
@@ -389,8 +392,7 @@ def _shown(url: str) -> str:
 async def _simulated(n: int) -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
     """N simulated organizations (their fleet.toml entries) and where their events start."""
     from asyncwifi._instant import format_instant
-    from asyncwifi.testing import Simulator
-    from asyncwifi.testing._data import DEFAULT_EVENTS_START
+    from asyncwifi.testing import DEFAULT_EVENTS_START, Simulator
 
     since = format_instant(DEFAULT_EVENTS_START, "seconds")
     async with Simulator(organizations=n, events=2_000) as sim:  # type: ignore[call-arg,unused-ignore]

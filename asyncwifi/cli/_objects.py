@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 from asyncwifi._client import ALLOWANCE_ENV
 from asyncwifi._clock import Clock
 from asyncwifi._instant import format_instant
-from asyncwifi.ratelimit._snapshot import VolumeSnapshot
-from asyncwifi.ratelimit._volume import ALL, KINDS
+from asyncwifi.ratelimit import ALL, KINDS, VolumeSnapshot
 
 if TYPE_CHECKING:
     from asyncwifi._client import Client

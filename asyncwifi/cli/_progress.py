@@ -28,24 +28,13 @@ from rich.text import Text
 
 from asyncwifi._clock import Clock
 from asyncwifi._instant import format_instant, human_duration
-from asyncwifi.backfill import Progress, Reporter
-from asyncwifi.backfill._plan import requests_time
+from asyncwifi.backfill import Progress, Reporter, requests_time
 from asyncwifi.cli._objects import left_for
 from asyncwifi.ratelimit import QuotaSnapshot
 
-__all__ = ["Display", "LogFormat", "counted", "eta_seconds", "human_duration", "plural"]
+__all__ = ["Display", "LogFormat", "eta_seconds"]
 
 LogFormat = Literal["text", "json"]
-
-
-def plural(count: int, noun: str) -> str:
-    """``login`` for 1, ``logins`` otherwise: never ``login(s)``."""
-    return noun if count == 1 else noun + "s"
-
-
-def counted(count: int, noun: str) -> str:
-    """``1 login``, ``2,000 logins``."""
-    return f"{count:,} {plural(count, noun)}"
 
 
 def eta_seconds(progress: Progress, quota: QuotaSnapshot | None, now: float) -> float | None:

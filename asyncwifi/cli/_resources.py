@@ -1,7 +1,8 @@
-"""``asyncwifi hotspots ...``, ``segments list`` and ``quota``: one request each, JSON out
+"""``asyncwifi hotspots ...``, ``segments list`` and ``quota``: one request each
 (``quota``: requests per window, and the objects of the month and day against the allowance).
 
-Results go to stdout as JSON (``--format table`` for a table); messages go to stderr.
+Results go to stdout: the API's records as JSON (``--format text`` for a table), ``quota``
+for people (``--format json`` for programs); messages go to stderr.
 Write bodies are given as JSON with the API's own field names (``--data '{"name": ...}'``,
 ``--data @file.json`` or ``--data -`` for stdin) and checked before anything is sent.
 """
@@ -26,7 +27,9 @@ from asyncwifi.cli._app import App, pass_app, run_async
 from asyncwifi.cli._config import rate_store_option
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._objects import client_standing, objects_lines, objects_report
-from asyncwifi.cli._progress import plural
+from asyncwifi.cli._options import ACCOUNT, OUTPUT, Command, Group, global_options
+from asyncwifi.cli._types import format_option
+from asyncwifi.cli._words import plural
 from asyncwifi.errors import ValidationError
 from asyncwifi.models import HotspotCreate, HotspotUpdate
 
@@ -34,19 +37,15 @@ __all__ = ["hotspots_group", "quota_command", "segments_group"]
 
 S = TypeVar("S", bound=msgspec.Struct)
 
-_format_option = click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["json", "table"]),
-    default="json",
-    show_default=True,
-    help="JSON (for scripts) or a table (for people).",
+#: records of the API: json by default, for the programs that read them
+_records_format = format_option(
+    "json", "json: the API's records, for programs; text: a table, for people."
 )
 
 
 def _emit(data: Any, fmt: str, columns: Sequence[str] = ()) -> None:
     builtins = msgspec.to_builtins(data)
-    if fmt == "table" and columns:
+    if fmt == "text" and columns:
         rows = builtins if isinstance(builtins, list) else [builtins]
         cells = [["" if row.get(c) is None else str(row.get(c)) for c in columns] for row in rows]
         table = Table()
@@ -123,7 +122,7 @@ def _checked_write(model: type[msgspec.Struct], go: Any) -> Any:
 _HOTSPOT_COLUMNS = ("id", "name", "macAddress", "hotspotIdentifier", "city", "country", "deleted")
 
 
-@click.group("hotspots")
+@click.group("hotspots", cls=Group)
 def hotspots_group() -> None:
     """Hotspots (Wi-Fi access points), spec §4.3."""
 
@@ -134,13 +133,14 @@ def hotspots_group() -> None:
 @click.option("--identifier", "hotspot_identifier", default=None, help="Hotspot identifier.")
 @click.option("--venue-id", default=None, help="Venue (location) id.")
 @click.option(
-    "--date-gt", type=click.DateTime(["%Y-%m-%d"]), default=None, help="Date after (YYYY-MM-DD)."
+    "--date-gt", type=click.DateTime(["%Y-%m-%d"]), metavar="YYYY-MM-DD", help="Date after."
 )
 @click.option(
-    "--date-lt", type=click.DateTime(["%Y-%m-%d"]), default=None, help="Date before (YYYY-MM-DD)."
+    "--date-lt", type=click.DateTime(["%Y-%m-%d"]), metavar="YYYY-MM-DD", help="Date before."
 )
 @click.option("--deleted/--not-deleted", default=False, show_default=True, help="Deleted ones.")
-@_format_option
+@_records_format
+@global_options(ACCOUNT, OUTPUT)
 @pass_app
 def hotspots_list(
     app: App,
@@ -174,7 +174,8 @@ def hotspots_list(
 @hotspots_group.command("get")
 @click.argument("hotspot_id")
 @click.option("--by-identifier", is_flag=True, help="HOTSPOT_ID is the dashboard identifier.")
-@_format_option
+@_records_format
+@global_options(ACCOUNT, OUTPUT)
 @pass_app
 def hotspots_get(app: App, hotspot_id: str, by_identifier: bool, fmt: str) -> None:
     """Show one hotspot."""
@@ -191,6 +192,7 @@ def hotspots_get(app: App, hotspot_id: str, by_identifier: bool, fmt: str) -> No
 
 @hotspots_group.command("create")
 @click.option("--data", required=True, help="JSON body (API field names), @FILE or - for stdin.")
+@global_options(ACCOUNT, OUTPUT)
 @pass_app
 def hotspots_create(app: App, data: str) -> None:
     """Create a hotspot (never two, even if the answer is lost)."""
@@ -211,6 +213,7 @@ def hotspots_create(app: App, data: str) -> None:
 @hotspots_group.command("update")
 @click.argument("hotspot_id")
 @click.option("--data", required=True, help="JSON body (API field names), @FILE or - for stdin.")
+@global_options(ACCOUNT, OUTPUT)
 @pass_app
 def hotspots_update(app: App, hotspot_id: str, data: str) -> None:
     """Update a hotspot: only the fields given are sent."""
@@ -227,6 +230,7 @@ def hotspots_update(app: App, hotspot_id: str, data: str) -> None:
 @hotspots_group.command("delete")
 @click.argument("hotspot_id")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@global_options(ACCOUNT, OUTPUT)
 @pass_app
 def hotspots_delete(app: App, hotspot_id: str, yes: bool) -> None:
     """Delete a hotspot."""
@@ -246,13 +250,14 @@ def hotspots_delete(app: App, hotspot_id: str, yes: bool) -> None:
 # -- segments and quota ----------------------------------------------------------------------
 
 
-@click.group("segments")
+@click.group("segments", cls=Group)
 def segments_group() -> None:
     """Segments (dynamic groups of contacts), spec §4.4."""
 
 
 @segments_group.command("list")
-@_format_option
+@_records_format
+@global_options(ACCOUNT, OUTPUT)
 @pass_app
 def segments_list(app: App, fmt: str) -> None:
     """List the organization's segments."""
@@ -271,12 +276,13 @@ def _when(epoch: float | None) -> str | None:
     return format_instant(epoch, "seconds")
 
 
-@click.command("quota")
-@_format_option
+@click.command("quota", cls=Command)
+@format_option("text", "text: tables and lines, for people; json: one object, for programs.")
 @rate_store_option(
     "Read the key's counts in Redis: the objects of the month and day are then every "
     "process's (without it, only this command's, which exchanges none)."
 )
+@global_options(ACCOUNT, OUTPUT)
 @pass_app
 def quota_command(app: App, fmt: str, rate_store: str | None) -> None:
     """Show the quota left: requests per window, and the objects (spec §8) of this UTC
@@ -309,11 +315,11 @@ def quota_command(app: App, fmt: str, rate_store: str | None) -> None:
             }
 
     result = run_async(go())
-    if fmt == "table":
+    if fmt == "text":
         rows = [{"window": k, **v} for k, v in result["windows"].items()]
-        _emit(rows, "table", ("window", "limit", "remaining", "reset_at", "source"))
+        _emit(rows, "text", ("window", "limit", "remaining", "reset_at", "source"))
         objects = result["objects"]
-        _emit(objects["by_kind"], "table", ("kind", "this_month", "today", "allowance", "left"))
+        _emit(objects["by_kind"], "text", ("kind", "this_month", "today", "allowance", "left"))
         for line in objects_lines(objects):
             click.echo(line)
         return

@@ -12,9 +12,12 @@ from typing import Any
 
 import click
 
-from asyncwifi.cli._app import App, output_options, pass_app
+from asyncwifi._defaults import SIMULATOR_PORT
+from asyncwifi.cli._app import App, pass_app
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._files import check_creatable
+from asyncwifi.cli._options import OUTPUT, Group, global_options, pii_options, pii_policy
+from asyncwifi.cli._types import duration_option
 
 __all__ = ["webhooks_group"]
 
@@ -37,14 +40,29 @@ def _serve_forever(coro: Any) -> None:
         raise CliFailure(f"cannot listen: {exc.strerror or exc}", ExitCode.FAILURE) from None
 
 
-@click.group("webhooks")
+def _receiver_port() -> int:
+    """The receiver's port unless told: ``serve``'s own default (its one owner)."""
+    import inspect
+
+    from asyncwifi.webhooks import serve
+
+    return int(inspect.signature(serve).parameters["port"].default)
+
+
+@click.group("webhooks", cls=Group)
 def webhooks_group() -> None:
     """Receive the platform's webhooks (spec §6.2)."""
 
 
 @webhooks_group.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
-@click.option("--port", type=click.IntRange(0, 65_535), default=8080, show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65_535),
+    default=_receiver_port(),
+    show_default=True,
+    help=f"Port to listen on; 0: any (asyncwifi simulate's is {SIMULATOR_PORT}).",
+)
 @click.option("--path", default="/webhooks", show_default=True, help="URL path to receive on.")
 @click.option(
     "--header-name",
@@ -54,10 +72,9 @@ def webhooks_group() -> None:
 @click.option("--out", default=None, help="Append each event to this JSON Lines file.")
 @click.option("--handler", default=None, help="Call package.module:function for each event.")
 @click.option("--spool", default=None, help="Durable mode: accept into this SQLite spool first.")
-@click.option(
-    "--max-age", type=click.FloatRange(min=1), default=None, help="Refuse older events (s)."
-)
-@output_options
+@duration_option("--max-age", min=1.0, help="Refuse events older than this.")
+@pii_options("the spool and --out")
+@global_options(OUTPUT)
 @pass_app
 def webhooks_serve(
     app: App,
@@ -69,6 +86,8 @@ def webhooks_serve(
     handler: str | None,
     spool: str | None,
     max_age: float | None,
+    pii: str | None,
+    pii_key_file: str | None,
 ) -> None:
     """Receive webhooks; the shared secret comes from $ASYNCWIFI_WEBHOOK_SECRET only.
 
@@ -76,12 +95,20 @@ def webhooks_serve(
     Several comma-separated secrets are all accepted (for a rotation).
     """
     from asyncwifi.errors import ConfigurationError
-    from asyncwifi.webhooks import JsonlSink, Receiver, serve
-    from asyncwifi.webhooks._receiver import DEFAULT_HEADER_NAME
-    from asyncwifi.webhooks._sinks import SECRET_ENV_VAR, load_handler, secrets_from_env
+    from asyncwifi.webhooks import (
+        DEFAULT_HEADER_NAME,
+        SECRET_ENV_VAR,
+        JsonlSink,
+        Receiver,
+        Spool,
+        load_handler,
+        secrets_from_env,
+        serve,
+    )
 
     if out is None and handler is None:
         raise click.UsageError("give --out FILE or --handler MODULE:FUNCTION (or both)")
+    policy = pii_policy(pii, pii_key_file)  # bad: one line, exit 78, before listening
     if out is not None:
         check_creatable(Path(out), "output", regular=False)
     if spool is not None:
@@ -93,7 +120,8 @@ def webhooks_serve(
         )
         handlers: list[Callable[..., Any]] = []
         if out is not None:
-            handlers.append(JsonlSink(out))
+            # durable: the spool scrubbed the event already (not hashed twice)
+            handlers.append(JsonlSink(out, pii=None if spool else policy))
         if handler is not None:
             handlers.append(load_handler(handler))
     except ConfigurationError as exc:
@@ -115,4 +143,5 @@ def webhooks_serve(
             port=bound,
         )
 
-    _serve_forever(serve(receiver, host=host, port=port, path=path, spool=spool, on_ready=ready))
+    spooled = None if spool is None else Spool(spool, pii=policy)
+    _serve_forever(serve(receiver, host=host, port=port, path=path, spool=spooled, on_ready=ready))

@@ -15,15 +15,22 @@ import contextlib
 import threading
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
 from asyncwifi._clock import Clock, ScaledClock
+from asyncwifi._defaults import (
+    EMBEDDED_CONTACTS,
+    EMBEDDED_EVENTS_PER_DAY,
+    EMBEDDED_SPEED,
+    FIRST_RUN,
+    SIMULATOR_SEED,
+)
 from asyncwifi._instant import format_instant
 from asyncwifi.cli._config import shared_store
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._progress import Display
-from asyncwifi.ratelimit import Limits
+from asyncwifi.ratelimit import API_DAY, API_MINUTE
 
 if TYPE_CHECKING:
     from asyncwifi._client import Client
@@ -38,7 +45,8 @@ __all__ = [
     "simulated_range",
 ]
 
-#: the simulator keeps its events in memory: more than this is refused
+#: the most events an embedded simulator serves (drawn from its seed a block at a time, its
+#: memory does not grow with them: 154 MB at this many); more is refused
 MAX_SIMULATED_EVENTS = 20_000_000
 #: the simulated venues' local times must stay inside Python's years 1..9999
 SIMULATED_SPAN = (datetime(1, 1, 2, tzinfo=UTC), datetime(9999, 12, 30, tzinfo=UTC))
@@ -46,17 +54,20 @@ SIMULATED_SPAN = (datetime(1, 1, 2, tzinfo=UTC), datetime(9999, 12, 30, tzinfo=U
 
 @dataclass
 class SimOptions:
-    """How ``--simulate`` builds its simulator."""
+    """How ``--simulate`` builds its simulator: the simulator's defaults (the table's, which
+    ``Simulator.DEFAULTS`` holds, as ``asyncwifi simulate`` and ``Simulator()`` read them);
+    what the embedded mode does otherwise (its clock's speed, its data over the command's
+    range) is named there too (``EMBEDDED_*``), with its reason."""
 
     enabled: bool = False
     #: clock seconds per real second (a day of quota passes in 86,400 / speed s)
-    speed: float = 100.0
-    seed: int = 7
+    speed: float = EMBEDDED_SPEED
+    seed: int = SIMULATOR_SEED
     #: events generated per day of the requested range
-    events_per_day: int = 10_000
-    contacts: int = 2_000
-    minute_limit: int = Limits().minute.count  # type: ignore[union-attr]  # the documented
-    day_limit: int = Limits().day.count  # type: ignore[union-attr]
+    events_per_day: int = EMBEDDED_EVENTS_PER_DAY
+    contacts: int = EMBEDDED_CONTACTS
+    minute_limit: int = API_MINUTE.count  # the API's, as Simulator.DEFAULTS's
+    day_limit: int = API_DAY.count
     #: the clock's start (epoch seconds), for tests that need a day's end close by
     start: float | None = None
 
@@ -66,7 +77,7 @@ def simulated_range(
 ) -> tuple[datetime, datetime]:
     """The event range to generate: the command's, else the week before ``now``."""
     end = until or datetime.fromtimestamp(now, tz=UTC)
-    start = since or end - timedelta(days=7)
+    start = since or end - FIRST_RUN
     return start, end
 
 
@@ -96,7 +107,8 @@ def build_simulator(
     days = (end - start).total_seconds() / 86_400.0
     events = round(options.events_per_day * days)
     if since is None and until is None:
-        events = min(events, 10_000)  # a command that reads no events: keep start-up quick
+        # a command that reads no events: the standalone's total, for a quick start-up
+        events = min(events, Simulator.DEFAULTS.events)
     if events > MAX_SIMULATED_EVENTS:
         raise CliFailure(
             f"--simulate would generate {events:,} events (more than {MAX_SIMULATED_EVENTS:,}); "
@@ -135,9 +147,9 @@ async def simulated_client(
     clock = simulated_clock(options)
     simulator = build_simulator(options, since=since, until=until, clock=clock)
     display.info("simulator", "simulating: generating the embedded simulator's data")
-    # encode every event before serving, so that serving a page never stalls the loop
-    # that also runs the client (a stall would look like a slow client to the scroll);
-    # a stop meanwhile (the task cancelled) ends the thread too, not seconds later
+    # encode the first chunks the cache keeps before serving, so that the first pages never
+    # stall the loop that also runs the client (a stall would look like a slow client to
+    # the scroll); a stop meanwhile (the task cancelled) ends the thread too, at once
     stop = threading.Event()
     try:
         await asyncio.to_thread(simulator.data.events.warm, stop)

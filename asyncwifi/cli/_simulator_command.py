@@ -1,6 +1,6 @@
 """``asyncwifi simulate``: the simulator's one command line.
 
-``python -m asyncwifi.testing`` and :class:`~asyncwifi.testing.SimulatorProcess` run this
+``python -m asyncwifi.cli simulate`` and :class:`~asyncwifi.testing.SimulatorProcess` run this
 same command, so every option of the simulator is defined here once. The events it serves
 lie in ``--events-start .. --events-end`` (default January 2024): the banner says so, and a
 backfill of another range finds nothing.
@@ -14,9 +14,11 @@ from typing import Any
 import click
 
 from asyncwifi._instant import format_instant
-from asyncwifi.cli._app import App, SimOptions, output_options, pass_app
+from asyncwifi.cli._app import App, pass_app
 from asyncwifi.cli._exit import CliFailure
-from asyncwifi.testing._limits import MODES
+from asyncwifi.cli._options import OUTPUT, Command, deprecated_alias, global_options
+from asyncwifi.cli._types import duration_option, format_option
+from asyncwifi.testing import MODES, Simulator
 
 __all__ = ["simulate_command"]
 
@@ -29,7 +31,7 @@ def _instant(ctx: click.Context, param: click.Parameter, value: str | None) -> f
         return float(value)
     except ValueError:
         pass
-    from asyncwifi.backfill._plan import parse_instant
+    from asyncwifi._instant import parse_instant
 
     try:
         return parse_instant(value).timestamp()
@@ -65,7 +67,7 @@ def _faults(ctx: click.Context, param: click.Parameter, value: str | None) -> An
 
 
 def _default_range() -> str:
-    from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
+    from asyncwifi.testing import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
 
     start, end = (
         format_instant(t, "seconds")[:10] for t in (DEFAULT_EVENTS_START, DEFAULT_EVENTS_END)
@@ -73,55 +75,70 @@ def _default_range() -> str:
     return f"{start} to {end}"
 
 
-@click.command("simulate", epilog=f"Default event range: {_default_range()} (UTC).")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+#: the simulator's one set of defaults: ``Simulator()``'s, ``SimulatorProcess``'s and
+#: ``--simulate``'s (``Simulator.DEFAULTS``); every option below reads it
+D = Simulator.DEFAULTS
+
+
+@click.command("simulate", cls=Command, epilog=f"Default event range: {_default_range()} (UTC).")
+@click.option("--host", default=D.host, show_default=True, help="Interface to listen on.")
 @click.option(
-    "--port", type=click.IntRange(0, 65_535), default=8080, show_default=True, help="0: any."
+    "--port",
+    type=click.IntRange(0, 65_535),
+    default=D.port,
+    show_default=True,
+    help="Port to listen on; 0: any.",
 )
 @click.option(
     "--speed",
     type=click.FloatRange(min=0.001, max=1_000_000),
-    default=1.0,
+    default=D.speed,
     show_default=True,
     help="Clock speed: minute and day windows, scroll and token lifetimes run this much faster.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the generated data.")
+@click.option(
+    "--seed", type=int, default=D.seed, show_default=True, help="Seed of the generated data."
+)
 @click.option(
     "--events",
     type=click.IntRange(0),
-    default=10_000,
+    default=D.events,
     show_default=True,
     help="How many events to serve, spread over the event range.",
 )
 @click.option(
     "--events-start",
     callback=_instant,
+    metavar="DATE",
     default=None,
     help=f"Start of the events' range (ISO 8601 or epoch; default {_default_range()[:10]}).",
 )
 @click.option(
     "--events-end",
     callback=_instant,
+    metavar="DATE",
     default=None,
     help=f"End of the events' range (ISO 8601 or epoch; default {_default_range()[-10:]}).",
 )
-@click.option("--contacts", type=click.IntRange(0), default=250, show_default=True)
-@click.option("--hotspots", type=click.IntRange(0), default=12, show_default=True)
-@click.option("--segments", type=click.IntRange(0), default=6, show_default=True)
-@click.option(
-    "--minute-limit", type=click.IntRange(1), default=SimOptions.minute_limit, show_default=True
-)
-@click.option(
-    "--day-limit", type=click.IntRange(1), default=SimOptions.day_limit, show_default=True
-)
+@click.option("--contacts", type=click.IntRange(0), default=D.contacts, show_default=True,
+              help="How many contacts to serve.")  # fmt: skip
+@click.option("--hotspots", type=click.IntRange(0), default=D.hotspots, show_default=True,
+              help="How many hotspots to serve.")  # fmt: skip
+@click.option("--segments", type=click.IntRange(0), default=D.segments, show_default=True,
+              help="How many segments to serve.")  # fmt: skip
+@click.option("--minute-limit", type=click.IntRange(1), default=D.minute_limit,
+              show_default=True, help="Requests a minute (the gateway's).")  # fmt: skip
+@click.option("--day-limit", type=click.IntRange(1), default=D.day_limit,
+              show_default=True, help="Requests a day (the gateway's).")  # fmt: skip
 @click.option(
     "--rate-limit-mode",
-    "--mode",
     type=click.Choice(MODES),
-    default="fixed",
+    default=D.rate_limit_mode,
     show_default=True,
     help="Gateway windows aligned to UTC (fixed), strict sliding, or no limit.",
 )
+@deprecated_alias("--mode", use="--rate-limit-mode", target="rate_limit_mode",
+                  type=click.Choice(MODES))  # fmt: skip
 @click.option("--count-refused", is_flag=True, help="Refused requests count too.")
 @click.option(
     "--fractional-reset/--whole-reset",
@@ -137,24 +154,26 @@ def _default_range() -> str:
     help="A per-object daily limit, e.g. hotspots=10.",
 )
 @click.option("--gone-path", multiple=True, help="A path pattern answered with 410.")
-@click.option("--scroll-ttl", type=click.FloatRange(min=0.001), default=60.0, show_default=True)
+@duration_option("--scroll-ttl", min=0.001, default=D.scroll_ttl,
+                 help="A scroll id's life, in the simulator's clock (--speed).")  # fmt: skip
 @click.option("--scroll-single-use", is_flag=True, help="A scroll id answers once.")
 @click.option(
     "--contacts-max-size",
     type=click.IntRange(1),
-    default=10_000,
+    default=D.contacts_max_size,
     show_default=True,
     help="The largest contact page size accepted; more is a 409 (100: the reference's).",
 )
 @click.option(
     "--event-shape",
     type=click.Choice(("nested", "flat", "dated")),
-    default="nested",
+    default=D.event_shape,
     show_default=True,
     help="Event records as the vendor's example (nested), the spec's schema with no time "
     "(flat), or flat with the legacy date field (dated).",
 )
-@click.option("--token-ttl", type=click.FloatRange(min=0.001), default=86_400.0, show_default=True)
+@duration_option("--token-ttl", min=0.001, default=D.token_ttl,
+                 help="An access token's life, in the simulator's clock (--speed).")  # fmt: skip
 @click.option(
     "--orgs",
     "organizations",
@@ -181,23 +200,25 @@ def _default_range() -> str:
     "--faults", callback=_faults, default=None, help="JSON, e.g. '{\"error_rate\": 0.1}'."
 )
 @click.option("--warm", is_flag=True, help="Encode every event before serving.")
-@click.option("--json", "json_output", is_flag=True, help="Print one JSON line, not a summary.")
+@format_option("text", "text: a summary and export lines, for people; json: one line, for "
+               "programs (SimulatorProcess reads it).")  # fmt: skip
+@deprecated_alias("--json", use="--format json", target="fmt", stands_for="json")
 @click.option("--organization", default=None, hidden=True)
 @click.option("--client-key", default=None, hidden=True)
 @click.option("--client-secret", default=None, hidden=True)
 @click.option("--clock-start", type=float, default=None, hidden=True)
 @click.option("--clock-anchor", type=float, default=None, hidden=True)
-@output_options
+@global_options(OUTPUT)
 @pass_app
 def simulate_command(app: App, /, **opts: Any) -> None:
     """Serve the simulator of the whole API until Ctrl-C.
 
-    It prints the base URL, the (simulated) credentials as ``export`` lines and the range
+    It prints the base URL, the (simulated) credentials as export lines and the range
     of the events it serves; with --orgs N, each organization's (or a fleet.toml with
     --fleet-toml). It speaks plain http: the SDK and this command accept that with
     ASYNCWIFI_ALLOW_HTTP=1 (the export line sets it).
     """
-    from asyncwifi.testing._process import AnchoredClock, run_simulator
+    from asyncwifi.testing import AnchoredClock, run_simulator
 
     start, end = opts.pop("events_start"), opts.pop("events_end")
     if start is not None and end is not None and start >= end:
@@ -217,7 +238,7 @@ def simulate_command(app: App, /, **opts: Any) -> None:
         del opts["gone_paths"]
     if opts["faults"] is None:
         del opts["faults"]
-    opts["json_output"] = opts["json_output"] or app.display.log_format == "json"
+    opts["json_output"] = opts.pop("fmt") == "json" or app.display.log_format == "json"
     try:
         run_simulator(**opts)
     except OSError as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 from collections.abc import Callable
 from datetime import datetime
@@ -16,99 +17,144 @@ from typing import TYPE_CHECKING
 
 import click
 
-from asyncwifi._instant import MS
-from asyncwifi.backfill._plan import parse_duration, parse_instant
-from asyncwifi.cli._app import App, output_options, pass_app, run_async
+from asyncwifi._defaults import (
+    LEASE_TTL,
+    LOOKBACK,
+    MODIFIED_FROM,
+    MODIFIED_TO,
+    OBJECT_SHARE,
+    POLL_INTERVAL,
+    REQUEST_SHARE,
+    SETTLE,
+)
+from asyncwifi._instant import MS, format_duration
+from asyncwifi.cli._app import App, pass_app
 from asyncwifi.cli._config import rate_store_option
 from asyncwifi.cli._exit import CliFailure, ExitCode
-from asyncwifi.cli._progress import counted
-from asyncwifi.cli._sync_start import claim_lease, open_at_start
+from asyncwifi.cli._options import (
+    ACCOUNT,
+    OUTPUT,
+    Command,
+    deprecated_alias,
+    global_options,
+    pii_options,
+    pii_policy,
+)
+from asyncwifi.cli._sync_start import (
+    claim_lease,
+    destination_failure,
+    open_at_start,
+    run_on_database,
+)
+from asyncwifi.cli._types import InstantType, duration_option
+from asyncwifi.cli._words import counted
 
 if TYPE_CHECKING:
-    from asyncwifi.sync import Syncer
-    from asyncwifi.sync._plan import SyncPlan
+    from asyncwifi.engine import LeaseKeeper
+    from asyncwifi.sync import Syncer, SyncMetrics, SyncPlan
 
 __all__ = ["sync_command"]
 
 
-def _instant(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
+def _lookback(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    from asyncwifi.engine import lookback_of
+
     if value is None:
         return None
     try:
-        return parse_instant(value)
+        return lookback_of(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
 
 
-def _seconds(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
-    if value is None:
-        return None  # left to the sync's object plan
-    if value.strip() == "0":
-        return 0.0
-    try:
-        return parse_duration(value).total_seconds()
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
+#: the defaults the help says: the table's (``asyncwifi._defaults``), as the plan reads them
+_SAID_LOOKBACK = f"{format_duration(LOOKBACK)}, longer if the sync finds events that late"
+_SAID_SETTLE = (
+    f"{format_duration(SETTLE)}, or the lookback when the object plan reads each event once"
+)
 
 
-def _lookback(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
-    from asyncwifi.sync._lookback import lookback_of
-
-    seconds = _seconds(ctx, param, value)
-    if seconds is None:
-        return None
-    try:
-        return lookback_of(seconds)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-
-
-@click.command("sync")
+@click.command("sync", cls=Command)
 @click.option("--to", "url", required=True, help="sqlite:///PATH or postgresql://USER@HOST/DB.")
 @click.option(
-    "--since", callback=_instant, help="First run only: start of events (default 7 d ago)."
+    "--since",
+    type=InstantType(),
+    help="Start of events (default 7 d ago); on a database synced before, an earlier "
+    "--since reads the events before its start first.",
 )
-@click.option("--until", callback=_instant, help="Stop events here (exclusive; default: follow).")
+@click.option("--until", type=InstantType(),
+              help="Stop events here (exclusive; default: follow).")  # fmt: skip
 @click.option("--once", is_flag=True, help="One pass over every resource, then exit 0.")
 @click.option(
-    "--budget",
+    "--request-share",
     type=click.FloatRange(0.0, 1.0, min_open=True),
-    default=1.0,
+    default=REQUEST_SHARE,
     show_default=True,
-    help="Share of the day's quota this sync may use (the rest is left to other users).",
+    help="Share of the day's requests (the quota) this sync may use; the rest is left to "
+    "the key's other users. Objects: --object-share.",
 )
-@rate_store_option("Share the key's quota and this budget with its other users, in Redis "
-                   "(every process of the key uses the same).")  # fmt: skip
+@deprecated_alias("--budget", use="--request-share", target="request_share",
+                  type=click.FloatRange(0.0, 1.0, min_open=True))  # fmt: skip
+@rate_store_option("Share the key's quota and this request share with its other users, in "
+                   "Redis (every process of the key uses the same).")  # fmt: skip
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="Serve /metrics (Prometheus) and /healthz on this port.")  # fmt: skip
-@click.option("--object-share", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.9,
-              show_default=True,
+@click.option("--object-share", type=click.FloatRange(0.0, 1.0, min_open=True),
+              default=OBJECT_SHARE, show_default=True,
               help="Share of the month's object allowance (--allowance) this sync plans to "
-              "spend: it chooses the cadences below to stay inside it.")  # fmt: skip
-@click.option("--poll", default=None, callback=_seconds,
-              help="Daemon: between polls for new events [default: 1m].")  # fmt: skip
-@click.option("--lookback", default=None, callback=_lookback,
-              help="Store events that appear up to this long after their own time: each "
-              "span is read once more this much later (0: off; at most 1d) "
-              "[default: 10m].")  # fmt: skip
-@click.option("--settle", default=None, callback=_seconds,
-              help="Read events once they are this old [default: 1m, or the lookback when "
-              "the object plan reads each event once].")  # fmt: skip
-@click.option("--refresh-every", default=None, callback=_seconds,
-              help="Between reads of changed contacts and hotspots, and of segments "
-              "[default: the object plan's].")  # fmt: skip
-@click.option("--reconcile-every", default=None, callback=_seconds,
-              help="Between full reads of contacts and hotspots (they find deletes; 0: every "
-              "pass) [default: the object plan's].")  # fmt: skip
-@click.option("--modified-from-param", default="modifiedFrom", show_default=True,
+              "spend: it chooses the cadences below to stay inside it. Requests: "
+              "--request-share.")  # fmt: skip
+@duration_option("--poll", min_open=True, said_default=format_duration(POLL_INTERVAL),
+                 help="Daemon: between polls for new events.")  # fmt: skip
+@duration_option("--lookback", callback=_lookback, said_default=_SAID_LOOKBACK,
+                 help="Store events that appear up to this long after their own time: each "
+                 "span is read once more this much later (0: off; at most 1d).")  # fmt: skip
+@duration_option("--settle", said_default=_SAID_SETTLE,
+                 help="Read events once they are this old.")  # fmt: skip
+@duration_option("--refresh-every", min_open=True, said_default="the object plan's",
+                 help="Between reads of changed contacts and hotspots, and of "
+                 "segments.")  # fmt: skip
+@duration_option("--reconcile-every", said_default="the object plan's",
+                 help="Between full reads of contacts and hotspots (they find deletes; 0: "
+                 "every pass).")  # fmt: skip
+@click.option("--modified-from-param", default=MODIFIED_FROM, show_default=True,
               help="Query name of the contacts' modified >= filter (not in the docs).")  # fmt: skip
-@click.option("--modified-to-param", default="modifiedTo", show_default=True,
+@click.option("--modified-to-param", default=MODIFIED_TO, show_default=True,
               help="Query name of the contacts' modified <= filter.")  # fmt: skip
 @click.option("--wait-for-lease", is_flag=True,
               help="Another sync of the organization holds this database: wait for it to "
               "end (default: exit 75 naming it).")  # fmt: skip
-@click.option("--lease-ttl", type=click.FloatRange(0.1), default=60.0, hidden=True)
-@output_options
+@click.option(
+    "--resources",
+    default=None,
+    metavar="LIST",
+    help="Keep only these (comma-separated: events, contacts, hotspots, segments; "
+    "default: all). What is not kept is never read: no request, no object.",
+)
+@click.option("--event-types", default=None, metavar="LIST",
+              help="Keep only these event types (comma-separated, e.g. visit,login; "
+              "default: every type).")  # fmt: skip
+@pii_options("the mirror")
+@click.option("--on-delete", type=click.Choice(["soft", "purge"]), default="soft",
+              show_default=True,
+              help="A delete the sync infers: mark deleted_at (soft), or remove the row "
+              "(purge; SQLite zeroes its bytes).")  # fmt: skip
+@duration_option("--retention", min_open=True, said_default="none, kept for ever",
+                 help="Local retention: purge contacts inactive (or created, see "
+                 "--retention-by) and events older than this, and never write them again "
+                 "(0 requests, 0 objects).")  # fmt: skip
+@click.option("--retention-by", type=click.Choice(["activity", "creation"]),
+              default="activity", show_default=True,
+              help="A contact's age for --retention: its last activity (modified) or its "
+              "creation.")  # fmt: skip
+@click.option(
+    "--allow-mass-delete",
+    is_flag=True,
+    help="Accept one complete read that retires more than max(10 rows, 10 %) of "
+    "a table (withheld by default: an empty answer is not taken for deletes).",
+)
+@duration_option("--lease-ttl", default=LEASE_TTL, min=0.1, hidden=True, help="The lease's life.")
+@global_options(ACCOUNT, OUTPUT)
 @pass_app
 def sync_command(
     app: App,
@@ -116,7 +162,7 @@ def sync_command(
     since: datetime | None,
     until: datetime | None,
     once: bool,
-    budget: float,
+    request_share: float,
     rate_store: str | None,
     metrics_port: int | None,
     object_share: float,
@@ -128,6 +174,14 @@ def sync_command(
     modified_from_param: str,
     modified_to_param: str,
     wait_for_lease: bool,
+    resources: str | None,
+    event_types: str | None,
+    pii: str | None,
+    pii_key_file: str | None,
+    on_delete: str,
+    retention: float | None,
+    retention_by: str,
+    allow_mass_delete: bool,
     lease_ttl: float,
 ) -> None:
     """Keep a database in sync: contacts, events, hotspots and segments, exactly once.
@@ -135,14 +189,17 @@ def sync_command(
     Every batch is written with its checkpoint in one transaction: kill it at any moment
     and run it again, nothing is lost or doubled. Without --once it runs until SIGTERM.
     """
-    from asyncwifi.sync import Budget, Syncer, SyncOptions, open_destination
-    from asyncwifi.sync._lookback import DEFAULT_LOOKBACK
-    from asyncwifi.sync._options import FIRST_RUN
+    from asyncwifi.engine import Budget, open_destination
+    from asyncwifi.errors import ValidationError
+    from asyncwifi.sync import FIRST_RUN, Syncer, SyncOptions
 
     if since is not None and until is not None and since >= until:
         raise click.UsageError("--since must be before --until")
-    if poll == 0 or refresh_every == 0:
-        raise click.UsageError("--poll and --refresh-every must be positive")
+    try:  # a bad selection: one line, exit 78, before any request
+        SyncOptions(resources=resources, event_types=event_types)
+    except ValidationError as exc:
+        raise CliFailure(str(exc), ExitCode.CONFIG) from None
+    policy = pii_policy(pii, pii_key_file)  # the same for a bad PII policy
     app.check_credentials()
     open_destination(url)  # a wrong URL (or a missing driver) is refused before anything
     if metrics_port is not None:
@@ -175,78 +232,117 @@ def sync_command(
             # the client's organization's rows (a database of before organizations: its
             # rows become this organization's)
             destination = open_destination(url, organization=api.organization)
-            await open_at_start(destination, url)
-            keeper = await claim_lease(app, destination, url, wait_for_lease, lease_ttl)
             options = SyncOptions(
+                wait_for_space=not once,  # one pass ends on a full disk (exit 73)
                 since=since,
                 until=None if until is None else until - MS,
                 poll_interval=poll,
-                lookback=DEFAULT_LOOKBACK if lookback is None else lookback,
+                lookback=LOOKBACK if lookback is None else lookback,
                 settle=settle,
                 refresh_every=refresh_every,
                 reconcile_every=reconcile_every,
                 object_share=object_share,
                 modified_from=modified_from_param,
                 modified_to=modified_to_param,
+                allow_mass_delete=allow_mass_delete,
+                resources=resources,
+                event_types=event_types,
+                pii=policy,
+                on_delete=on_delete,
+                retention=retention,
+                retention_by=retention_by,
             )
             # the limiter's own counts (every process's on the key with --rate-store); a
             # client without a day's quota (lifted, as the benchmark does) has none to share
             day = api.scheduler.limits.day
-            shared = Budget(api.scheduler, budget) if day is not None else None
-            metrics = None
+            shared = Budget(api.scheduler, request_share) if day is not None else None
             syncer = Syncer(
                 api, destination, options=options, budget=shared,
                 on_plan=lambda plan: _say_plan(app, plan),
                 on_pass=lambda stats: _report(app, syncer, f"pass {stats.passes} done"),
             )  # fmt: skip
-            if metrics_port is not None:
-                from asyncwifi.sync._metrics import SyncMetrics
-
-                metrics = SyncMetrics(api, syncer)
-                port = await metrics.start(metrics_port)
-                app.display.info(
-                    "metrics", f"metrics on http://127.0.0.1:{port}/metrics", port=port
-                )
-            loop = asyncio.get_running_loop()
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                    loop.add_signal_handler(signum, _stopper(app, syncer))
-            started = True
-            keeping = asyncio.create_task(keeper.keep(lambda lost: syncer.stop()))
+            # first: a port in use is said before the database is opened (or created)
+            metrics = await _serve_metrics(app, syncer, metrics_port)
             try:
-                if once:
-                    await syncer.run_once()
-                    _report(app, syncer, "stopped" if syncer.stopping else "pass done")
-                else:
-                    app.display.info("sync", f"syncing into {destination!r}; SIGTERM to stop")
-                    await syncer.run_forever()
-                    _report(app, syncer, "stopped")
+                await open_at_start(destination, url)
+                keeper = await claim_lease(app, destination, url, wait_for_lease, lease_ttl)
+                loop = asyncio.get_running_loop()
+                for signum in (signal.SIGINT, signal.SIGTERM):
+                    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                        loop.add_signal_handler(signum, _stopper(app, syncer))
+                started = True
+                await _run(app, syncer, keeper, once, since)
             finally:
-                await syncer.drain()
-                keeping.cancel()
-                await asyncio.gather(keeping, return_exceptions=True)
-                await keeper.release()
-                await destination.close()
                 if metrics is not None:
                     await metrics.stop()
-            if keeper.lost is not None:
-                raise CliFailure(f"{keeper.lost}; this sync stopped", ExitCode.TEMPFAIL)
+            if syncer.full is not None:  # stopped while it waited for space: a pass cut short
+                full = destination_failure(syncer.full, url)
+                assert full is not None
+                raise full
 
+    run_on_database(go(), url)
+
+
+async def _run(
+    app: App, syncer: Syncer, keeper: LeaseKeeper, once: bool, since: datetime | None
+) -> None:
+    """The events before the database's start if ``--since`` asks for them, then one pass
+    or the daemon, its lease kept; then the lease released, the database closed,
+    whatever happened."""
+    from asyncwifi.sync import read_earlier
+
+    def say(line: str, warning: bool) -> None:
+        (app.display.warning if warning else app.display.info)("sync", line)
+
+    keeping = asyncio.create_task(keeper.keep(lambda lost: syncer.stop()))
     try:
-        run_async(go())
-    except CliFailure:
-        raise
-    except Exception as exc:
-        from asyncwifi.sync import DestinationUnavailableError
+        await read_earlier(syncer, since, say)
+        if syncer.stopping:
+            _report(app, syncer, "stopped")
+        elif once:
+            await syncer.run_once()
+            _report(app, syncer, "stopped" if syncer.stopping else "pass done")
+        else:
+            app.display.info("sync", f"syncing into {syncer.destination!r}; SIGTERM to stop")
+            await syncer.run_forever()
+            _report(app, syncer, "stopped")
+    finally:
+        await syncer.drain()
+        keeping.cancel()
+        await asyncio.gather(keeping, return_exceptions=True)
+        await keeper.release()
+        await syncer.destination.close()
+    if keeper.lost is not None:
+        raise CliFailure(f"{keeper.lost}; this sync stopped", ExitCode.TEMPFAIL)
 
-        if isinstance(exc, DestinationUnavailableError):
-            raise CliFailure(str(exc), ExitCode.FAILURE) from None
-        raise
+
+async def _serve_metrics(app: App, syncer: Syncer, port: int | None) -> SyncMetrics | None:
+    """``--metrics-port``'s server, started; a port that cannot be used is one line naming
+    the option (exit 78)."""
+    if port is None:
+        return None
+    from asyncwifi.sync import SyncMetrics
+
+    metrics = SyncMetrics(syncer.api, syncer)
+    try:
+        bound = await metrics.start(port)
+    except OSError as exc:
+        await metrics.stop()
+        raise CliFailure(
+            f"--metrics-port {port}: the port cannot be used on 127.0.0.1 "
+            f"({os.strerror(exc.errno) if exc.errno else exc}): choose another, or stop "
+            "what listens there",
+            ExitCode.CONFIG,
+        ) from None
+    app.display.info("metrics", f"metrics on http://127.0.0.1:{bound}/metrics", port=bound)
+    return metrics
 
 
 def _say_plan(app: App, plan: SyncPlan) -> None:
-    """The sync's object plan, as it is made: what it chose and what that costs."""
-    lines = plan.describe()
+    """The sync's object plan, as it is made (the sync says a plan once, until it changes):
+    what it chose and what that costs, then each warning once, as a warning (``-q`` keeps
+    them); the sync logs nothing of a plan it hands over here."""
+    lines = plan.describe()[: -len(plan.warnings) or None]
     app.display.info("plan", "\n".join(lines), projection=plan.projection, share=plan.share,
                      costs=dict(plan.costs), warnings=list(plan.warnings))  # fmt: skip
     for warning in plan.warnings:

@@ -4,11 +4,13 @@ Each attempt resolves the organization's key locally (the worker's ``fleet.toml`
 environment: no secret enters Temporal), takes the organization's lease on a fresh view of
 the worker's one database (a fencing token: a stale attempt that Temporal gave up on but
 that still runs cannot commit), and runs :meth:`~asyncwifi.sync.Syncer.run_once`. It
-heartbeats after each committed batch and on a ticker in between (a request may wait a
-minute on the quota); the details are counts, and lag: the database's checkpoints are the
-truth, never the heartbeat. The result says the objects of the month (spec §8: the limiter's
-count, every worker's with a shared rate store), the allowance and the sync plan's month
-projection, plain numbers; the worker's metrics (``--metrics-port``) carry them too.
+heartbeats once a third of its heartbeat timeout, from a ticker (a request may wait a
+minute on the quota), not at each commit: each heartbeat is a call to the Temporal server,
+which stores it, and a pass of a few seconds needs none. The details are counts: the
+database's checkpoints are the truth, never the heartbeat. The result says the objects of
+the month (spec §8: the limiter's count, every worker's with a shared rate store), the
+allowance and the sync plan's month projection, plain numbers; the worker's metrics
+(``--metrics-port``) carry them too.
 
 What cannot be done now comes back as a :class:`PassResult` failure that the workflow turns
 into a status and a wait, never a hot loop: a refused key ("unauthorized"), a spent day
@@ -31,25 +33,24 @@ from temporalio.exceptions import ApplicationError
 from asyncwifi._auth import hide_password
 from asyncwifi._client import Client
 from asyncwifi._instant import format_instant
+from asyncwifi.engine import (
+    Budget,
+    Destination,
+    DestinationUnavailableError,
+    LeaseLostError,
+    PiiPolicy,
+)
 from asyncwifi.errors import ConfigurationError, UnauthorizedError
 from asyncwifi.fleet._clients import ClientPool
 from asyncwifi.fleet._config import FleetConfig, Organization
 from asyncwifi.fleet._workflow import PASS_ACTIVITY, PassRequest, PassResult
-from asyncwifi.ratelimit._volume import ALL
-from asyncwifi.sync import Budget, Destination, DestinationUnavailableError, Syncer, SyncOptions
+from asyncwifi.ratelimit import ALL
+from asyncwifi.sync import Syncer, SyncOptions
 
 __all__ = ["PassActivities", "fleet_database_url"]
 
 log = logging.getLogger("asyncwifi.fleet")
 UNREACHABLE = "the database is unreachable"
-
-
-def _lease_lost_error() -> type[Exception]:
-    """``asyncwifi.sync.LeaseLostError`` (the destinations' fencing)."""
-    from asyncwifi.sync import LeaseLostError  # type: ignore[attr-defined,unused-ignore]
-
-    error: type[Exception] = LeaseLostError
-    return error
 
 
 def fleet_database_url(url: str, idle_transaction_timeout: float | None) -> str:
@@ -138,7 +139,7 @@ class PassActivities:
             failure = ApplicationError(
                 self._clean(str(exc), org),
                 type=type(exc).__name__,
-                non_retryable=isinstance(exc, _lease_lost_error()),
+                non_retryable=isinstance(exc, LeaseLostError),
             )
             what = "" if failure.non_retryable else "the pass failed: "
             log.warning("fleet: %s: %s%s", org.organization, what, failure)
@@ -162,10 +163,9 @@ class PassActivities:
 
         def on_write(table: str, rows: int) -> None:
             written[table] = written.get(table, 0) + rows
-            activity.heartbeat({"rows": written, "objects_month": api.quota.volume.used})
 
         syncer = Syncer(
-            api, view, options=_options(org), budget=Budget(api.scheduler, org.budget),
+            api, view, options=_options(org), budget=Budget(api.scheduler, org.request_share),
             on_write=on_write,
         )  # fmt: skip
         ticker = asyncio.create_task(self._tick(api, syncer, written, every))
@@ -202,24 +202,26 @@ class PassActivities:
     async def _tick(
         self, api: Client, syncer: Syncer, written: Mapping[str, int], every: float
     ) -> None:
-        """Heartbeat between batches; end the pass when the day is spent or the database
-        stays down (the workflow waits instead of this activity)."""
+        """Heartbeat every ``every`` seconds; end the pass when the day is spent or the
+        database stays down (the workflow waits instead of this activity)."""
         down_since: float | None = None
+        beat = time.monotonic()
         while True:
-            # a spent day is seen within a second (the SDK throttles the heartbeats sent)
-            await asyncio.sleep(max(0.2, min(every, 1.0)))
+            await asyncio.sleep(max(0.2, min(every, 1.0)))  # a spent day seen within a second
             stats = syncer.stats
             if stats.store_down_since is None:
                 down_since = None
             elif down_since is None:
                 down_since = time.monotonic()
-            activity.heartbeat(
-                {
-                    "rows": dict(written),
-                    "store_down": down_since is not None,
-                    "objects_month": api.quota.volume.used,  # what the limiter last read
-                }
-            )
+            if time.monotonic() - beat >= every:
+                beat = time.monotonic()
+                activity.heartbeat(
+                    {
+                        "rows": dict(written),
+                        "store_down": down_since is not None,
+                        "objects_month": api.quota.volume.used,  # what the limiter last read
+                    }
+                )
             too_long = (
                 down_since is not None and time.monotonic() - down_since > self.store_patience
             )
@@ -246,6 +248,9 @@ def _options(org: Organization) -> SyncOptions:
         refresh_every=org.refresh_every,
         reconcile_every=org.reconcile_every,
         object_share=org.object_share,
+        resources=org.resources,
+        event_types=org.event_types,
+        pii=PiiPolicy.parse(org.pii),
     )
 
 

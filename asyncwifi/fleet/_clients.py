@@ -3,7 +3,7 @@
 Each organization's :class:`~asyncwifi.Client` keeps its token and its limiter from one
 pass to the next. Clients of one base URL send through one connection pool; with a
 ``redis://`` rate store, every client shares its key's limits in Redis (named by a hash of
-the key, :func:`~asyncwifi.ratelimit._redis.key_name`) over one Redis connection pool, so
+the key, ``RedisStore.key_name``) over one Redis connection pool, so
 several workers, and the key's other users, never exceed its 60 a minute and 15,000 a day.
 """
 
@@ -97,14 +97,11 @@ class ClientPool:
     def _store(self, client_key: str) -> RateStore | None:
         if self._rate_store is None:
             return None
-        from asyncwifi.ratelimit import RedisStore
-        from asyncwifi.ratelimit._redis import key_name, redis_asyncio
+        from asyncwifi.ratelimit import RedisStore, redis_client
 
         if self._redis is None:  # one connection pool for every key's store
-            self._redis = redis_asyncio("fleet worker --rate-store").Redis.from_url(
-                self._rate_store
-            )
-        return RedisStore(self._redis, key=key_name(client_key))
+            self._redis = redis_client(self._rate_store, "fleet worker --rate-store")
+        return RedisStore.for_key(self._redis, client_key)
 
     async def aclose(self) -> None:
         """Close every client, then the shared connections."""

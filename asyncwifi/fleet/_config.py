@@ -5,7 +5,7 @@
     [fleet]                       # defaults of every organization
     base_url = "https://api.example.net"
     poll = "1m"                   # between passes (a duration, or seconds)
-    budget = 1.0                  # share of each key's day this fleet may use
+    request_share = 1.0           # share of each key's day of requests this fleet may use
     allowance = "10 access points"  # the month's objects (spec §8): a number or the terms
     object_share = 0.9            # share of that allowance the sync plans to spend
     # allow_http, settle, lookback, refresh_every, reconcile_every, since
@@ -16,14 +16,17 @@
     client_secret_env = "ORG_A_SECRET"   # or client_secret = "..." (a file others can't read)
     poll = "30s"                  # any default, overridden for this organization
 
-A bad file is one :class:`~asyncwifi.errors.ConfigurationError` line naming the
-organization and the field, never a value. Secrets are held in
+Every default is the sync's (``asyncwifi._defaults``: ``asyncwifi sync`` and ``SyncOptions``
+say the same); ``budget``, the old name of ``request_share``, is read for one release with
+one deprecation line. A bad file is one :class:`~asyncwifi.errors.ConfigurationError` line
+naming the organization and the field, never a value. Secrets are held in
 :class:`~asyncwifi._auth.Secret`: they never show in a repr, and never leave the worker
 (workflows carry organization ids and :meth:`Organization.public` settings only).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import tomllib
@@ -35,27 +38,39 @@ from typing import Any
 
 from asyncwifi._auth import Secret
 from asyncwifi._client import plain_http_refusal
+from asyncwifi._defaults import LOOKBACK, OBJECT_SHARE, POLL_INTERVAL, REQUEST_SHARE
+from asyncwifi._protocol import is_share
+from asyncwifi._settings import resolve_all
 from asyncwifi.errors import ConfigurationError, ValidationError
-from asyncwifi.ratelimit._volume import ALL, KINDS, allowance_of
+from asyncwifi.ratelimit import ALL, KINDS, allowance_of
 
 __all__ = ["FleetConfig", "Organization", "load_fleet_config", "parse_fleet_config"]
 
+log = logging.getLogger("asyncwifi.fleet")
+
 #: the settings a ``[fleet]`` table gives and an organization may override, with defaults
-#: (durations in seconds)
+#: (durations in seconds; the table's, ``asyncwifi._defaults``)
 _DEFAULTS: dict[str, Any] = {
     "base_url": None,
     "allow_http": False,
-    "poll": 60.0,
-    "budget": 1.0,
+    "poll": POLL_INTERVAL,
+    "request_share": REQUEST_SHARE,
     # None: the sync's object plan chooses (from the organization's allowance and share)
     "settle": None,
-    "lookback": 600.0,
+    "lookback": LOOKBACK,
     "refresh_every": None,
     "reconcile_every": None,
     "since": None,
     "allowance": None,
-    "object_share": 0.9,
+    "object_share": OBJECT_SHARE,
+    # what is kept (issue 41; None: all four resources, every event type)
+    "resources": None,
+    "event_types": None,
+    # the PII policy ("email=hash,name=drop"; its key: ASYNCWIFI_PII_KEY on the worker)
+    "pii": None,
 }
+#: old names still read, for one release: old -> new
+_RENAMED = {"budget": "request_share"}
 _DURATIONS = ("poll", "settle", "lookback", "refresh_every", "reconcile_every")
 _OWN = ("organization", "client_key", "client_secret", "client_secret_env")
 
@@ -71,11 +86,12 @@ class Organization:
     client_secret: Secret | None = field(default=None, repr=False)
     client_secret_env: str | None = None
     allow_http: bool = False
-    poll: float = 60.0
-    budget: float = 1.0
+    poll: float = POLL_INTERVAL
+    #: the share of the key's day of requests (``asyncwifi sync --request-share``)
+    request_share: float = REQUEST_SHARE
     #: None: chosen by the sync's object plan
     settle: float | None = None
-    lookback: float = 600.0
+    lookback: float = LOOKBACK
     refresh_every: float | None = None
     reconcile_every: float | None = None
     #: where a first run's events start (default: the sync's, 7 days back)
@@ -84,7 +100,18 @@ class Organization:
     #: the limiter's rule; None: not known (the client's ``Limits(month=...)``)
     allowance: Mapping[str, int] | None = field(default=None, hash=False)
     #: the share of that allowance the sync plans to spend (``SyncOptions.object_share``)
-    object_share: float = 0.9
+    object_share: float = OBJECT_SHARE
+
+    @property
+    def budget(self) -> float:
+        """The old name of :attr:`request_share` (read for one release)."""
+        return self.request_share
+
+    #: what the sync keeps (``SyncOptions.resources``/``event_types``; None: everything)
+    resources: tuple[str, ...] | None = None
+    event_types: tuple[str, ...] | None = None
+    #: the PII policy's text (``SyncOptions.pii``; the key from the worker's environment)
+    pii: str | None = None
 
     def secret(self, environ: Mapping[str, str] | None = None) -> Secret:
         """The client secret: from the file, or from the worker's environment variable."""
@@ -145,14 +172,13 @@ def parse_fleet_config(data: Mapping[str, Any], path: Path | None = None) -> Fle
     table = data.get("fleet", {})
     if not isinstance(table, Mapping):
         raise ConfigurationError(f"{where}[fleet] must be a table")
-    defaults = dict(_DEFAULTS)
-    defaults.update(_settings(table, f"{where}[fleet]", allowed=set(_DEFAULTS)))
+    fleet = _settings(table, f"{where}[fleet]", allowed=set(_DEFAULTS))
     entries = data.get("organizations")
     if not isinstance(entries, list) or not entries:
         raise ConfigurationError(f"{where}no [[organizations]]: list at least one")
     organizations: dict[str, Organization] = {}
     for index, entry in enumerate(entries, 1):
-        org = _organization(entry, index, defaults, where)
+        org = _organization(entry, index, fleet, where)
         if org.organization in organizations:
             raise ConfigurationError(
                 f"{where}organization {org.organization!r}: organization: listed twice"
@@ -161,9 +187,9 @@ def parse_fleet_config(data: Mapping[str, Any], path: Path | None = None) -> Fle
     return FleetConfig(organizations, path)
 
 
-def _organization(
-    entry: object, index: int, defaults: Mapping[str, Any], where: str
-) -> Organization:
+def _organization(entry: object, index: int, fleet: Mapping[str, Any], where: str) -> Organization:
+    """An organization's entry, read over ``[fleet]`` (``fleet``) over the table's defaults:
+    the one reading of settings (``asyncwifi._settings``; the entry is the most specific)."""
     if not isinstance(entry, Mapping):
         raise ConfigurationError(f"{where}organization #{index}: must be a table")
     name = entry.get("organization")
@@ -183,10 +209,10 @@ def _organization(
         raise ConfigurationError(
             f"{label}: client_secret: give either client_secret or client_secret_env"
         )
-    settings = dict(defaults)
-    settings.update(
-        _settings({k: v for k, v in entry.items() if k not in _OWN}, label, allowed=set(_DEFAULTS))
+    own = _settings(
+        {k: v for k, v in entry.items() if k not in _OWN}, label, allowed=set(_DEFAULTS)
     )
+    settings = resolve_all(_DEFAULTS, arguments=own, file=fleet, defaults=_DEFAULTS)
     base_url = settings.pop("base_url")
     if not base_url:
         raise ConfigurationError(f"{label}: base_url: missing (here or in [fleet])")
@@ -205,15 +231,17 @@ def _organization(
 
 
 def _settings(table: Mapping[str, Any], label: str, *, allowed: set[str]) -> dict[str, Any]:
-    """The checked settings of a table: durations in seconds, the budget a share."""
-    from asyncwifi.backfill._plan import parse_duration, parse_instant
-    from asyncwifi.sync._lookback import lookback_of
+    """The checked settings of a table: durations in seconds, shares in (0, 1]."""
+    from asyncwifi._instant import parse_duration, parse_instant
+    from asyncwifi.engine import lookback_of
 
     out: dict[str, Any] = {}
     for key, value in table.items():
-        if key not in allowed:
+        if key not in allowed and key not in _RENAMED:
             known = ", ".join(sorted(allowed | set(_OWN)))
             raise ConfigurationError(f"{label}: {key}: unknown field (known: {known})")
+        if key in _RENAMED and _RENAMED[key] in table:
+            raise ConfigurationError(f"{label}: {key}: give {_RENAMED[key]} alone")
         if key in _DURATIONS:
             seconds = _seconds(value, parse_duration)
             if seconds is None or (seconds <= 0 and key in ("poll", "refresh_every")):
@@ -226,11 +254,11 @@ def _settings(table: Mapping[str, Any], label: str, *, allowed: set[str]) -> dic
                 except ValueError as exc:
                     raise ConfigurationError(f"{label}: lookback: {exc}") from None
             out[key] = seconds
-        elif key in ("budget", "object_share"):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
-                of = "the day" if key == "budget" else "the month's object allowance"
+        elif key in ("request_share", "budget", "object_share"):
+            if not is_share(value):  # said without the value, as every field of the file
+                of = "the month's object allowance" if key == "object_share" else "the day"
                 raise ConfigurationError(f"{label}: {key}: a share of {of} in (0, 1]")
-            out[key] = float(value)
+            out[_RENAMED.get(key, key)] = float(value)
         elif key == "allowance":
             try:  # the limiter's one rule (Limits.month): a number or the subscription's terms
                 out[key] = dict(allowance_of(value, "allowance")) or None
@@ -240,6 +268,16 @@ def _settings(table: Mapping[str, Any], label: str, *, allowed: set[str]) -> dic
                     f'access points": 2,000 each; "2000 contacts": 10 each) or a table of them '
                     f"by kind ({', '.join((ALL, *KINDS))})"
                 ) from None
+        elif key in ("resources", "event_types"):
+            out[key] = _selection(value, label, key)
+        elif key == "pii":
+            from asyncwifi.engine import PiiPolicy
+
+            try:
+                PiiPolicy.parse(value if isinstance(value, str) else "")
+            except ValidationError as exc:
+                raise ConfigurationError(f"{label}: {exc}") from None
+            out[key] = value
         elif key == "allow_http":
             if not isinstance(value, bool):
                 raise ConfigurationError(f"{label}: allow_http: true or false")
@@ -255,6 +293,8 @@ def _settings(table: Mapping[str, Any], label: str, *, allowed: set[str]) -> dic
             raise ConfigurationError(f"{label}: {key}: must be a non-empty string")
         else:
             out[key] = value
+    for old in sorted(set(table) & set(_RENAMED)):  # said once the file is read well
+        log.warning("%s: %s is deprecated; use %s", label, old, _RENAMED[old])
     return out
 
 
@@ -272,3 +312,21 @@ def _seconds(value: object, parse: Any) -> float | None:
         except ValueError:
             return None
     return None
+
+
+def _selection(value: Any, label: str, key: str) -> tuple[str, ...]:
+    """``resources`` or ``event_types``: a comma list or an array of names, checked by the
+    sync's own rule (``SyncOptions``)."""
+    from asyncwifi.sync import SyncOptions
+
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        value = ",".join(value)
+    if not isinstance(value, str):
+        raise ConfigurationError(f'{label}: {key}: names, as "a,b" or ["a", "b"]')
+    try:
+        chosen = (
+            SyncOptions(resources=value) if key == "resources" else SyncOptions(event_types=value)
+        )
+    except ValidationError as exc:
+        raise ConfigurationError(f"{label}: {key}: {exc}") from None
+    return tuple(sorted(getattr(chosen, key)))

@@ -18,17 +18,16 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from temporalio.client import Client as TemporalClient
-from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from asyncwifi._clock import Clock
+from asyncwifi._defaults import IDLE_TRANSACTION_TIMEOUT
 from asyncwifi.fleet._activities import PassActivities, fleet_database_url
 from asyncwifi.fleet._clients import ClientPool
 from asyncwifi.fleet._config import FleetConfig
-from asyncwifi.fleet._control import connect  # re-exported: one connect for every command
 from asyncwifi.fleet._workflow import OrganizationWorkflow
 
-__all__ = ["TASK_QUEUE", "WorkerOptions", "connect", "run_worker", "workflow_runner"]
+__all__ = ["TASK_QUEUE", "WorkerOptions", "run_worker", "workflow_runner"]
 
 #: the task queue of the fleet's workflows and passes (``--task-queue`` changes it)
 TASK_QUEUE = "asyncwifi-fleet"
@@ -53,19 +52,20 @@ class WorkerOptions:
     store_patience: float = 60.0
     #: PostgreSQL aborts a transaction left idle this long (a frozen worker's), freeing
     #: its locks; None: the server's setting
-    idle_transaction_timeout: float | None = 90.0
+    idle_transaction_timeout: float | None = IDLE_TRANSACTION_TIMEOUT
     #: the most PostgreSQL connections the worker opens, all organizations together (a
     #: database server's are few: 100 by default)
     max_db_connections: int = 20
 
 
-def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandbox the workflow runs in: asyncwifi is passed through (the workflow module
-    imports only ``temporalio`` and the standard library; its parent package would
-    otherwise be imported again, with aiohttp, for every workflow run)."""
-    return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules("asyncwifi")
-    )
+def workflow_runner() -> UnsandboxedWorkflowRunner:
+    """The workflow runs outside Temporal's sandbox: the sandbox proxies the workflow's
+    modules at every activation, two a pass and organization (about 7 % of a worker's event
+    loop in cProfile: ``docs/benchmarks.md``, Fleet), and guards against what this workflow
+    does not do: its module imports only ``temporalio`` and the standard library, keeps no
+    global state and reads time as ``workflow.now()``; the tests run it in the default
+    sandbox too, so a change that breaks determinism is caught there."""
+    return UnsandboxedWorkflowRunner()
 
 
 async def run_worker(
@@ -78,7 +78,7 @@ async def run_worker(
     on_ready: Callable[[PassActivities], None] | None = None,
 ) -> None:
     """Serve ``config``'s organizations until ``stop`` is set (module docstring)."""
-    from asyncwifi.sync import open_destination
+    from asyncwifi.engine import open_destination
 
     opts = options or WorkerOptions()
     identity = opts.identity or f"{socket.gethostname()}:{os.getpid()}"

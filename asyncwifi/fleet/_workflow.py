@@ -23,6 +23,9 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
+with workflow.unsafe.imports_passed_through():  # the table: constants, no I/O
+    from asyncwifi._defaults import HEARTBEAT_TIMEOUT, POLL_INTERVAL
+
 __all__ = [
     "PASSES_PER_RUN",
     "PASS_ACTIVITY",
@@ -91,9 +94,9 @@ class OrganizationInput:
 
     organization: str
     #: seconds between passes
-    poll: float = 60.0
+    poll: float = POLL_INTERVAL
     #: seconds without a heartbeat after which Temporal gives the pass to another worker
-    heartbeat_timeout: float = 30.0
+    heartbeat_timeout: float = HEARTBEAT_TIMEOUT
     #: carried over a continue-as-new
     status: OrganizationStatus | None = None
     paused: bool = False

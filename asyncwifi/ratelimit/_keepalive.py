@@ -13,9 +13,11 @@ shorter than the longest are checked (the day is a budget).
 from __future__ import annotations
 
 import math
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from asyncwifi._protocol import require_positive
 from asyncwifi.ratelimit._limits import WindowSpec
 from asyncwifi.ratelimit._log import Log
 
@@ -29,6 +31,11 @@ class KeepAlive:
 
     token: str
     horizon: float
+
+    @classmethod
+    def open(cls, horizon: float) -> KeepAlive:
+        """A new scroll's handle, under a token of its own."""
+        return cls(uuid.uuid4().hex[:16], require_positive(horizon, "a keep-alive horizon"))
 
 
 def checked(specs: Sequence[WindowSpec]) -> list[WindowSpec]:

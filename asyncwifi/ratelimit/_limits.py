@@ -12,7 +12,7 @@ from asyncwifi._protocol import require_positive
 from asyncwifi.errors import ValidationError
 from asyncwifi.ratelimit._volume import allowance_of
 
-__all__ = ["DAY", "MINUTE", "Limit", "Limits", "WindowSpec"]
+__all__ = ["API_DAY", "API_MINUTE", "DAY", "MINUTE", "Limit", "Limits", "WindowSpec"]
 
 MINUTE, DAY = 60.0, 86_400.0  # the reference periods the margins are written for
 
@@ -27,6 +27,11 @@ class Limit:
     def __post_init__(self) -> None:
         require_positive(self.count, "Limit count", integer=True)
         object.__setattr__(self, "period", float(require_positive(self.period, "Limit period")))
+
+
+#: spec §8: the API's limits, 60 requests a minute and 15,000 a day (``Limits``' defaults,
+#: and the simulator's gateway's)
+API_MINUTE, API_DAY = Limit(60, MINUTE), Limit(15_000, DAY)
 
 
 @dataclass(slots=True)
@@ -65,8 +70,8 @@ class Limits:
     is the checked figure per kind).
     """
 
-    minute: Limit | None = Limit(60, MINUTE)
-    day: Limit | None = Limit(15_000, DAY)
+    minute: Limit | None = API_MINUTE
+    day: Limit | None = API_DAY
     minute_margin: float = 1.0
     day_margin: float = 60.0
     others: Mapping[str, Limit] = field(default_factory=dict, hash=False)

@@ -1,9 +1,10 @@
 """``RedisStore``'s Lua scripts, each atomic, in integer microseconds. ``ACQUIRE`` mirrors
-``_log.bound`` and ``_keepalive``: tests/ratelimit/test_rl_lua_mirror.py holds them alike."""
+``_log.bound`` and ``_keepalive``: tests/ratelimit/test_rl_lua_mirror.py holds them alike;
+``RESERVE`` mirrors ``_volume.grant`` (tests/ratelimit/test_rl_gate.py)."""
 
 from __future__ import annotations
 
-__all__ = ["ACQUIRE", "OBJECTS", "PAUSE", "TALLY"]
+__all__ = ["ACQUIRE", "OBJECTS", "PAUSE", "RESERVE", "TALLY"]
 
 #: every script's clock: ARGV[1] (the client's time, microseconds) or, when empty, Redis' own
 _NOW = """
@@ -126,15 +127,20 @@ return cjson.encode(counts)
 """
 )
 
-# KEYS: the month's objects (a hash: kind -> count), the day's, and the batches added (a
-# hash: sender -> the number of its last batch added).  ARGV: now (unused: the periods are
-# named by the caller's clock), the month's and the day's time to live (ms), the sender and
-# the batch's number (a sender numbers its batches 1, 2, ... and sends one only once the one
-# before was answered: a batch whose number is not above the last one added was added
-# already, its answer lost, and is not added again), then kind, count pairs to add (none: a
-# read).  Returns {month, day} as JSON objects.
+# KEYS: the month's objects (a hash: kind -> count), the day's, the batches added (a hash:
+# sender -> the number of its last batch added) and the reservations (a hash: ticket ->
+# "kind expiry_us size", see RESERVE).  ARGV: now (unused: the periods are named by the
+# caller's clock), the month's and the day's time to live (ms), the sender and the batch's
+# number (a sender numbers its batches 1, 2, ... and sends one only once the one before was
+# answered: a batch whose number is not above the last one added was added already, its
+# answer lost, and is not added again), the number of reservations it settles and their
+# tickets (ended in the same step as the counts are added: never both, never neither), then
+# kind, count pairs to add (none: a read).  Returns {month, day} as JSON objects.
 OBJECTS = """
-local add = #ARGV >= 7
+local drops = tonumber(ARGV[6])
+for j = 7, 6 + drops do redis.call('HDEL', KEYS[4], ARGV[j]) end
+local first = 7 + drops
+local add = #ARGV >= first + 1
 if add then
   local last = tonumber(redis.call('HGET', KEYS[3], ARGV[4]) or '0')
   add = tonumber(ARGV[5]) > last
@@ -142,7 +148,7 @@ end
 if add then
   redis.call('HSET', KEYS[3], ARGV[4], ARGV[5])
   redis.call('PEXPIRE', KEYS[3], ARGV[2])
-  for j = 6, #ARGV, 2 do
+  for j = first, #ARGV, 2 do
     redis.call('HINCRBY', KEYS[1], ARGV[j], ARGV[j + 1])
     redis.call('HINCRBY', KEYS[2], ARGV[j], ARGV[j + 1])
   end
@@ -156,3 +162,50 @@ local function counts(key)
 end
 return {counts(KEYS[1]), counts(KEYS[2])}
 """
+
+# KEYS: the month's objects (a hash: kind -> count) and the reservations (a hash: ticket ->
+# "kind expiry_us size").  ARGV: now_us|"", the ticket, the kind, want, least, the hold's
+# time to live (us of the script's clock), then allowance name, count pairs ("all": every
+# kind).  Expired reservations (of a process that died) are dropped first; then, as
+# _volume.grant: per allowance what is left uncounted, less what the live reservations hold;
+# the least of these, if at least `least`, is held (at most `want`).  Returns {size, free,
+# the binding allowance's index (1-based among the pairs)}.
+RESERVE = (
+    _NOW
+    + """
+local held, total, live = {}, 0, redis.call('HGETALL', KEYS[2])
+for j = 1, #live, 2 do
+  local kind, expiry, size = string.match(live[j + 1], '^(%S+) (%S+) (%S+)$')
+  if tonumber(expiry) <= now then redis.call('HDEL', KEYS[2], live[j])
+  else
+    held[kind] = (held[kind] or 0) + tonumber(size)
+    total = total + tonumber(size)
+  end
+end
+local used, all = {}, 0
+local flat = redis.call('HGETALL', KEYS[1])
+for j = 1, #flat, 2 do
+  used[flat[j]] = tonumber(flat[j + 1])
+  all = all + tonumber(flat[j + 1])
+end
+local kind, want, least = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local avail, free, name = nil, nil, 1
+for j = 7, #ARGV, 2 do
+  local which = ARGV[j]
+  local u, h = used[which] or 0, held[which] or 0
+  if which == 'all' then u, h = all, total end
+  local left = tonumber(ARGV[j + 1]) - u
+  if avail == nil or left - h < avail then avail, name = left - h, (j - 5) / 2 end
+  if free == nil or left < free then free = left end
+end
+avail, free = math.max(0, avail), math.max(0, free)
+local size = 0
+if avail >= least then
+  size = math.min(want, avail)
+  local life = tonumber(ARGV[6])
+  redis.call('HSET', KEYS[2], ARGV[2], kind .. ' ' .. us(now + life) .. ' ' .. size)
+  redis.call('PEXPIRE', KEYS[2], ttl(life))
+end
+return {size, free, name}
+"""
+)

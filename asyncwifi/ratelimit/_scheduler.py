@@ -1,50 +1,42 @@
 """The asyncio scheduler: every request waits here for its admission (DESIGN "Rate limits").
 
-One admission path (``_gate``: what the server said, then the store, then ``_admitted``),
-one queue, one timer. A caller that may go at once never queues (a store with I/O is asked
-by the timer alone); the others wait in one heap: deadlines first, earliest first (DESIGN
-5: a scroll continuation must leave within 60 s), then by arrival plus the lane's handicap
-(``lane * aging`` s), so a lower lane goes first among requests of similar age but none
-starves (DESIGN 6); ties keep arrival order. The timer grants the head whenever it may go;
-a release, a response or a refund re-arms it.
+One admission path (``_gate``: what the server said, then the store, then ``_book``),
+one queue (``_queue``: deadlines first, then arrival plus the lane's handicap), one timer.
+A caller that may go at once never queues (a store with I/O is asked by the timer alone);
+the timer grants the head of the queue whenever it may go; a release, a response or a
+refund re-arms it. ``async with scheduler.slot()`` holds a :class:`Permit`.
 
-Objects are a quota too (spec §8, ``_volume``): the client counts the records each response
-carried (:meth:`Scheduler.count_objects`) in the store beside the requests; once the month's
-allowance (``Limits.month``) is reached, a request for objects waits for the 1st of the next
-month or raises, as ``Limits.on_exhausted`` says, parked like one held by an object quota.
+Objects are a quota too (spec §8): :attr:`Scheduler.object_gate` (``_reserve``) counts the
+records each response carried in the store beside the requests, and reserves them against
+the month's allowance (``Limits.month``) before a request for them is sent.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import heapq
-import itertools
 import logging
 import math
-import uuid
 from collections.abc import Callable, Coroutine, Mapping
-from typing import Literal, overload
+from typing import overload
 
 from asyncwifi._clock import Clock, SystemClock
+from asyncwifi._instant import fmt_time
 from asyncwifi._protocol import require_positive
 from asyncwifi.errors import ClientStateError, ValidationError
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._keepalive import KeepAlive
 from asyncwifi.ratelimit._limits import Limits
-from asyncwifi.ratelimit._permit import PLAIN, Ask, Lane, Permit, Waiter
-from asyncwifi.ratelimit._snapshot import QuotaSnapshot, ThrottleEvent, fmt_time, take_snapshot
+from asyncwifi.ratelimit._permit import Permit
+from asyncwifi.ratelimit._queue import PLAIN, Ask, Lane, Queue
+from asyncwifi.ratelimit._reserve import ObjectGate
+from asyncwifi.ratelimit._snapshot import QuotaSnapshot, take_snapshot
 from asyncwifi.ratelimit._store import Answer, MemoryStore, RateStore
-from asyncwifi.ratelimit._truth import NOW, Reason, ServerTruth
-from asyncwifi.ratelimit._volume import ObjectCounts, Volume, month_end
+from asyncwifi.ratelimit._truth import NOW, PARKED, Reason, ServerTruth, ThrottleEvent, Wait
 
 __all__ = ["Scheduler"]
 
 _INF = math.inf
-_LAST = 1 << 62  # an arrival number after every real one (a newcomer queues behind ties)
-_NO_HOLD: tuple[Reason, KeepAlive | None] = (NOW, None)
-#: waits that hold no one else up: an object's daily quota, the month's object allowance
-_PARKED = ("object", "month")
 _log = logging.getLogger("asyncwifi.ratelimit")
 
 
@@ -72,32 +64,35 @@ class Scheduler:
         store.bind(specs := limits.windows())
         self._truth = ServerTruth(specs, limits, paced_recovery, store.blank)
         # a store answering as MemoryStore does is asked without a coroutine (the hot path)
-        plain = isinstance(store, MemoryStore) and type(store).acquire is MemoryStore.acquire
-        self._take = store.take if isinstance(store, MemoryStore) and plain else None
+        self._memory = store if MemoryStore.answers_as_itself(store) else None
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.on_throttle: list[Callable[..., None]] = []
         self._mif: float = _INF if limits.max_in_flight is None else limits.max_in_flight
         default_aging = specs[0].period if specs else 60.0
-        self._aging = default_aging if aging is None else require_positive(aging, "aging")
         self._longest = max(specs, key=lambda s: s.span).name if specs else ""  # for used()
-        self._heap: list[Waiter] = []
-        self._parked: list[Waiter] = []  # waiting for an object's quota: they hold no one up
-        self._arrivals, self._last_arrival = itertools.count(), -_INF
+        self._queue = Queue(default_aging if aging is None else require_positive(aging, "aging"))
         self.in_flight = 0  # admitted and not yet released
         self._refunded = 0  # admissions given back: the others are every request sent
+        #: waiters granted by the timer whose tasks have not resumed yet: a newcomer admitted
+        #: at once lets them go first (else it would send before them, at the same instant)
+        self._granted = 0
         self._closed = self._draining = False
-        #: admission number -> its clock time until released, and the store's ticket and the
-        #: tag where they are not that time and "other": plain admissions allocate no object
+        #: admission number -> its clock time until released, and its tag and the store's
+        #: ticket where they are not "other" and that time: plain admissions allocate no object
         #: the garbage collector tracks (10,000 in flight would each cost it a visit)
         self._open: dict[int, float] = {}
-        self._booked: dict[int, tuple[object, str]] = {}
+        self._tags: dict[int, str] = {}
+        self._tickets: dict[int, object] = {}
         #: the store's last refusal (why, for which scroll): not asked again before the time
-        self._hold_until, self._hold = -_INF, _NO_HOLD
+        self._hold_until, self._hold_why = -_INF, NOW
+        self._hold_for: KeepAlive | None = None
         self._timer: asyncio.Task[None] | None = None
         self._timer_at = _INF
         self._degraded: str | None = None
-        #: the month's object allowance against what the store last said was exchanged
-        self._volume = Volume(limits.allowance)
+        #: the objects exchanged and the month's allowance (``_reserve``): beside :meth:`used`,
+        #: ``objects(kind=None, period="month")`` (every process's), and ``count_objects``
+        self.object_gate = gate = ObjectGate(store, self.clock, self._truth)
+        self.objects, self.count_objects = gate.objects, gate.count
 
     # -- asking ----------------------------------------------------------------------------
 
@@ -116,7 +111,7 @@ class Scheduler:
         it in the earliest-deadline-first tier; ``objects`` names the object quota it spends;
         ``keepalive`` the open scroll it belongs to. Bad arguments raise ``ValidationError``.
         """
-        return Permit(self, self._ask_for(lane, tag, deadline, objects, keepalive))
+        return Permit(self, Ask.of(lane, tag, deadline, objects, keepalive))
 
     def acquire(
         self,
@@ -130,97 +125,86 @@ class Scheduler:
         """As :meth:`slot`: the admission's number, for :meth:`release` after (a plain int:
         thousands of callers in flight leave nothing for the garbage collector to walk)."""
         if type(lane) is Lane and tag is None and deadline is None and not (objects or keepalive):
-            return self._acquire(PLAIN[lane])  # the hot path: one shared ask, nothing to check
-        return self._acquire(self._ask_for(lane, tag, deadline, objects, keepalive))
+            return self.admit(PLAIN[lane])  # the hot path: one shared ask, nothing to check
+        return self.admit(Ask.of(lane, tag, deadline, objects, keepalive))
 
-    @staticmethod
-    def _ask_for(
-        lane: Lane,
-        tag: str | None,
-        deadline: float | None,
-        objects: str | None,
-        keepalive: KeepAlive | None,
-    ) -> Ask:
-        if type(lane) is Lane and tag is None and deadline is None and not (objects or keepalive):
-            return PLAIN[lane]  # one shared ask per lane
-        if deadline is not None and not math.isfinite(deadline):
-            raise ValidationError(f"deadline must be a finite clock time, got {deadline!r}")
-        if tag is not None and (type(tag) is not str or not tag):
-            raise ValidationError(f"a tag must be a non-empty string, got {tag!r}")
-        objects = objects.lower() if objects else None
-        return Lane(lane), tag or "other", deadline, objects, keepalive
-
-    async def _acquire(self, ask: Ask) -> int:
+    async def admit(self, ask: Ask) -> int:
+        """Wait for the admission of ``ask``; its number, for :meth:`release` after."""
         if self._closed:
             raise ClientStateError("the rate-limit scheduler is closed")
-        now = self.clock.now()
-        if self._take is None or self._heap or self.in_flight >= self._mif:
+        now, memory = self.clock.now(), self._memory
+        if memory is None or self._queue.heap or self.in_flight >= self._mif:
             return await self._wait(ask, None, now)  # a store with I/O is asked by the timer
-        got = self._gate(ask, now) or self._admitted(ask, now, self._take(now, ask[1], ask[4]))
-        return got if isinstance(got, int) else await self._wait(ask, got, now)
+        got = self._gate(ask, now) or self._take(memory, ask, now)
+        if not isinstance(got, int):
+            return await self._wait(ask, got, now)
+        if self._granted:  # FIFO in what is sent too: those granted before resume first
+            try:
+                await asyncio.sleep(0)
+            except asyncio.CancelledError:
+                self.refund(got)  # admitted, never sent
+                raise
+        return got
 
-    def _gate(self, ask: Ask, now: float) -> tuple[float, Reason] | None:
+    def _gate(self, ask: Ask, now: float) -> Wait | None:
         """What the server said (or the store last answered) holding ``ask`` back; None:
         only the store can tell."""
         truth = self._truth
         if truth.paced_until:
             self._apply(truth.tick(now), now)
-        gated = truth.pause_until > now or truth.seq >= truth.cap_floor or ask[3] is not None
-        if (gated or self._volume.spent) and (refused := self._blocked(ask, now))[0] > now:
+        gated = truth.pause_until > now or truth.seq >= truth.cap_floor or ask.objects is not None
+        if gated and (refused := truth.gate(now, ask.objects)) and refused.until > now:
             return refused
-        if now < self._hold_until and self._hold[1] is ask[4]:
-            return self._hold_until, self._hold[0]
+        if now < self._hold_until and self._hold_for is ask.keepalive:
+            return Wait(self._hold_until, self._hold_why)
         return None
 
-    def _blocked(self, ask: Ask, now: float) -> tuple[float, Reason]:
-        """When the server's state and the month's object allowance let ``ask`` go, and why
-        not sooner (``NOW``: nothing but the store holds it back)."""
-        t, why = self._truth.gate(now, ask[3])
-        if self._volume.spent and (spent := self._volume.gate(now, ask[1])) is not None:
-            end = month_end(now)
-            if end > t:
-                t, why = end, Reason("month", spent)
-        return t, why
+    def _take(self, memory: MemoryStore, ask: Ask, now: float) -> int | Wait:
+        """Ask the in-process store (no I/O, no answer to allocate on an admission) and
+        book what it says."""
+        if (refused := memory.refusal(now, ask.keepalive)) is None:
+            return self._book(ask, now, memory.note(now, ask.tag, ask.keepalive), now)
+        return self._refused(ask, refused)
 
-    def _admitted(self, ask: Ask, now: float, answer: Answer) -> int | tuple[float, Reason]:
-        """Book the store's answer: the admission's number, or when to ask again and why."""
-        ticket, at, name = answer
-        if ticket is None:
-            why = Reason(name) if name in ("", "pause", "keepalive") else Reason("window", name)
-            self._hold_until, self._hold = at, (why, ask[4])
-            return at, why
+    def _refused(self, ask: Ask, answer: Answer) -> Wait:
+        """The store's refusal of ``ask``: when to ask again and why (held till then)."""
+        at, name = answer.at, answer.why
+        why = Reason(name) if name in ("", "pause", "keepalive") else Reason("window", name)
+        self._hold_until, self._hold_why, self._hold_for = at, why, ask.keepalive
+        return Wait(at, why)
+
+    def _book(self, ask: Ask, now: float, ticket: object, at: float) -> int:
+        """Book the store's admission of ``ask`` at ``at`` (``ticket``): its number."""
         truth = self._truth
         self.in_flight += 1
         truth.seq = seq = truth.seq + 1
         at = now if at < now else at  # the store's clock may be ahead of ours
         self._open[seq] = at
-        if ticket != at or ask[1] != "other":
-            self._booked[seq] = (ticket, ask[1])
-        truth.arrived(seq, at, ask[1])  # the first, or after a quiet span: the server's word first
+        if ask.tag != "other":
+            self._tags[seq] = ask.tag
+        if ticket != at:
+            self._tickets[seq] = ticket
+        truth.arrived(seq, at, ask.tag)  # the first, or after a quiet span: the server's word first
         return seq
 
-    async def _wait(self, ask: Ask, refused: tuple[float, Reason] | None, now: float) -> int:
-        t, why = self._blocked(ask, now) if refused is None else refused
-        if err := self._truth.exhausted(now, t, why, self._volume):
+    async def _wait(self, ask: Ask, refused: Wait | None, now: float) -> int:
+        wait = self._truth.gate(now, ask.objects) if refused is None else refused
+        if wait is not None and (err := self._truth.exhausted(now, wait)):
             raise err
-        now = self._last_arrival = max(now, self._last_arrival)  # a clock stepping back
-        seq, deadline = next(self._arrivals), ask[2]
-        key = (0, deadline, seq) if deadline is not None else (1, now + ask[0] * self._aging, seq)
-        w = Waiter(key, asyncio.get_running_loop().create_future(), ask)
-        if why.kind in _PARKED:
-            self._parked.append(w)
-        else:
-            heapq.heappush(self._heap, w)
-        if why.kind in _PARKED or self._heap[0] is w:
-            self._arm(t)
+        w = self._queue.join(ask, now, wait)
+        if (wait is not None and wait.why.kind in PARKED) or self._queue.heap[0] is w:
+            self._arm(now if wait is None else wait.until)
         try:
-            return await w.fut
+            got = await w.fut
         except asyncio.CancelledError:
             if w.fut.done() and not w.fut.cancelled() and w.fut.exception() is None:
+                self._granted -= 1
                 self.refund(w.fut.result())  # granted, then cancelled before it resumed
             w.fut.cancel()
             self._arm(self.clock.now())
             raise
+        self._granted -= 1
+        return got
 
     def sent_at(self, seq: int) -> float:
         """The clock time admission ``seq`` (still in flight) was admitted at."""
@@ -229,21 +213,22 @@ class Scheduler:
     def release(self, seq: int) -> None:
         """End admission ``seq``'s request (frees its in-flight place); again: no effect."""
         if self._open.pop(seq, None) is not None:
-            if self._booked:
-                self._booked.pop(seq, None)
+            if self._tags:
+                self._tags.pop(seq, None)
+            if self._tickets:
+                self._tickets.pop(seq, None)
             self.in_flight -= 1
             if seq == self._truth.probe:  # a cold start's probe: its answer is in, or none
                 self._truth.probed()
                 self._arm(self.clock.now())
-            elif self._heap and self.in_flight + 1 >= self._mif:
+            elif self._queue.heap and self.in_flight + 1 >= self._mif:
                 self._arm(self.clock.now())
 
     def refund(self, seq: int) -> None:
         """Give admission ``seq`` back and end it: only when the request never left."""
         if seq in self._open:
-            ticket, tag = self._booked.get(seq) or (self._open[seq], "other")
             self._refunded += 1
-            self.store.refund(ticket, tag)
+            self.store.refund(self._tickets.get(seq, self._open[seq]), self._tags.get(seq, "other"))
             self._hold_until = -_INF
             self.release(seq)
             self._arm(self.clock.now())
@@ -252,7 +237,7 @@ class Scheduler:
 
     def _arm(self, at: float) -> None:
         """Keep one timer, at the earliest time the queue needs looking at."""
-        if self._closed or self._draining or not (self._heap or self._parked):
+        if self._closed or self._draining or not self._queue:
             return
         if self._timer is not None:
             if self._timer_at <= at:
@@ -269,7 +254,7 @@ class Scheduler:
             wake = await self._drain()
         except Exception as exc:
             _log.exception("rate-limit store failed; failing the waiting requests")
-            self._fail(exc)
+            self._queue.fail(exc)
         finally:
             self._draining, self._timer, self._timer_at = False, None, _INF
         if wake < _INF:
@@ -277,66 +262,53 @@ class Scheduler:
 
     async def _drain(self) -> float:
         """Grant every waiter that can go now; returns the next time to look (inf: none)."""
-        heap, truth = self._heap, self._truth
+        queue, truth = self._queue, self._truth
         while not self._closed:
-            now, wake, parked, self._parked = self.clock.now(), _INF, self._parked, []
-            for w in parked:  # waiters whose object quota is back rejoin the queue
-                t, why = self._blocked(w.ask, now)
-                if why.kind in _PARKED and t > now and not w.fut.done():
-                    self._parked.append(w)
-                    wake = min(wake, t)
-                elif not w.fut.done():
-                    heapq.heappush(heap, w)
-            while heap and heap[0].fut.done():
-                heapq.heappop(heap)
-            if not heap or self.in_flight >= self._mif:
+            now = self.clock.now()
+            # those parked whose object quota is back rejoin the line
+            wake = queue.unpark(now, truth.gate) if queue.parked else _INF
+            w = queue.head()
+            if w is None or self.in_flight >= self._mif:
                 return wake  # a release re-arms the timer
-            w = heap[0]
-            got = self._gate(w.ask, now) or self._admitted(
-                w.ask, now, await self._ask_store(w.ask, now)
-            )
+            got = self._gate(w.ask, now) or await self._ask_store(w.ask, now)
             err = None
             if isinstance(got, int) and w.fut.done():  # cancelled while the store decided
                 self.refund(got)
                 continue
-            if isinstance(got, tuple):
-                if got[0] <= now:
+            if isinstance(got, Wait):
+                if got.until <= now:
                     return now  # the store asks to decide again: on the next turn of the loop
-                err = truth.exhausted(now, *got, self._volume)
-                if err is None and got[1].kind not in _PARKED:
-                    return min(got[0], wake)
-            if heap[0] is w:
-                heapq.heappop(heap)
-            else:  # a newcomer went ahead while the store decided
-                heap.remove(w)
-                heapq.heapify(heap)
+                err = truth.exhausted(now, got)
+                if err is None and got.why.kind not in PARKED:
+                    return min(got.until, wake)
+            queue.leave(w, err is None and isinstance(got, Wait))  # this one parked
             if isinstance(got, int):
                 w.fut.set_result(got)
+                self._granted += 1
             elif err is not None:
                 w.fut.set_exception(err)
-            else:
-                self._parked.append(w)
         return _INF
 
-    async def _ask_store(self, ask: Ask, now: float) -> Answer:
-        if self._take is not None:
-            return self._take(now, ask[1], ask[4])
-        answer = await self.store.acquire(now, ask[1], ask[4])
-        if self.store.degraded is not self._degraded:  # went to its fallback, or came back
-            was, self._degraded = self._degraded, self.store.degraded
-            why = f"rate-limit store back: the shared store is reachable again (was: {was})"
-            if self._degraded is not None:
-                why = "rate-limit store unavailable, using a conservative local limit: "
-                why += self._degraded
-            self._apply([ThrottleEvent("restored" if was else "fallback", now, reason=why)], now)
-        return answer
+    async def _ask_store(self, ask: Ask, now: float) -> int | Wait:
+        """The store's answer for ``ask``, booked: its admission's number, or its wait."""
+        if self._memory is not None:
+            return self._take(self._memory, ask, now)
+        answer = await self.store.acquire(now, ask.tag, ask.keepalive)
+        self._notice_fallback(now)
+        if answer.ticket is None:
+            return self._refused(ask, answer)
+        return self._book(ask, now, answer.ticket, answer.at)
 
-    def _fail(self, exc: Exception) -> None:
-        """Every waiter gets ``exc`` (a closed scheduler, a failing store): none hangs."""
-        for w in [*self._heap, *self._parked]:
-            if not w.fut.done():
-                w.fut.set_exception(exc)
-        self._heap[:] = self._parked[:] = []
+    def _notice_fallback(self, now: float) -> None:
+        """Tell whether the store went to its fallback, or came back, since it last answered."""
+        if (was := self._degraded) is not (why := self.store.degraded):
+            self._degraded = why
+            if why is None:
+                why = f"rate-limit store back: the shared store is reachable again (was: {was})"
+                self._apply([ThrottleEvent("restored", now, reason=why)], now)
+            else:
+                why = f"rate-limit store unavailable, using a conservative local limit: {why}"
+                self._apply([ThrottleEvent("fallback", now, reason=why)], now)
 
     # -- what the server said --------------------------------------------------------------
 
@@ -361,12 +333,8 @@ class Scheduler:
     def _apply(self, events: list[ThrottleEvent], now: float) -> None:
         """Carry out what the server's state asks for, log it, and tell ``on_throttle``."""
         for e in events:
-            if e.kind == "pause" and e.until is not None:
-                self.store.pause(e.until, now)
-            elif e.kind in ("paced", "exact", "limit"):
-                paced = None if e.kind == "limit" else e.kind == "paced"
-                self.store.configure(e.name, count=e.count, paced=paced)
-                self._hold_until = -_INF
+            if self.store.follow(e, now):
+                self._hold_until = -_INF  # a window changed: the store's refusal may not hold
             level = logging.INFO if e.kind in ("exact", "restored") else logging.WARNING
             _log.log(
                 level, "%s%s", e.reason, "" if e.until is None else f" (until {fmt_time(e.until)})"
@@ -383,7 +351,7 @@ class Scheduler:
         """A handle for one scroll: each request made with it keeps a place in the short
         windows for the scroll's next request, due ``horizon`` clock seconds later, until
         :meth:`drop_keepalive` (see ``_keepalive``; shared through the store)."""
-        return KeepAlive(uuid.uuid4().hex[:16], require_positive(horizon, "a keep-alive horizon"))
+        return KeepAlive.open(horizon)
 
     def drop_keepalive(self, keepalive: KeepAlive) -> None:
         """The scroll ended: its place goes back to everyone else."""
@@ -401,16 +369,14 @@ class Scheduler:
         """Clock time at which a request entering now (in ``lane``, or with ``deadline``) could
         be admitted, were the waiters ahead each to go as early as the limits allow: an
         estimate (it cannot foresee responses, 429s or later arrivals)."""
-        t = (now := self.clock.now()) + int(lane) * self._aging
-        key = (1, t, _LAST) if deadline is None else (0, deadline, _LAST)
-        ahead = sum(1 for w in self._heap if w.key < key and not w.fut.done())
+        ahead = self._queue.ahead(lane, deadline, now := self.clock.now())
         # the store's last refusal holds for anyone unless it was one scroll's own
-        hint = self._hold_until if self._hold[1] is None else -_INF
-        t0 = self._truth.gate(now, objects)[0]
-        times = [max(t, hint) for t in self.store.log.project(max(now, t0), ahead + 1)]
-        for allowed, end in self._truth.caps(now).values():
-            for j in range(max(0, allowed), len(times)):
-                times[j] = max(times[j], end)
+        hint = self._hold_until if self._hold_for is None else -_INF
+        start = now if (wait := self._truth.gate(now, objects)) is None else max(now, wait.until)
+        times = [max(t, hint) for t in self.store.log.project(start, ahead + 1)]
+        for cap in self._truth.caps(now).values():
+            for j in range(max(0, cap.left), len(times)):
+                times[j] = max(times[j], cap.end)
         return times[ahead]
 
     @overload
@@ -429,54 +395,20 @@ class Scheduler:
         counts = await self.store.tally(self.clock.now(), name)
         return counts if tag is None else counts.get(tag, 0)
 
-    async def count_objects(self, kind: str, count: int) -> ObjectCounts:
-        """Count ``count`` objects of ``kind`` exchanged now (every record a response returned,
-        created, edited or deleted: spec §8), in the store beside the requests; the UTC day's
-        and month's counts after it (every process's with a shared store)."""
-        if type(count) is not int or count < 0:  # one test on the path of every response
-            require_positive(count, "an object count", integer=True, zero=True)
-        if type(kind) is not str or not kind:
-            raise ValidationError(f"an object kind must be a non-empty string, got {kind!r}")
-        counts = await self.store.add_objects(self.clock.now(), kind, count)
-        was = self._volume.spent
-        self._volume.note(counts)
-        if self._volume.spent and not was:
-            self._arm(self.clock.now())
-        return counts
-
-    @overload
-    async def objects(self, kind: str, *, period: Literal["day", "month"] = "month") -> int: ...
-    @overload
-    async def objects(
-        self, kind: None = None, *, period: Literal["day", "month"] = "month"
-    ) -> dict[str, int]: ...
-    async def objects(
-        self, kind: str | None = None, *, period: Literal["day", "month"] = "month"
-    ) -> int | dict[str, int]:
-        """Objects exchanged per kind (or ``kind``'s; ``"all"``: every kind) this UTC month
-        (or ``period="day"``), every process's when the store is shared: beside
-        :meth:`used`, what an object budget reads."""
-        if period not in ("day", "month"):
-            raise ValidationError(f"period must be 'day' or 'month', got {period!r}")
-        counts = await self.store.object_counts(self.clock.now())
-        self._volume.note(counts)
-        if kind is not None:
-            return counts.used(kind, period=period)
-        return dict(counts.this_month if period == "month" else counts.today)
-
     @property
     def quota(self) -> QuotaSnapshot:
         """A snapshot of what is known: limits, remaining per window, resets, and sources."""
-        admitted = self._truth.seq - self._refunded
-        return take_snapshot(
-            self.clock.now(), self.limits, self._truth, self.store, admitted, self._volume
-        )
+        admitted, volume = self._truth.seq - self._refunded, self.object_gate.volume
+        now = self.clock.now()
+        return take_snapshot(now, self.limits, self._truth, self.store, admitted, volume)
 
     async def aclose(self) -> None:
         """Stop: every waiter gets ClientStateError (nothing was sent); the timer ends."""
         if not self._closed:
             self._closed = True
-            self._fail(ClientStateError("the rate-limit scheduler was closed; nothing was sent"))
+            self._queue.fail(
+                ClientStateError("the rate-limit scheduler was closed; nothing was sent")
+            )
             if self._timer is not None:
                 self._timer.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -490,5 +422,5 @@ class Scheduler:
         await self.aclose()
 
     def __repr__(self) -> str:
-        waiting = len(self._heap) + len(self._parked)
+        waiting = len(self._queue)
         return f"<Scheduler {self.store.status} in_flight={self.in_flight} waiting={waiting}>"

@@ -1,4 +1,5 @@
-"""Read-only views of the scheduler's state: ``QuotaSnapshot`` (``api.quota``) and events."""
+"""A read-only view of the scheduler's state: ``QuotaSnapshot`` (``api.quota``), taken from
+the local log and what the server said (``_truth``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from asyncwifi._instant import format_instant, period_end, utc_period
+from asyncwifi._instant import period_end, utc_period
 from asyncwifi.ratelimit._limits import Limits
 
 if TYPE_CHECKING:
@@ -14,32 +15,10 @@ if TYPE_CHECKING:
     from asyncwifi.ratelimit._truth import ServerTruth
     from asyncwifi.ratelimit._volume import Volume
 
-__all__ = [
-    "QuotaSnapshot",
-    "ThrottleEvent",
-    "VolumeSnapshot",
-    "WindowSnapshot",
-    "fmt_time",
-    "take_snapshot",
-]
+__all__ = ["QuotaSnapshot", "VolumeSnapshot", "WindowSnapshot", "take_snapshot"]
 
 Source = Literal["server", "local"]
 Mode = Literal["exact", "paced"]
-ThrottleKind = Literal[
-    "pause", "paced", "exact", "limit", "exhausted", "object", "fallback", "restored"
-]
-
-
-@dataclass(frozen=True, slots=True)
-class ThrottleEvent:
-    """Passed to ``on_throttle`` whenever the scheduler slows down, stops or recovers."""
-
-    kind: ThrottleKind
-    at: float
-    name: str = ""
-    until: float | None = None
-    reason: str = ""
-    count: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,14 +87,6 @@ class QuotaSnapshot:
         return self.windows.get("day")
 
 
-def fmt_time(t: float) -> str:
-    """A clock time as UTC text for logs and errors."""
-    try:
-        return format_instant(t, "seconds")
-    except (OverflowError, OSError, ValueError):
-        return f"{t:.0f}"
-
-
 def take_snapshot(
     now: float,
     limits: Limits,
@@ -133,8 +104,8 @@ def take_snapshot(
         left = max(0, min(count, w.count) - used)
         reset_at = log.times[-1] + w.span if log.times else None
         source: Source = "local"
-        if w.name in caps and max(0, caps[w.name][0]) <= left:
-            (left, reset_at), source = caps[w.name], "server"
+        if (cap := caps.get(w.name)) is not None and max(0, cap.left) <= left:
+            left, reset_at, source = cap.left, cap.end, "server"
         windows[w.name] = WindowSnapshot(w.name, count, max(0, left), reset_at, source, used)
     objects = {
         name: WindowSnapshot(name, o.limit, o.remaining, o.window_end, "server")

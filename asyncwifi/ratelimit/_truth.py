@@ -1,7 +1,8 @@
 """What the server said, as sans-I/O state: pauses, remaining counts, object quotas, pacing.
 
-``ServerTruth`` takes the time as an argument and returns events (pause, paced mode, a lower
-limit) for the scheduler to carry out and log. A remaining count becomes a *cap*, "at most
+``ServerTruth`` takes the time as an argument and returns events (:class:`ThrottleEvent`:
+pause, paced mode, a lower limit) for the scheduler to carry out and log; its gate answers
+when an admission may go and why (:class:`Wait`). A remaining count becomes a *cap*, "at most
 ``r`` more admissions until ``end``", the end placed by what the server said
 (``RateLimit-Reset``), not by the clock grid, so it holds for fixed windows on any clock and
 for sliding or weighted ones. Inside a cap a newer report may only lower it. When a cap
@@ -23,17 +24,24 @@ import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import Literal, NamedTuple
 
+from asyncwifi._instant import fmt_time
 from asyncwifi.errors import QuotaExhaustedError
 from asyncwifi.ratelimit._headers import RateLimitHeaders
 from asyncwifi.ratelimit._limits import DAY, Limits, WindowSpec
-from asyncwifi.ratelimit._snapshot import ThrottleEvent, fmt_time
 
-if TYPE_CHECKING:
-    from asyncwifi.ratelimit._volume import Volume
-
-__all__ = ["NOW", "ObjectState", "Reason", "ServerTruth", "grid_end"]
+__all__ = [
+    "NOW",
+    "PARKED",
+    "Headroom",
+    "ObjectState",
+    "Reason",
+    "ServerTruth",
+    "ThrottleEvent",
+    "Wait",
+    "grid_end",
+]
 
 _NEVER = 1 << 62  # a sequence number no admission reaches
 _log = logging.getLogger("asyncwifi.ratelimit")
@@ -50,6 +58,45 @@ class Reason(NamedTuple):
 
 
 NOW = Reason()
+#: the kinds of wait that hold no one else up: an object's daily quota
+PARKED = frozenset({"object"})
+
+
+class Wait:
+    """When an admission may go (``until``, a clock time) and what holds it back till then."""
+
+    __slots__ = ("until", "why")
+
+    def __init__(self, until: float, why: Reason = NOW) -> None:
+        self.until = until
+        self.why = why
+
+    def __repr__(self) -> str:
+        return f"Wait({self.until!r}, {self.why!r})"
+
+
+class Headroom(NamedTuple):
+    """A server cap in force: at most ``left`` more admissions until clock time ``end``."""
+
+    left: int
+    end: float
+
+
+ThrottleKind = Literal[
+    "pause", "paced", "exact", "limit", "exhausted", "object", "fallback", "restored"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ThrottleEvent:
+    """Passed to ``on_throttle`` whenever the scheduler slows down, stops or recovers."""
+
+    kind: ThrottleKind
+    at: float
+    name: str = ""
+    until: float | None = None
+    reason: str = ""
+    count: int | None = None
 
 
 @dataclass(slots=True)
@@ -121,8 +168,8 @@ class ServerTruth:
         self.paced_until: dict[str, float] = {}  # window -> when its paced mode ends
         self.objects: dict[str, ObjectState] = {}  # object -> its daily quota, as reported
 
-    def gate(self, now: float, objects: str | None = None) -> tuple[float, Reason]:
-        """Earliest time the server's state allows an admission, and why (``NOW`` if now)."""
+    def gate(self, now: float, objects: str | None = None) -> Wait | None:
+        """Earliest time the server's state allows an admission, and why; None: now."""
         t, why = now, NOW
         if self.pause_until > t:
             t, why = self.pause_until, Reason("pause")
@@ -134,21 +181,20 @@ class ServerTruth:
                     t, why = c.end, Reason("cap" if c.probe_from is None else "probe", name)
         if objects is not None and (o := self.objects.get(objects)) and o.blocked_until > t:
             t, why = o.blocked_until, Reason("object", objects)
-        return t, why
+        return None if why is NOW else Wait(t, why)
 
-    def exhausted(
-        self, now: float, t: float, why: Reason, volume: Volume | None = None
-    ) -> QuotaExhaustedError | None:
-        """The error to raise if waiting until ``t`` for ``why`` is for a spent quota (an
-        object's, the month's object allowance, or a quota window's past the short windows'
+    def exhausted(self, now: float, wait: Wait, allowance: str = "") -> QuotaExhaustedError | None:
+        """The error to raise if ``wait`` is for a spent quota (an object's, the month's
+        object allowance, said in ``allowance``, or a quota window's past the short windows'
         span) the policy will not wait for; a wait it will is logged once per reset."""
+        t, why = wait.until, wait.why
         spec = self.specs.get(why.name)
         window = why.kind in ("window", "cap") and spec is not None and spec.quota
         spent = why.kind in ("object", "month") or (window and t - now > self._pacing)
         if t <= now or not spent:
             return None
         if why.kind == "month":
-            what = volume.describe(why.name) if volume is not None else "the month's allowance"
+            what = allowance or "the month's object allowance"
             limit = "month" if why.name == "all" else f"month:{why.name}"
         else:
             what = f"the {why.name} quota" if window else f"the {why.name} object quota"
@@ -213,7 +259,7 @@ class ServerTruth:
 
     def _spent(self, now: float) -> set[str]:
         """Windows whose server cap admits no more before its end."""
-        return {name for name, (left, _) in self.caps(now).items() if left <= 0}
+        return {name for name, room in self.caps(now).items() if room.left <= 0}
 
     def tick(self, now: float) -> list[ThrottleEvent]:
         """Leave paced mode for windows whose recovery time has passed."""
@@ -225,11 +271,13 @@ class ServerTruth:
                 out.append(ThrottleEvent("exact", now, name, None, why))
         return out
 
-    def caps(self, now: float) -> dict[str, tuple[int, float]]:
-        """Window -> (admissions still allowed, cap end) for every server cap in force."""
+    def caps(self, now: float) -> dict[str, Headroom]:
+        """Window -> what its server cap in force still allows, and until when."""
         self._settle(now)
         return {
-            n: (c.max_seq - self.seq, c.end) for n, c in self._caps.items() if c.probe_from is None
+            n: Headroom(c.max_seq - self.seq, c.end)
+            for n, c in self._caps.items()
+            if c.probe_from is None
         }
 
     def observe(

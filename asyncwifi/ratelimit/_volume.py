@@ -8,17 +8,21 @@ subscription, the platform enforces a hard threshold on API volume the *next* mo
 allowance is a budget to plan with, not a limit the server enforces at once.
 
 The store counts objects beside the requests (``RateStore.add_objects``: in memory, or in
-Redis shared by every process of a key); :class:`Volume` (sans-I/O) keeps what the store last
-answered and tells the scheduler whether a request of a kind may still go. Months and days
-are UTC calendar periods on the clock's time line: the month resets on the 1st at 00:00 UTC.
+Redis shared by every process of a key) and *reserves* them before a request is sent
+(:func:`grant`: what is left of the allowance, less what other requests in flight hold; the
+gate that waits or raises is ``_reserve``); :class:`Volume` (sans-I/O) keeps what the store
+last answered. Months and days are UTC calendar periods on the clock's time line: the month
+resets on the 1st at 00:00 UTC.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from asyncwifi._instant import period_end, utc_period
 from asyncwifi.errors import ValidationError
@@ -29,11 +33,15 @@ __all__ = [
     "KINDS",
     "SPLASH_PER_ACCESS_POINT",
     "WEBHOOKS",
+    "Grant",
+    "Holds",
     "Ledger",
     "ObjectCounts",
     "Volume",
     "allowance_of",
+    "grant",
     "month_end",
+    "room",
 ]
 
 #: a UTC calendar day, in clock seconds (no leap second on the epoch's time line)
@@ -172,14 +180,91 @@ def _added(counts: Mapping[str, int], adds: Mapping[str, int]) -> dict[str, int]
     return out
 
 
+class Grant(NamedTuple):
+    """A store's answer to a reservation: ``size`` objects held under ``ticket`` (0 and
+    None: none), ``free``: what the allowance leaves uncounted (held ones included), and
+    ``name``: the allowance (``"all"`` or the kind) that leaves the least."""
+
+    ticket: object
+    size: int
+    free: int
+    name: str
+
+
+def room(
+    allowance: Mapping[str, int], counts: ObjectCounts, held: Mapping[str, int], kind: str
+) -> tuple[int, int, str]:
+    """What the month's ``allowance`` leaves for objects of ``kind``: not held by another
+    reservation (``held``, per kind), not counted yet, and the allowance that leaves least."""
+    avail, free, name = _BIG, _BIG, ALL
+    for which in (ALL, kind):
+        if which in allowance:
+            used = counts.used(which)
+            hold = sum(held.values()) if which == ALL else held.get(which, 0)
+            left = allowance[which] - used
+            if left - hold < avail:
+                avail, name = left - hold, which
+            free = min(free, left)
+    return max(0, avail), max(0, free), name
+
+
+def grant(
+    allowance: Mapping[str, int],
+    counts: ObjectCounts,
+    held: Mapping[str, int],
+    kind: str,
+    want: int,
+    least: int,
+) -> tuple[int, int, str]:
+    """How many objects of ``want`` a reservation of ``kind`` gets (0: fewer than ``least``
+    are left), what is left uncounted, and the allowance that binds: the one rule the
+    stores decide by (``RedisStore``'s script mirrors it)."""
+    avail, free, name = room(allowance, counts, held, kind)
+    return (min(want, avail) if avail >= least else 0), free, name
+
+
+#: more than any allowance (a kind no allowance names leaves this)
+_BIG = 1 << 62
+
+
+class Holds:
+    """Objects reserved and not settled yet, in this process: per ticket and per kind."""
+
+    __slots__ = ("_numbers", "_tickets", "by_kind")
+
+    def __init__(self) -> None:
+        self._tickets: dict[int, tuple[str, int]] = {}
+        self.by_kind: dict[str, int] = {}
+        self._numbers = itertools.count(1)
+
+    def add(self, kind: str, size: int) -> int:
+        ticket = next(self._numbers)
+        self._tickets[ticket] = (kind, size)
+        self.by_kind[kind] = self.by_kind.get(kind, 0) + size
+        return ticket
+
+    def drop(self, ticket: object) -> None:
+        """End a hold (settled or released); again: no effect."""
+        got = self._tickets.pop(ticket, None) if isinstance(ticket, int) else None
+        if got is not None:
+            kind, size = got
+            left = self.by_kind[kind] - size
+            if left:
+                self.by_kind[kind] = left
+            else:
+                del self.by_kind[kind]
+
+
 class Ledger:
     """Objects per kind in the current UTC day and month, in this process (``MemoryStore``,
-    and ``RedisStore`` while Redis is unreachable); a new period starts from nothing."""
+    and ``RedisStore`` while Redis is unreachable), and the reservations not yet settled
+    (``holds``); a new period starts from nothing."""
 
-    __slots__ = ("_counts",)
+    __slots__ = ("_counts", "holds")
 
     def __init__(self) -> None:
         self._counts: ObjectCounts | None = None
+        self.holds = Holds()
 
     def add(self, now: float, kind: str, count: int) -> ObjectCounts:
         counts = self.read(now)
@@ -191,35 +276,36 @@ class Ledger:
         self._counts = ObjectCounts.empty(now) if counts is None else counts.at(now)
         return self._counts
 
+    def reserve(
+        self,
+        counts: ObjectCounts,
+        kind: str,
+        want: int,
+        least: int,
+        allowance: Mapping[str, int],
+    ) -> Grant:
+        """Hold up to ``want`` objects of ``kind`` (at least ``least``) against ``counts``
+        and the holds of this process: what :func:`grant` gives."""
+        size, free, name = grant(allowance, counts, self.holds.by_kind, kind, want, least)
+        return Grant(self.holds.add(kind, size) if size else None, size, free, name)
+
 
 class Volume:
     """The month's allowance against what the store last said was exchanged (sans-I/O)."""
 
-    __slots__ = ("allowance", "counts", "spent")
+    __slots__ = ("allowance", "counts")
 
     def __init__(self, allowance: Mapping[str, int]) -> None:
         self.allowance = dict(allowance)
         self.counts: ObjectCounts | None = None
-        #: whether some allowance was reached (the scheduler's hot path tests this alone)
-        self.spent = False
 
     def note(self, counts: ObjectCounts) -> None:
         """What the store answered (after an addition or a read)."""
         self.counts = counts
-        self.spent = any(counts.used(k) >= n for k, n in self.allowance.items())
 
-    def gate(self, now: float, kind: str) -> str | None:
-        """The allowance (``"all"`` or ``kind``) that holds back a request for objects of
-        ``kind`` at ``now``, or None. A past month's counts hold nothing back."""
-        if not self.spent or self.counts is None or kind not in KINDS:
-            return None
-        counts = self.counts.at(now)
-        if counts is not self.counts:
-            self.note(counts)  # a new month (or day): what was spent is behind us
-        for name in (ALL, kind):
-            if name in self.allowance and counts.used(name) >= self.allowance[name]:
-                return name
-        return None
+    def binds(self, kind: str) -> bool:
+        """Whether an allowance holds back objects of ``kind``."""
+        return kind in KINDS and (ALL in self.allowance or kind in self.allowance)
 
     def describe(self, name: str) -> str:
         """The allowance ``name`` in words, for errors and logs."""

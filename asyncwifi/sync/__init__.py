@@ -1,45 +1,27 @@
-"""Keep a database in step with the platform: feeds, checkpoints, destinations, the syncer.
+"""The sync job: keep a database in step with the platform, on the engine
+(:mod:`asyncwifi.engine`: its feeds, its copy loop, its destinations).
 
-The primitives work without the ``asyncwifi sync`` command:
+:class:`Syncer` runs one pass (:meth:`Syncer.run_once`) or a daemon
+(:meth:`Syncer.run_forever`) into a destination (``asyncwifi.engine.open_destination``:
+``sqlite:///PATH`` or ``postgresql://...``), on an object plan made from its
+:class:`SyncOptions`' share of the month's allowance (see ``docs/guides/sync.md``).
 
-- :class:`EventFeed`, :class:`ContactFeed` and :func:`snapshot` hand out :class:`Batch`
-  es of records (typed item + the server's exact bytes) with an opaque ``checkpoint`` to
-  store in the same transaction as the records, so that "records written" and "position
-  saved" never disagree; exact on every event record shape (see ``docs/guides/sync.md``).
-- :class:`Budget` divides a share of the day's quota between resources, counted by the
-  limiter (every process's on the key with a ``RedisStore``).
-- A :class:`Destination` (:func:`open_destination`: ``sqlite:///PATH`` or
-  ``postgresql://...``) writes a batch, its dead letters, deletes and checkpoints in one
-  transaction, one organization's rows (``for_organization``: another's, on the same
-  connections); ``take_lease`` fences a writer off once another took the organization
-  (:class:`LeaseLostError`).
-- :class:`Syncer` runs them: one pass (:meth:`Syncer.run_once`) or a daemon.
+The door also passes, outside ``__all__`` (the public surface is at its 100 names), what
+the command line and the fleet build with: ``SyncStats`` (what a sync did: the copy loop's
+counts and its passes), ``SyncMetrics`` (``/metrics`` and ``/healthz``), ``SyncPlan`` (an
+object plan, as ``on_plan`` sees it), ``FIRST_RUN`` and ``read_earlier`` (``--since``
+earlier than what the database holds), ``erase_contacts`` and its ``Erasure`` (erase
+contacts upstream and from every mirror, for good: ``asyncwifi contacts erase``).
 """
 
-from asyncwifi.sync._budget import Budget
-from asyncwifi.sync._destination import (
-    Destination,
-    DestinationUnavailableError,
-    LeaseLostError,
-    Write,
-)
-from asyncwifi.sync._feeds import Batch, EventFeed
-from asyncwifi.sync._open import open_destination
+from asyncwifi.sync._earlier import read_earlier as read_earlier
+from asyncwifi.sync._erase import Erasure as Erasure
+from asyncwifi.sync._erase import erase_contacts as erase_contacts
+from asyncwifi.sync._metrics import SyncMetrics as SyncMetrics
+from asyncwifi.sync._options import FIRST_RUN as FIRST_RUN
 from asyncwifi.sync._options import SyncOptions
+from asyncwifi.sync._options import SyncStats as SyncStats
+from asyncwifi.sync._plan import SyncPlan as SyncPlan
 from asyncwifi.sync._runner import Syncer
-from asyncwifi.sync._snapshots import ContactFeed, snapshot
 
-__all__ = [
-    "Batch",
-    "Budget",
-    "ContactFeed",
-    "Destination",
-    "DestinationUnavailableError",
-    "EventFeed",
-    "LeaseLostError",
-    "SyncOptions",
-    "Syncer",
-    "Write",
-    "open_destination",
-    "snapshot",
-]
+__all__ = ["SyncOptions", "Syncer"]

@@ -3,10 +3,12 @@
 ``/metrics``: rows synced per table, requests per resource (and those re-reading the
 recent past), late events stored (by the lookback, or by the audit: later than the
 lookback), 429s, quota left today, lag behind the newest event, time of the last
-successful pass; objects (spec §8) this UTC month and day by kind, as the limiter counts
+successful pass, deletes the mass-delete guard withholds by table; objects (spec §8) this
+UTC month and day by kind, as the limiter counts
 them (``scheduler.objects()``: every process's of the key with a shared store), the month's
 allowance by kind and the sync plan's month projection. ``/healthz``: 200 while the
-database answers and a pass succeeded, else 503 with the reason.
+database answers and a pass succeeded, else 503 with the reason (``degraded`` while the
+mass-delete guard withholds deletes).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from asyncwifi._extras import require
-from asyncwifi.ratelimit._volume import ALL, KINDS
+from asyncwifi.ratelimit import ALL, KINDS
 
 if TYPE_CHECKING:
     from asyncwifi._client import Client
@@ -93,6 +95,13 @@ class SyncMetrics:
             "asyncwifi_sync_objects_projection",
             "Objects a month the sync's plan projects (-1: no plan yet)", registry=registry,
         )  # fmt: skip
+        self.withheld = Gauge(
+            "asyncwifi_sync_withheld_deletes",
+            "Deletes the mass-delete guard withholds now, by table (a complete read that "
+            "would retire more than its thresholds; 0 once an honest read applies them)",
+            ["table"], registry=registry,
+        )  # fmt: skip
+        self._withheld_tables: set[str] = set()
         self._runner: web.AppRunner | None = None
         self._unhook: Callable[[], None] | None = None
         #: the kinds of object shown so far (a kind gone from a new period shows 0)
@@ -128,6 +137,9 @@ class SyncMetrics:
         for kind, figure in (allowance or {ALL: -1}).items():
             self.allowance.labels(kind=kind).set(figure)
         self.projection.set(-1 if stats.projection is None else stats.projection)
+        self._withheld_tables.update(stats.withheld_deletes)
+        for table in self._withheld_tables:
+            self.withheld.labels(table=table).set(stats.withheld_deletes.get(table, 0))
 
     async def refresh_objects(self) -> None:
         """Read the objects of this month and day from the limiter's store (not a request);
@@ -155,6 +167,11 @@ class SyncMetrics:
             return web.json_response({"status": "database unreachable"}, status=503)
         if stats.last_success is None:  # rows written are not a pass that succeeded
             return web.json_response({"status": "no pass has succeeded yet"}, status=503)
+        if withheld := stats.withheld_deletes:
+            said = ", ".join(f"{n} of {t}" for t, n in sorted(withheld.items()))
+            return web.json_response(
+                {"status": "degraded", "reason": f"mass deletes withheld: {said}"}, status=503
+            )
         return web.json_response({"status": "ok", "passes": stats.passes})
 
     async def start(self, port: int, host: str = "127.0.0.1") -> int:

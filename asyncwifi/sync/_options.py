@@ -1,31 +1,37 @@
-"""What a sync is asked to keep (:class:`SyncOptions`) and what it did (:class:`SyncStats`)."""
+"""What a sync is asked to keep (:class:`SyncOptions`: the copy loop's options and the
+sync's own) and what it did (:class:`SyncStats`: the copy loop's counts and the sync's)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime
 
-from asyncwifi._protocol import require_positive
-from asyncwifi.errors import ValidationError
-from asyncwifi.sync._lookback import DEFAULT_LOOKBACK, lookback_of
+from asyncwifi._defaults import EVENTS_PAGE_SIZE, LOOKBACK, OBJECT_SHARE, POLL_INTERVAL, SETTLE
+from asyncwifi._defaults import FIRST_RUN as FIRST_RUN
+from asyncwifi._protocol import require_positive, require_share
+from asyncwifi.engine import (
+    HOTSPOTS_CHANGED,
+    MODIFIED_FROM,
+    MODIFIED_TO,
+    CopyOptions,
+    CopyStats,
+    lookback_of,
+)
 from asyncwifi.sync._plan import Insisted
-from asyncwifi.sync._snapshots import HOTSPOTS_CHANGED, MODIFIED_FROM, MODIFIED_TO
+from asyncwifi.sync._selection import event_types_of, resources_of
 
 __all__ = ["DEFAULTS", "FIRST_RUN", "OBJECT_SHARE", "SyncOptions", "SyncStats"]
 
-#: how far back a first run reads events when no ``since`` says where (7 days: the command's
-#: ``--since`` default too)
-FIRST_RUN = timedelta(days=7)
-#: what the plan starts from where neither it nor the user sets a value (clock seconds)
-DEFAULTS = Insisted(poll=60.0, settle=60.0, lookback=DEFAULT_LOOKBACK)
-#: the share of the month's object allowance a sync plans to spend (the rest: other users
-#: of the key, webhooks, and room for the organization to grow before the next plan)
-OBJECT_SHARE = 0.9
+#: what the plan starts from where neither it nor the user sets a value (clock seconds; the
+#: table's, ``asyncwifi._defaults``: ``FIRST_RUN`` and ``OBJECT_SHARE`` are its too)
+DEFAULTS = Insisted(poll=POLL_INTERVAL, settle=SETTLE, lookback=LOOKBACK)
 
 
 @dataclass
-class SyncOptions:
-    """What a sync keeps and how often (durations in clock seconds).
+class SyncOptions(CopyOptions):
+    """What a sync keeps and how often (durations in clock seconds); the copy loop's
+    options (:class:`~asyncwifi.engine.CopyOptions`: retries, a full disk) too.
 
     A cadence left ``None`` is chosen by the sync's object plan (``_plan``: spec §8, objects
     are a quota too) from ``object_share`` of the month's allowance; one set to a number is
@@ -43,7 +49,7 @@ class SyncOptions:
     #: events that appear up to this long after their own time are still stored: each span
     #: of event time is read once more a lookback later, or read once, a lookback late, as
     #: the plan chooses (0: off; see ``docs/guides/sync.md``, "Late events")
-    lookback: float = DEFAULT_LOOKBACK
+    lookback: float = LOOKBACK
     #: between reads of changed contacts and hotspots (and segments, when set)
     refresh_every: float | None = None
     #: between full contact reconciles (deleted contacts), in both modes
@@ -58,21 +64,28 @@ class SyncOptions:
     hotspots_changed: str = HOTSPOTS_CHANGED
     #: events per request (spec §8: up to 10,000); contact pages are as large as the
     #: server accepts (``contacts.list(size="max")``, learnt once per client)
-    page_size: int = 10_000
-    #: the first and longest wait before retrying an unreachable database (real seconds)
-    retry_initial: float = 0.5
-    retry_max: float = 30.0
+    page_size: int = EVENTS_PAGE_SIZE
+    #: what the sync keeps (``_selection``): resources (None: all four; a comma list or a
+    #: collection) and event types (None: every type); what is not kept is never read
+    resources: Collection[str] | None = None
+    event_types: Collection[str] | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
+        self.resources = resources_of(self.resources)
+        self.event_types = event_types_of(self.event_types)
         self.lookback = lookback_of(self.lookback)
         for name in ("poll_interval", "refresh_every", "reconcile_every", "settle"):
             if getattr(self, name) is not None:
                 # 0: a reconcile at every pass, events read at once
                 zero = name in ("reconcile_every", "settle")
                 require_positive(getattr(self, name), name, zero=zero)
-        share = self.object_share
-        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
-            raise ValidationError(f"object_share must be within (0, 1], got {share!r}")
+        require_share(self.object_share, "object_share")
+
+    def first_start(self, now: datetime) -> datetime:
+        """Where a first run's events start: ``since``, else ``FIRST_RUN`` before ``until``
+        (or ``now``): the one rule (the sync's feed, and ``--since`` recorded, ``_earlier``)."""
+        return self.since or (self.until or now) - FIRST_RUN
 
     @property
     def insisted(self) -> Insisted:
@@ -84,23 +97,14 @@ class SyncOptions:
 
 
 @dataclass
-class SyncStats:
-    """What the sync did (the metrics read it)."""
+class SyncStats(CopyStats):
+    """What the sync did (the metrics read it): the copy loop's counts
+    (:class:`~asyncwifi.engine.CopyStats`) and the sync's passes."""
 
-    rows: dict[str, int] = field(default_factory=dict)
-    dead_letters: int = 0
-    requests: dict[str, int] = field(default_factory=dict)
     passes: int = 0
     last_success: float | None = None
     newest_event: datetime | None = None
-    store_down_since: float | None = None
-    #: how many times the database became unreachable
-    store_outages: int = 0
     #: how many times the day's quota ran out and the sync slept until the reset
     quota_sleeps: int = 0
-    #: late events stored, by what found them: ``lookback``, or ``audit`` (later than the
-    #: lookback); and the requests the re-reads spent (within ``requests["events"]``)
-    late_events: dict[str, int] = field(default_factory=lambda: {"lookback": 0, "audit": 0})
-    lookback_requests: int = 0
     #: objects a month the sync's plan projects (None: no plan yet)
     projection: int | None = None

@@ -4,9 +4,19 @@ refresh hotspots and segments and reconcile contacts, so that the month stays in
 
 Sans-I/O: :func:`plan_sync` takes the allowance, the share, what was observed
 (:class:`Observed`: the rate of new events and contact changes, the sizes of the contact,
-hotspot and segment sets) and what the user insisted on (a ``SyncOptions`` field set to a
-number), and returns a :class:`SyncPlan`: the cadences, what each costs a month, the
-projection, and warnings for requirements that cannot fit.
+hotspot and segment sets (live rows: what was deleted is not read again), what the month
+has spent already and how many of its days are left, how late the audit found events) and
+what the user insisted on (a ``SyncOptions`` field set to a number), and returns a
+:class:`SyncPlan`: the cadences, what each costs a month, the projection, and warnings for
+requirements that cannot fit.
+
+**The month**: what the store counted this month for the key (the sync's first read, a
+backfill, webhooks, other processes) is spent already; a rung fits when a month of it fits
+in the share and its cost for the days left (the projection scaled to them) in what is
+left of it. A rung more thorough than the one in force must leave :data:`HEADROOM` of both
+unspent, so that a plan on the edge does not go up and down at every re-plan.
+A cadence the user set is costed as it runs: ``reconcile=0`` (a reconcile at every pass)
+at the pass's cadence, not the rung's.
 
 Every read costs objects (each record returned), so the plan buys, in this order, what the
 share can hold (the first rung of :data:`LADDER` whose month fits):
@@ -22,21 +32,32 @@ share can hold (the first rung of :data:`LADDER` whose month fits):
 
 Changes (new events, changed contacts and hotspots) are read whatever the rung: their
 objects are the floor; a rung changes how often each is read and what is read again.
+
+**Late events on every rung**: below the first, the audit stays, reading only where the
+feed delivered nothing (its objects are what it finds: no cost is planned for it; see
+``_lookback``), and the lookback follows the lateness it found: a lookback the user left
+at its default grows to the one that stores what the audit found on time, up to
+``MAX_LOOKBACK`` (it costs no object on any rung: each span is re-read once, or read once,
+whatever its length; only the delay grows: on the one-read rung, every event's).
 """
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from asyncwifi._defaults import POLL_INTERVAL
 from asyncwifi._instant import human_duration
-from asyncwifi.ratelimit._volume import ALL, COMPASS_PER_CONTACT, SPLASH_PER_ACCESS_POINT
-from asyncwifi.sync._lookback import DEFAULT_LOOKBACK
+from asyncwifi.engine import DEFAULT_LOOKBACK, Audit, lookback_setting
+from asyncwifi.ratelimit import ALL, COMPASS_PER_CONTACT, SPLASH_PER_ACCESS_POINT
 
 __all__ = [
     "DAYS_A_MONTH",
+    "HEADROOM",
     "LADDER",
     "Cadence",
     "Insisted",
@@ -51,6 +72,10 @@ DAY = 86_400.0
 DAYS_A_MONTH = 30.44
 #: until observed, the contacts changed a day (a share of the contacts)
 ASSUMED_CONTACT_CHANGES = 0.01
+#: the part of the share a more thorough rung than the one in force must leave unspent
+HEADROOM = 0.1
+#: what a sync may read (``_selection.RESOURCES``), each costed apart
+_KINDS = ("events", "contacts", "hotspots", "segments")
 
 Late = Literal["audited", "reread", "delayed", "off"]
 
@@ -91,8 +116,13 @@ class Observed:
     hotspots: int = 0
     hotspot_changes_per_day: float = 0.0
     segments: int = 0
-    #: objects a month other users of the key spend (webhooks, other programs)
-    others_a_month: float = 0.0
+    #: objects the store counted this month for the key so far (every kind, every user:
+    #: this sync's reads, a backfill, webhooks, other processes)
+    spent: float = 0.0
+    #: days left in the month (None: plan a whole month, nothing spent)
+    days_left: float | None = None
+    #: the lookback that would have stored on time what the audit found (0: nothing found)
+    late_by: float = 0.0
     #: whether the hotspots' date filter reads changes only (else: the whole list)
     hotspot_filter: bool = True
     #: whether anything was observed (a first run knows nothing before its first pass)
@@ -127,6 +157,10 @@ class SyncPlan:
     warnings: tuple[str, ...] = ()
     #: what the plan was made from
     observed: Observed = field(default_factory=Observed)
+    #: its rung's place in :data:`LADDER` (0: the most thorough)
+    rung: int = 0
+    #: the resources the sync keeps (the others cost nothing: never read)
+    resources: frozenset[str] = field(default_factory=lambda: frozenset(_KINDS))
 
     @property
     def projection(self) -> int:
@@ -138,8 +172,48 @@ class SyncPlan:
         return self.cadence.late
 
     @property
-    def audit(self) -> bool:
-        return self.cadence.late == "audited"
+    def audit(self) -> Audit:
+        """The whole slice on the thorough rung, else only where nothing was delivered."""
+        return "off" if self.late == "off" else "full" if self.late == "audited" else "gaps"
+
+    @property
+    def room(self) -> float | None:
+        """What is left of the share this month (None: no allowance known)."""
+        return None if self.share is None else self.share - self.observed.spent
+
+    @property
+    def fits(self) -> bool:
+        """Whether it fits: a month of it in the share, and the rest of this month in what
+        is left of it (no allowance known: nothing is bounded)."""
+        return self.fits_with(1.0)
+
+    def fits_with(self, part: float) -> bool:
+        """Whether it fits in ``part`` of the share and of what is left of it."""
+        if self.share is None or self.room is None:
+            return True
+        return self.projection <= part * self.share and self.rest <= part * self.room
+
+    @property
+    def rest(self) -> int:
+        """Objects for the rest of the month at these cadences (the projection, scaled to
+        the days left)."""
+        days = self.observed.days_left
+        scale = 1.0 if days is None else min(1.0, max(0.0, days) / DAYS_A_MONTH)
+        return round(self.projection * scale)
+
+    @property
+    def gist(self) -> tuple[object, ...]:
+        """What makes a plan worth saying again: its cadences, reads and the kinds of its
+        warnings (not their figures, which move at every plan)."""
+        kinds = tuple(re.sub(r"\d[\d,.]*", "#", w) for w in self.warnings)
+        return self.cadence, self.poll, self.settle, self.lookback, kinds
+
+    def log(self, logger: logging.Logger) -> None:
+        """Say the plan in ``logger``: its lines, then each warning once, as a warning."""
+        for line in self.describe()[: -len(self.warnings) or None]:
+            logger.info("sync: %s", line)
+        for warning in self.warnings:
+            logger.warning("sync: object plan: %s", warning)
 
     def describe(self) -> list[str]:
         """The plan in a few lines: what it chose, what that costs, what does not fit."""
@@ -147,25 +221,40 @@ class SyncPlan:
         fits = "no allowance known" if share is None else f"share {share:,}"
         head = f"object plan: {human_count(self.projection)} objects a month ({fits}"
         head += f"; allowance: {self.allowance})"
+        known = self.observed.known
+        if not known:  # no cost to say: a plan of 0 objects would be a wrong figure
+            head = "object plan of a first pass, thorough (nothing observed yet: the plan is "
+            head += "remade after it, with what it cost)"
         lookback, settle = human_duration(self.lookback), human_duration(self.settle)
         late = {
             "audited": f"each read 3x: on time, {lookback} later, and an audit",
-            "reread": f"each read 2x: on time and once more {lookback} later",
-            "delayed": f"each read once, {settle} after its time",
+            "reread": f"each read 2x: on time and once more {lookback} later, audited where "
+            "nothing was read",
+            "delayed": f"each read once, {settle} after its time, audited where nothing was read",
             "off": "each read once; late events are not looked for (lookback 0)",
         }[c.late]
+        if self.observed.late_by and c.late != "off":
+            late += f" (the audit found events up to {human_duration(self.observed.late_by)} late)"
         kinds = ("events", "contacts", "hotspots", "segments")
-        cost = {k: human_count(self.costs.get(k, 0)) for k in kinds}
+        cost = {k: f": {human_count(self.costs.get(k, 0))}" if known else "" for k in kinds}
         refresh = human_duration(c.refresh)
-        lines = [
-            head,
-            f"  events: {late}: {cost['events']}",
-            f"  contacts: changes every {refresh}, all of them every "
-            f"{human_duration(c.reconcile)}: {cost['contacts']}",
-            f"  hotspots: changes every {refresh}, all every "
-            f"{human_duration(c.hotspots_reconcile)}: {cost['hotspots']}",
-            f"  segments: every {human_duration(c.segments)}: {cost['segments']}",
+        reads = {
+            "events": f"  events: {late}{cost['events']}",
+            "contacts": f"  contacts: changes every {refresh}, all of them every "
+            f"{human_duration(c.reconcile)}{cost['contacts']}",
+            "hotspots": f"  hotspots: changes every {refresh}, all every "
+            f"{human_duration(c.hotspots_reconcile)}{cost['hotspots']}",
+            "segments": f"  segments: every {human_duration(c.segments)}{cost['segments']}",
+        }
+        lines = [head] + [
+            reads[k] if k in self.resources else f"  {k}: not kept (--resources): 0" for k in kinds
         ]
+        days = self.observed.days_left
+        if days is not None and known:
+            lines.append(
+                f"  this month: {human_count(self.observed.spent)} counted for the key so far; "
+                f"{human_count(self.rest)} planned for the {days:.1f} days left"
+            )
         return lines + [f"  warning: {w}" for w in self.warnings]
 
 
@@ -216,19 +305,42 @@ def _costs(c: Cadence, o: Observed, lookback: float) -> dict[str, int]:
 
 
 def _insist(c: Cadence, insisted: Insisted, late_ok: bool) -> Cadence:
-    """Rung ``c`` with what the user set; ``late_ok``: whether events may be read late."""
+    """Rung ``c`` with what the user set; ``late_ok``: whether events may be read late. A
+    reconcile set runs at the next pass once due (0: at every pass): its cadence as it runs
+    is at least a pass's (the refresh)."""
     late: Late = c.late
     if insisted.lookback == 0:
         late = "off"
     elif late == "delayed" and not late_ok:
         late = "reread"
+    refresh = insisted.refresh or c.refresh
+    reconcile, hotspots = c.reconcile, c.hotspots_reconcile
+    if insisted.reconcile is not None:  # contacts and hotspots (``Syncer.sync_hotspots``)
+        reconcile = hotspots = max(insisted.reconcile, refresh)
     return replace(
         c,
         late=late,
-        refresh=insisted.refresh or c.refresh,
+        refresh=refresh,
         segments=insisted.refresh or c.segments,
-        reconcile=insisted.reconcile or c.reconcile,
+        reconcile=reconcile,
+        hotspots_reconcile=hotspots,
     )
+
+
+def _asked(lookback: float | None) -> bool:
+    """Whether the user set the lookback (its default leaves it to the plan)."""
+    return lookback not in (None, DEFAULT_LOOKBACK)
+
+
+def _lookback(observed: Observed, insisted: Insisted, defaults: Insisted) -> float:
+    """The lookback: the user's; else the default, lengthened to what the audit found late
+    (up to ``MAX_LOOKBACK``: see the module docstring)."""
+    if insisted.lookback is not None and _asked(insisted.lookback):
+        return insisted.lookback
+    base = insisted.lookback if insisted.lookback is not None else defaults.lookback or 0.0
+    if not base or observed.late_by <= base:
+        return base
+    return lookback_setting(observed.late_by)[0]  # whole minutes, at most MAX_LOOKBACK
 
 
 def plan_sync(
@@ -238,40 +350,59 @@ def plan_sync(
     share: float,
     insisted: Insisted,
     defaults: Insisted,
+    current: int | None = None,
+    resources: Collection[str] | None = None,
 ) -> SyncPlan:
     """The plan (see the module docstring); ``defaults`` fills what neither the plan nor
-    the user sets (poll, settle, lookback)."""
+    the user sets (poll, settle, lookback); ``resources``: what the sync keeps (None: all;
+    the others are budgeted nothing). ``current``: the rung of the plan in force; a
+    more thorough one is taken only with :data:`HEADROOM` to spare, so that a plan on the
+    edge of its share does not go up and down at every re-plan."""
     total, source = allowance_of_plan(allowance, observed)
     bound = None if total is None else math.floor(total * share)
-    room = None if bound is None else bound - observed.others_a_month
-    lookback = insisted.lookback if insisted.lookback is not None else defaults.lookback or 0.0
-    poll = insisted.poll if insisted.poll is not None else defaults.poll or 60.0
+    lookback = _lookback(observed, insisted, defaults)
+    poll = insisted.poll if insisted.poll is not None else defaults.poll or POLL_INTERVAL
     base_settle = insisted.settle if insisted.settle is not None else defaults.settle or 0.0
     # events read a lookback late only where the user left the settle to the plan
     late_ok = insisted.settle is None and lookback > base_settle
+    kept = frozenset(resources if resources is not None else _KINDS)
     chosen: SyncPlan | None = None
-    for rung in LADDER:
+    for index, rung in enumerate(LADDER):
         c = _insist(rung, insisted, late_ok)
-        costs = _costs(c, observed, lookback)
+        costs = {k: n if k in kept else 0 for k, n in _costs(c, observed, lookback).items()}
         settle = max(base_settle, lookback) if c.late == "delayed" else base_settle
-        candidate = SyncPlan(c, poll, settle, lookback, bound, source, costs, (), observed)
+        candidate = SyncPlan(
+            c, poll, settle, lookback, bound, source, costs, (), observed, index, kept
+        )
         chosen = candidate
-        if room is None or candidate.projection <= room:
+        up = current is not None and index < current
+        if candidate.fits_with(1.0 - HEADROOM if up else 1.0):
             break
     assert chosen is not None
-    return replace(chosen, warnings=tuple(_warnings(chosen, room, allowance, insisted)))
+    return replace(chosen, warnings=tuple(_warnings(chosen, allowance, insisted)))
 
 
-def _warnings(
-    plan: SyncPlan, room: float | None, allowance: Mapping[str, int], insisted: Insisted
-) -> list[str]:
+def _beyond(plan: SyncPlan) -> str:
+    """How a plan that does not fit goes past the share: a month's, or this month's rest."""
+    o, share, room = plan.observed, plan.share or 0, plan.room or 0.0
+    if plan.projection > share:
+        return f"more than the share ({share:,})"
+    left = f"{human_count(room)} of {share:,}" if room > 0 else "nothing"
+    return (
+        f"{human_count(plan.rest)} for the {o.days_left or 0:.1f} days left, more than what is "
+        f"left of the share this month ({left}: {human_count(o.spent)} objects counted for the "
+        "key so far)"
+    )
+
+
+def _warnings(plan: SyncPlan, allowance: Mapping[str, int], insisted: Insisted) -> list[str]:
     """What does not fit, said at start (not at the month's end)."""
     out: list[str] = []
-    if room is not None and plan.projection > room:
+    if not plan.fits:
         asked = [
             name
             for name, value in (
-                ("--lookback", insisted.lookback not in (None, DEFAULT_LOOKBACK)),
+                ("--lookback", _asked(insisted.lookback)),
                 ("--settle", insisted.settle is not None),
                 ("--refresh-every", insisted.refresh is not None),
                 ("--reconcile-every", insisted.reconcile is not None),
@@ -281,8 +412,8 @@ def _warnings(
         what = f"with {', '.join(asked)} as set, the plan" if asked else "even the cheapest plan"
         parts = ", ".join(f"{k} {human_count(v)}" for k, v in plan.costs.items())
         out.append(
-            f"{what} needs {human_count(plan.projection)} objects a month ({parts}), more than "
-            f"the share ({human_count(room)}): the month's allowance runs out before its end; "
+            f"{what} needs {human_count(plan.projection)} objects a month ({parts}), "
+            f"{_beyond(plan)}: the month's allowance runs out before its end; "
             "raise --object-share, give the real --allowance, or buy an overage"
         )
     for kind, limit in allowance.items():
@@ -291,6 +422,4 @@ def _warnings(
                 f"{kind} need {human_count(plan.costs[kind])} objects a month, more than their "
                 f"allowance ({limit:,})"
             )
-    if not plan.observed.known:
-        out.append("nothing observed yet: this plan is remade after the first pass")
     return out

@@ -1,14 +1,21 @@
 """The sync job: the organization's resources copied into a destination (the engine's
-:class:`~asyncwifi.sync._copy.Copier`), one pass or a daemon, on an object plan.
+:class:`~asyncwifi.engine.Copier`), one pass or a daemon, on an object plan.
 
 - Objects are a quota too (spec §8): before it reads, the sync makes its plan
-  (``_plan``: from ``options.object_share`` of the month's allowance and what it measured
-  of the organization, ``_observed``) and says it: how late events are found, how often
+  (``_plan``: from ``options.object_share`` of the month's allowance, what the store
+  counted this month for the key, the days left, and what it measured of the
+  organization, ``_observed``) and says it: how late events are found, how often
   hotspots and segments are read, how often contacts and hotspots are reconciled, what
   that costs a month, and what does not fit. A read that is not due is not made: when each
   was last made is a checkpoint, so a pass run every minute reads segments as often as
   the plan says, not every minute. The daemon makes its plan anew every
-  :data:`REPLAN` (and after its first pass, when it knew nothing before).
+  :data:`REPLAN` (after its first pass, when it knew nothing before; and at once when the
+  audit found events later than the lookback the plan may lengthen). A plan is said when
+  it differs from the last one said (its reads, or the kinds of its warnings: not at every
+  re-plan whose figures moved a little); with ``on_plan`` it is said there, else logged.
+- A change of plan never drops a read it owes: every rung's event feed keeps the
+  lookback's watermark (saved in the events checkpoint), so the re-read the previous rung
+  owed is made by the next, once; the one-read rung owes none of its own.
 - The day's quota or the month's object allowance spent (``QuotaExhaustedError``): the
   sync says so, sleeps until the reset, and goes on from its checkpoints.
 - The daemon follows new events and refreshes contacts, hotspots and segments on the
@@ -29,19 +36,29 @@ from datetime import UTC, datetime
 from typing import Any
 
 from asyncwifi._client import Client
-from asyncwifi._instant import format_instant
+from asyncwifi._instant import format_instant, period_end
+from asyncwifi.engine import (
+    EVENTS,
+    Batch,
+    Budget,
+    ContactFeed,
+    Copier,
+    Destination,
+    EventFeed,
+    Stopped,
+    Write,
+    apply_retention,
+    snapshot,
+    stoppable,
+)
 from asyncwifi.errors import QuotaExhaustedError
-from asyncwifi.sync._budget import Budget
-from asyncwifi.sync._copy import EVENTS, Copier, Stopped, stoppable
-from asyncwifi.sync._destination import Destination, Write
-from asyncwifi.sync._feeds import Batch, EventFeed
+from asyncwifi.sync._hotspots import refresh_changed
 from asyncwifi.sync._observed import CHECKPOINT as OBSERVED
 from asyncwifi.sync._observed import Measured
-from asyncwifi.sync._options import DEFAULTS, FIRST_RUN, SyncOptions, SyncStats
+from asyncwifi.sync._options import DEFAULTS, SyncOptions, SyncStats
 from asyncwifi.sync._plan import SyncPlan, plan_sync
-from asyncwifi.sync._snapshots import ContactFeed, changed_hotspots, snapshot
 
-__all__ = ["REPLAN", "SyncOptions", "SyncStats", "Syncer"]
+__all__ = ["REPLAN", "Syncer"]
 
 log = logging.getLogger("asyncwifi.sync")
 
@@ -55,12 +72,17 @@ SEGMENTS_REFRESHED = "segments.refreshed_at"
 REPLAN = 6 * 3_600.0
 #: contacts changed this recently are left to the next read, which starts after them
 CONTACTS_SETTLE = 60.0
+DAY = 86_400.0
 
 
 class Syncer(Copier):
     """Keeps ``destination`` in step with the organization behind ``api`` (module
     docstring); ``on_plan(plan)`` sees each object plan as it is made anew, ``on_pass(stats)``
     each pass of the daemon once it succeeded."""
+
+    #: the sync's options (the copy loop's among them) and what it did
+    options: SyncOptions
+    stats: SyncStats
 
     def __init__(
         self,
@@ -73,7 +95,8 @@ class Syncer(Copier):
         on_plan: Callable[[SyncPlan], None] | None = None,
         on_pass: Callable[[SyncStats], None] | None = None,
     ) -> None:
-        super().__init__(api, destination, options=options, on_write=on_write)
+        super().__init__(api, destination, options=options or SyncOptions(), on_write=on_write)
+        self.stats = SyncStats()
         self.budget = budget
         self.on_plan = on_plan
         #: sees the stats after each pass of the daemon succeeded (the command's line)
@@ -84,30 +107,44 @@ class Syncer(Copier):
         #: the event feed's counts already measured (events, event seconds)
         self._feed: EventFeed | None = None
         self._feed_seen = (0, 0.0)
+        #: the plan last said (a plan is said again when its gist changes)
+        self._said: SyncPlan | None = None
+        #: set when the audit found events later than the plan's lookback: plan anew now
+        self._replan = asyncio.Event()
 
     # -- the plan --------------------------------------------------------------------------
     async def make_plan(self) -> SyncPlan:
-        """The object plan from what is known now (what was measured, the sets' sizes in
-        the database); said (the log, ``on_plan``) when it differs from the one in force."""
+        """The object plan from what is known now (what was measured, the sets' live sizes
+        in the database, what the store counted this month for the key); said (``on_plan``,
+        else the log) when it differs from the one last said (see the module docstring)."""
         measured = await self._measurements()
         contacts, hotspots, segments = [
             await self._retrying(functools.partial(self.destination.count, table), read=True)
             for table in ("contacts", "hotspots", "segments")
         ]
+        now = self.api.clock.now()
+        spent = sum((await self.api.scheduler.objects()).values())
+        observed = measured.observed(
+            contacts=contacts, hotspots=hotspots, segments=segments, spent=spent,
+            days_left=(period_end(now, "month") - now) / DAY,
+        )  # fmt: skip
         plan = plan_sync(
-            measured.observed(contacts=contacts, hotspots=hotspots, segments=segments),
+            observed,
             allowance=self.api.scheduler.limits.allowance,
             share=self.options.object_share,
             insisted=self.options.insisted,
             defaults=DEFAULTS,
+            current=None if self.plan is None else self.plan.rung,
+            resources=self.kept,
         )
-        old = self.plan
-        moved = old is None or abs(plan.projection - old.projection) > 0.1 * old.projection
-        if moved or old is None or (plan.cadence, plan.warnings) != (old.cadence, old.warnings):
-            for line in plan.describe():
-                log.log(logging.WARNING if "warning:" in line else logging.INFO, "sync: %s", line)
+        said = self._said
+        moved = said is not None and abs(plan.projection - said.projection) > 0.1 * said.projection
+        if said is None or moved or plan.gist != said.gist:
             if self.on_plan is not None:
                 self.on_plan(plan)
+            else:
+                plan.log(log)
+            self._said = plan
         self.plan = plan
         self.stats.projection = plan.projection
         return plan
@@ -125,7 +162,19 @@ class Syncer(Copier):
             events, seconds = feed.measured
             measured.add_events(events - self._feed_seen[0], seconds - self._feed_seen[1])
             self._feed_seen = (events, seconds)
+            self._late_seen(measured, feed)
         await self._write(Write(EVENTS, checkpoints={OBSERVED: measured.encode()}))
+
+    def _late_seen(self, measured: Measured, feed: EventFeed) -> None:
+        """What the feed's audit found late, kept; when it is later than the plan in force knew
+        and than its lookback, the plan is made anew at once (``_replan``: its lookback may
+        follow)."""
+        rereads = feed.rereads
+        measured.late_by = max(measured.late_by, rereads.late_by)
+        measured.late_told = max(measured.late_told, rereads.told)
+        plan = self.plan
+        if plan is not None and plan.observed.late_by < measured.late_by > plan.lookback:
+            self._replan.set()
 
     async def _last(self, *names: str) -> float | None:
         """When the latest of the reads stamped ``names`` was made (None: never)."""
@@ -143,15 +192,22 @@ class Syncer(Copier):
             batch.checkpoint = repr(self.api.clock.now())
 
     # -- the resources -------------------------------------------------------------------
+    @property
+    def kept(self) -> frozenset[str]:
+        """The resources this sync keeps (``SyncOptions.resources``; ``_selection``)."""
+        return frozenset(self.options.resources or ())
+
     @stoppable
     async def sync_events(self, *, follow: bool = False) -> int:
         """Events from the checkpoint (else ``since``) to ``until`` (or now, or forever)."""
         opts = self.options
         plan = self.plan or await self.make_plan()
         checkpoint = await self.checkpoint(EVENTS)
+        measured = await self._measurements()
         now = datetime.fromtimestamp(self.api.clock.now(), UTC)
-        since = opts.since or (opts.until or now) - FIRST_RUN
-        rereads = plan.late in ("reread", "audited")
+        since = opts.first_start(now)
+        # every rung keeps the lookback (and its watermark): the re-read a previous rung
+        # owed is made once; reading a lookback late, the forward read moves the watermark
         feed = self._feed = EventFeed(
             self.api,
             checkpoint=checkpoint,
@@ -162,13 +218,16 @@ class Syncer(Copier):
             settle=plan.settle,
             page_size=opts.page_size,
             budget=self.budget,
-            lookback=plan.lookback if rereads else 0.0,
+            lookback=plan.lookback,
             audit=plan.audit,
             stored=lambda ids: self._retrying(
                 lambda: self.destination.existing(EVENTS, ids), read=True
             ),
+            list_options=None if opts.event_types is None else {"types": opts.event_types},
         )
         self._feed_seen = (0, 0.0)
+        feed.rereads.told = measured.late_told  # said once, across feeds and runs
+        feed.rereads.on_late = lambda _: self._late_seen(measured, feed)
 
         def newest(_: Batch[Any]) -> None:
             if feed.newest is not None:
@@ -248,25 +307,7 @@ class Syncer(Copier):
         if not await self._due(plan.cadence.refresh, HOTSPOTS_REFRESHED, HOTSPOTS_RECONCILED):
             return 0
         since = await self._last(HOTSPOTS_REFRESHED, HOTSPOTS_RECONCILED) or 0.0
-        now = self.api.clock.now()
-        batch, kept = await self._unless_stopped(
-            lambda: changed_hotspots(self.api, since=since, param=param, budget=self.budget)
-        )
-        if not kept:
-            log.warning(
-                "sync: the server ignores the hotspots' %s filter (older hotspots came back): "
-                "each refresh reads the whole list from now on",
-                param,
-            )
-            measured.hotspot_filter = False
-        else:
-            measured.hotspot_filter = True
-            measured.add_hotspot_changes(len(batch.items), now - since)
-        batch.checkpoint = repr(now)
-        before = self._total()
-        await self._apply(batch, HOTSPOTS_REFRESHED)
-        await self._flush()
-        return self._total() - before
+        return await refresh_changed(self, since, param, HOTSPOTS_REFRESHED)
 
     @stoppable
     async def sync_segments(self) -> int:
@@ -284,7 +325,7 @@ class Syncer(Copier):
         returns the rows changed."""
         await self._until_store()
         plan = await self.make_plan()
-        written = await self._quota_safe(self.sync_events)
+        written = await self._quota_safe(self.sync_events) if EVENTS in self.kept else 0
         written += await self._refresh()
         await self._save_measurements()
         if not plan.observed.known and not self._stopping.is_set():
@@ -295,13 +336,19 @@ class Syncer(Copier):
 
     async def _refresh(self) -> int:
         written = 0
-        for step in (self.sync_contacts, self.sync_hotspots, self.sync_segments):
+        steps = {"contacts": self.sync_contacts, "hotspots": self.sync_hotspots,
+                 "segments": self.sync_segments}  # fmt: skip
+        for step in (step for name, step in steps.items() if name in self.kept):
             if self._stopping.is_set():
                 break
             written += await self._quota_safe(step)
+        if not self._stopping.is_set():  # local retention: 0 requests (``_retention``)
+            written += sum((await apply_retention(self)).values())
         return written
 
     def _follow(self) -> asyncio.Task[int]:
+        if EVENTS not in self.kept:  # no events kept: a follower with nothing to follow
+            return asyncio.create_task(asyncio.sleep(0, 0))
         return asyncio.create_task(self._quota_safe(lambda: self.sync_events(follow=True)))
 
     async def run_forever(self) -> None:
@@ -312,26 +359,35 @@ class Syncer(Copier):
         except Stopped:
             return
         events = self._follow()
-        planned = self.api.clock.now()
+        planned = refreshed = self.api.clock.now()
+        early = False  # woken for a plan, not for a pass
         try:
             while not self._stopping.is_set():
-                await self._refresh()
-                done = not self._stopping.is_set()  # a pass cut short did not succeed
-                if done:
-                    self.stats.passes += 1
-                    self.stats.last_success = self.api.clock.now()
+                done = False
+                if not early:
+                    await self._refresh()
+                    refreshed = self.api.clock.now()  # the next pass a refresh after this one
+                    done = not self._stopping.is_set()  # a pass cut short did not succeed
+                    if done:
+                        self.stats.passes += 1
+                        self.stats.last_success = self.api.clock.now()
                 await self._save_measurements()
                 if done and self.on_pass is not None:
                     self.on_pass(self.stats)
-                if not plan.observed.known or self.api.clock.now() - planned >= REPLAN:
+                now = self.api.clock.now()
+                if not plan.observed.known or now - planned >= REPLAN or self._replan.is_set():
+                    self._replan.clear()
                     plan, was = await self.make_plan(), plan
                     planned = self.api.clock.now()
                     reads = (plan.late, plan.settle, plan.lookback, plan.poll)
                     if reads != (was.late, was.settle, was.lookback, was.poll):
-                        events.cancel()  # the follower goes on from its checkpoint
+                        # the follower goes on from its checkpoint: its cursor and the
+                        # lookback's watermark (what the re-reads still owe)
+                        events.cancel()
                         await asyncio.gather(events, return_exceptions=True)
                         events = self._follow()
-                await self._sleep(plan.cadence.refresh)
+                rest = refreshed + plan.cadence.refresh - self.api.clock.now()
+                early = await self._rest(rest)
                 if events.done():
                     events.result()  # a failure of the event follower ends the daemon
         except Stopped:
@@ -340,6 +396,25 @@ class Syncer(Copier):
             events.cancel()
             await asyncio.gather(events, return_exceptions=True)
             await self.drain()
+
+    async def _rest(self, seconds: float) -> bool:
+        """Sleep ``seconds`` of the clock, or until a plan is asked for (True), or a stop."""
+
+        async def either() -> bool:
+            sleep = asyncio.ensure_future(self.api.clock.sleep(max(0.0, seconds)))
+            replan = asyncio.ensure_future(self._replan.wait())
+            try:
+                await asyncio.wait({sleep, replan}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiting in (sleep, replan):
+                    waiting.cancel()
+                await asyncio.gather(sleep, replan, return_exceptions=True)
+            return self._replan.is_set()
+
+        try:
+            return await self._unless_stopped(either)
+        except Stopped:
+            return False
 
     async def _quota_safe(self, step: Callable[[], Any]) -> int:
         """Run ``step``; when the day's quota (or the month's object allowance) is spent,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -48,6 +50,49 @@ _SORT_KEYS = {
     "created": "_created",
     "modified_absolute": "_modified",
 }
+
+
+#: the boolean filters (spec §4.2)
+_FLAGS = ("hasEmail", "hasPhone", "ageVerification")
+
+
+@dataclass(frozen=True, slots=True)
+class _ContactQuery:
+    """A contact list's parameters, checked (a bad one is a 409, spec §7)."""
+
+    size: int
+    sort: str
+    reverse: bool
+    #: (filter, wanted) for each boolean filter given
+    flags: tuple[tuple[str, bool], ...]
+    segment: str | None
+    modified_from: float | None
+    modified_to: float | None
+
+
+def _contact_query(q: Mapping[str, str], max_size: int) -> _ContactQuery:
+    sort = q.get("sortBy", "created_absolute")
+    if sort not in CONTACT_SORTS:
+        raise BadParameter(f"sortBy must be one of {', '.join(CONTACT_SORTS)}")
+    flags = tuple((param, parse_bool(q[param], param)) for param in _FLAGS if param in q)
+    bounds = [parse_instant(q[p], p) if p in q else None for p in (MODIFIED_FROM, MODIFIED_TO)]
+    return _ContactQuery(
+        size=parse_int(q.get("size"), "size", DEFAULT_PAGE, 1, max_size),
+        sort=sort,
+        reverse=parse_bool(q.get("sortReverse"), "sortReverse"),
+        flags=flags,
+        segment=q.get("segmentId"),
+        modified_from=bounds[0],
+        modified_to=bounds[1],
+    )
+
+
+def _matches(contact: dict[str, Any], flag: str, want: bool) -> bool:
+    """Whether ``contact`` passes a boolean filter: it has an email, a phone (or not); its
+    age verification is ``want`` (unknown passes neither)."""
+    if flag == "ageVerification":
+        return contact["ageVerification"] is want
+    return bool(contact["email" if flag == "hasEmail" else "phone"]) == want
 
 
 def add_contact(data: SimulatorData, now: float, **fields: Any) -> str:
@@ -117,12 +162,16 @@ class ContactsApi(ApiBase):
         created, modified_absolute, modified, lastLogin; ``sortReverse``; ``size`` 1..10000
         (observed.md; default 100; more is a 409). The first
         request opens a point-in-time snapshot; ``sId`` continues it (filters and size then
-        come from the snapshot). Contacts deleted meanwhile are skipped.
+        come from the snapshot, but a malformed parameter is a 409 there too, as on the events
+        path). Contacts deleted meanwhile are skipped.
         """
         self._org(request)
         q = request.query
         now = self._now()
         sim = self.sim
+        # every parameter is checked as on a first request, a continuation's too (a
+        # ``hasEmail=1462`` is a 409 either way); a continuation's filters are its scroll's
+        query = _contact_query(q, sim.contacts_max_size)
         sid = q.get("sId")
         if sid is not None:
             look = sim.scrolls.lookup(sid, now)
@@ -133,36 +182,21 @@ class ContactsApi(ApiBase):
             session, pos = look.session, look.position
             sim.counters.scroll_pages += 1
         else:
-            size = parse_int(q.get("size"), "size", DEFAULT_PAGE, 1, sim.contacts_max_size)
-            sort = q.get("sortBy", "created_absolute")
-            if sort not in CONTACT_SORTS:
-                raise BadParameter(f"sortBy must be one of {', '.join(CONTACT_SORTS)}")
-            reverse = parse_bool(q.get("sortReverse"), "sortReverse")
-            has_email = q.get("hasEmail")
-            has_phone = q.get("hasPhone")
-            age = q.get("ageVerification")
-            segment = q.get("segmentId")
             rows = list(self.data.live_contacts())
-            if has_email is not None:
-                want = parse_bool(has_email, "hasEmail")
-                rows = [c for c in rows if bool(c["email"]) == want]
-            if has_phone is not None:
-                want = parse_bool(has_phone, "hasPhone")
-                rows = [c for c in rows if bool(c["phone"]) == want]
-            if age is not None:
-                want = parse_bool(age, "ageVerification")
-                rows = [c for c in rows if c["ageVerification"] is want]
+            for flag, want in query.flags:
+                rows = [c for c in rows if _matches(c, flag, want)]
+            segment = query.segment
             if segment is not None:
                 if not any(s["id"] == segment for s in self.data.segments):
                     raise ApiFault(404, "Segment not found")
                 rows = [c for c in rows if any(s["cid"] == segment for s in c["segments"])]
-            for param, keep in ((MODIFIED_FROM, float.__ge__), (MODIFIED_TO, float.__le__)):
-                if param in q:
-                    bound = parse_instant(q[param], param)
+            bounds = ((query.modified_from, float.__ge__), (query.modified_to, float.__le__))
+            for bound, keep in bounds:
+                if bound is not None:
                     rows = [c for c in rows if keep(float(c["_modified"]), bound)]
-            key = _SORT_KEYS.get(sort, "_" + sort)
-            rows.sort(key=lambda c: (c[key], c["_index"]), reverse=reverse)
-            session = ScrollSession("contacts", [c["cid"] for c in rows], size)
+            key = _SORT_KEYS.get(query.sort, "_" + query.sort)
+            rows.sort(key=lambda c: (c[key], c["_index"]), reverse=query.reverse)
+            session = ScrollSession("contacts", [c["cid"] for c in rows], query.size)
             pos = 0
             sim.counters.scrolls_started += 1
         cids = session.items[pos : pos + session.size]

@@ -9,7 +9,7 @@ import msgspec
 from aiohttp import web
 
 from asyncwifi.testing._api import DEFAULT_PAGE, JSON, PAGE_MAX, ApiBase, ApiFault, touch
-from asyncwifi.testing._events import EVENT_TYPES, EventStore, Selection
+from asyncwifi.testing._events import EVENT_TYPES, EventStore
 from asyncwifi.testing._scroll import ScrollSession
 from asyncwifi.testing._util import BadParameter, iso_ms, parse_bool, parse_instant, parse_int
 
@@ -23,9 +23,7 @@ def patch_event(events: EventStore, i: int, **fields: Any) -> None:
     record that does not decode, ``visit="broken"``; one with no id, ``id=None``, or
     ``event={"type": "visit"}`` in the nested shape). Its time and place stay."""
     record = {**events.record(i), **fields}
-    events._patched[i] = msgspec.json.encode({k: v for k, v in record.items() if v is not None})
-    k = i // events.CHUNK
-    events._chunks[k] = events._rchunks[k] = None  # built again, with the patch
+    events.bodies.patch(i, msgspec.json.encode({k: v for k, v in record.items() if v is not None}))
 
 
 class _EventQuery(NamedTuple):
@@ -62,12 +60,12 @@ class EventsApi(ApiBase):
                 )
         return _EventQuery(start, end, types, reverse, size, sort == "businessTime")
 
-    def _select(self, query: _EventQuery, owner: int | None) -> Selection:
+    def _select(self, query: _EventQuery, owner: int | None) -> Sequence[int]:
         store = self.data.events
         sel = store.select(query.start, query.end, query.types, owner)
         if query.business:
             # observed.md: business time is the venue's local time, not in UTC order
-            sel = store.business_order(sel)
+            return store.business_order(sel, reverse=query.reverse)
         return sel[::-1] if query.reverse else sel
 
     def _events_page(

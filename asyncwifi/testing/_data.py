@@ -198,8 +198,8 @@ class SimulatorData:
         events: int,
         events_start: datetime | str | float,
         events_end: datetime | str | float,
-        event_shape: EventShape = "nested",
-        hotspot_date: HotspotDate = "modified",
+        event_shape: EventShape,
+        hotspot_date: HotspotDate,
         clock: Clock | None = None,
     ) -> None:
         start, end = to_epoch(events_start), to_epoch(events_end)

@@ -13,7 +13,7 @@ from array import array
 from collections.abc import Sequence
 from itertools import accumulate
 
-__all__ = ["CODE_TABLE", "draw_owners", "poisson_times"]
+__all__ = ["CODE_TABLE", "Tables", "draw_owners", "owner_tables", "poisson_times", "redirect"]
 
 #: the weight of each type code (``EVENT_TYPES + UNDOCUMENTED_TYPES`` order)
 _WEIGHTS = (30, 6, 32, 8, 5, 3, 5, 2, 4, 5, 1)
@@ -64,6 +64,37 @@ def poisson_times(rnd: random.Random, count: int, start: float, end: float) -> a
     return out
 
 
+Tables = tuple[list[int] | None, list[int] | None]
+
+
+def owner_tables(contacts: Sequence[tuple[str, str, str]]) -> Tables:
+    """Where an email (then an SMS) event drawn for each contact goes instead: the next
+    contact with an email address (a phone number); ``None`` when every contact has one."""
+    n = max(1, len(contacts))
+
+    def next_with(field: int) -> list[int] | None:
+        having = [i for i, c in enumerate(contacts) if c[field]]
+        if not having or len(having) == n:
+            return None
+        table, k = [0] * n, 0
+        for i in range(n):
+            while having[k % len(having)] < i and k < len(having):
+                k += 1
+            table[i] = having[k % len(having)]
+        return table
+
+    return next_with(0), next_with(1)
+
+
+def redirect(owners: array[int], codes: bytes, tables: Tables) -> None:
+    """Move email and SMS events to contacts that have an address (see :func:`owner_tables`)."""
+    for pattern, table in zip((rb"[\x03-\x05]", rb"[\x06\x07]"), tables, strict=True):
+        if table is not None:
+            for match in re.finditer(pattern, codes):
+                i = match.start()
+                owners[i] = table[owners[i]]
+
+
 def draw_owners(
     rnd: random.Random, codes: bytes, contacts: Sequence[tuple[str, str, str]]
 ) -> array[int]:
@@ -73,26 +104,9 @@ def draw_owners(
     phone number (a draw that lands elsewhere moves to the next contact that has one).
     """
     n = max(1, len(contacts))
-    ident = list(range(n))
-
-    def next_with(field: int) -> list[int]:
-        having = [i for i, c in enumerate(contacts) if c[field]]
-        if not having or len(having) == n:
-            return ident
-        table, k = [0] * n, 0
-        for i in range(n):
-            while having[k % len(having)] < i and k < len(having):
-                k += 1
-            table[i] = having[k % len(having)]
-        return table
-
     out = array("I")
     for lo in range(0, len(codes), _BLOCK):
         raw = array("I", rnd.randbytes(4 * min(_BLOCK, len(codes) - lo)))
         out.extend(map(n.__rmod__, raw))
-    for pattern, table in ((rb"[\x03-\x05]", next_with(0)), (rb"[\x06\x07]", next_with(1))):
-        if table is not ident:
-            for match in re.finditer(pattern, codes):
-                i = match.start()
-                out[i] = table[out[i]]
+    redirect(out, codes, owner_tables(contacts))
     return out

@@ -1,13 +1,13 @@
-"""The event log, stored compactly and served fast (spec §2.4, §4.5).
+"""The event log, never held whole, served fast (spec §2.4, §4.5).
 
-A million events fit in a few arrays: epoch seconds, a type code and an owner (contact
-index) per event. Everything else about an event (its id, its sub-object) is derived from
-its index and the seed, so nothing per event is kept as a Python object. Indices only grow:
-an event added late (its time before the newest event's: a visit written when the guest
-leaves, an access point uploading after an outage) takes the next index like any other, and
-an order of the indices by time serves the queries from then on. The JSON of
-each event is built lazily, one chunk of events at a time, and cached as one ``bytes`` blob
-with offsets; a page body is then a join of slices of those blobs.
+The seeded events are drawn block by block from the seed whenever they are read
+(``_event_log``): a time, a type code and an owner (contact index) per event, and everything
+else about an event (its id, its sub-object) derived from its index and the seed, so the
+log's memory does not grow with its range and every read gives the same events. Indices only
+grow: an event added later (the feed; a late one, its time before the newest event's: a visit
+written when the guest leaves, an access point uploading after an outage) takes the next
+index and is kept in arrays; queries merge it in time order (``_event_views``). The JSON of
+each event is built lazily and served from a few cached chunks (``_event_bodies``).
 
 Each event happens at a venue; venues span several time zones, so the API's default order
 (``businessTime``: local wall time) differs from UTC order, and a client that trusts the
@@ -24,7 +24,6 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from itertools import accumulate
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -32,7 +31,10 @@ import msgspec
 
 from asyncwifi import _rules
 from asyncwifi.errors import ConfigurationError
+from asyncwifi.testing._event_bodies import EventBodies
+from asyncwifi.testing._event_business import BusinessView
 from asyncwifi.testing._event_draws import CODE_TABLE, draw_owners, poisson_times
+from asyncwifi.testing._event_log import EventLog
 from asyncwifi.testing._event_records import (
     EmailInfo,
     EventShape,
@@ -47,9 +49,10 @@ from asyncwifi.testing._event_records import (
     When,
     Where,
 )
+from asyncwifi.testing._event_views import MergeView, Selection, TypeView
 from asyncwifi.testing._util import iso_z, mix
 
-__all__ = ["EVENT_TYPES", "UNDOCUMENTED_TYPES", "EventStore", "Venue"]
+__all__ = ["EVENT_TYPES", "UNDOCUMENTED_TYPES", "EventStore", "Selection", "Venue"]
 
 #: spec §4.5: the event type names the ``events`` filter accepts, in type-code order
 EVENT_TYPES: tuple[str, ...] = _rules.EVENT_TYPES
@@ -72,14 +75,8 @@ _PROMOS = ("cta_click", "banner", "video")
 _ANSWERS = ("Excellent", "Good", "Average", "Poor")
 
 
-#: a selection of event indices, in serving order
-Selection = range | array  # type: ignore[type-arg]
-
-
 class EventStore:
-    """All events of the simulated organization, sorted by time (see the module docstring)."""
-
-    CHUNK = 2048
+    """All events of the simulated organization, in time order (see the module docstring)."""
 
     def __init__(
         self,
@@ -100,24 +97,26 @@ class EventStore:
             raise ConfigurationError(
                 f"event_shape must be 'nested', 'flat' or 'dated', got {shape!r}"
             )
-        rnd = random.Random(mix(seed, 0xE7E7))
         self._contacts = list(owners) or [("", "", "")]
         self._venues = list(venues) or [("", "", "", "UTC")]
         #: the record shape served (see ``_event_records``)
         self.shape: EventShape = shape
-        #: epoch seconds of each event (by index): ascending until an event is added late
-        self.times = poisson_times(rnd, count, float(start), float(end))
-        #: the type code of each event (an index into ``EVENT_TYPES + UNDOCUMENTED_TYPES``)
-        self.codes = rnd.randbytes(count).translate(CODE_TABLE)
-        #: the index of the contact each event belongs to
-        self.owners = draw_owners(rnd, self.codes, self._contacts)
-        # each contact's events happen at its home venue (so one contact's events are in
-        # the same order by business time and by UTC; the organization's are not)
-        self._homes = rnd.randbytes(len(owners) or 1).translate(
-            bytes(v % len(self._venues) for v in range(256))
+        self._log = EventLog(
+            seed=seed,
+            count=count,
+            start=start,
+            end=end,
+            contacts=self._contacts,
+            venues=len(self._venues),
         )
+        #: epoch seconds of each event (by index): ascending until an event is added late
+        self.times = self._log.times
+        #: the type code of each event (an index into ``EVENT_TYPES + UNDOCUMENTED_TYPES``)
+        self.codes = self._log.codes
+        #: the index of the contact each event belongs to
+        self.owners = self._log.owners
         #: the venue (index into the venues) of each event
-        self.venue = self._venues_of(self.owners)
+        self.venue = self._log.venue
         self.start = float(start)
         self.end = float(end)
         self._seed = seed
@@ -130,22 +129,11 @@ class EventStore:
         self._zones = [ZoneInfo(v[3]) for v in self._venues]
         self._wheres = [Where(v[0], v[1], v[2]) for v in self._venues]
         self._offsets: dict[tuple[int, int], int] = {}
-        self._business: array[int] | None = None
-        n_chunks = -(-count // self.CHUNK) if count else 0
-        self._chunks: list[tuple[bytes, array[int]] | None] = [None] * n_chunks
-        self._rchunks: list[tuple[bytes, array[int]] | None] = [None] * n_chunks
-        self._patched: dict[int, bytes] = {}  # events served as changed (``patch_event``)
-        self._encode = msgspec.json.Encoder().encode
-        self._by_type: list[array[int]] | None = None
-        self._by_owner: dict[int, array[int]] | None = None
-        #: the indices in time order (ties in index order), and their times; None while
-        #: that is the order of the indices (no event was added late)
-        self._order: array[int] | None = None
-        self._ordered_times: array[int] | None = None
-
-    def _venues_of(self, owners: array[int]) -> bytes:
-        homes = self._homes
-        return bytes(homes[o] for o in owners) if len(homes) > 1 else bytes(len(owners))
+        #: each event's JSON as served (``_event_bodies``)
+        self.bodies = EventBodies(self._build, count)
+        #: the appended events' indices in time order (ties in index order), their times
+        self._added: array[int] = array("I")
+        self._added_times: array[int] = array("q")
 
     def append(self, count: int, *, start: float, end: float) -> range:
         """Add ``count`` new events with times in ``[start, end]``; returns their indices.
@@ -162,65 +150,49 @@ class EventStore:
         """
         if count < 0 or end < start:
             raise ConfigurationError("append: count must be >= 0 and end not before start")
-        n = len(self.times)
-        late = bool(n) and start < self.newest()
+        n = len(self._log)
         if not count:
             return range(n, n)
         self.appends += 1
         rnd = random.Random(mix(self._seed, 0xE7E7, self.appends))
         times = poisson_times(rnd, count, float(start), float(end))
         codes = rnd.randbytes(count).translate(CODE_TABLE)
-        owners = draw_owners(rnd, codes, self._contacts)
-        if n % self.CHUNK:  # the last chunk was partial: its cached encodings grow stale
-            self._chunks[-1] = self._rchunks[-1] = None
-        self.times.extend(times)
-        self.codes += codes
-        self.owners.extend(owners)
-        self.venue += self._venues_of(owners)
-        grow = -(-len(self.times) // self.CHUNK) - len(self._chunks)
-        self._chunks.extend([None] * grow)
-        self._rchunks.extend([None] * grow)
-        self._business = self._by_type = self._by_owner = None
+        self._log.append(times, codes, draw_owners(rnd, codes, self._contacts))
+        self.bodies.grow(len(self._log))
         self.start = min(self.start, float(start))
         self.end = max(self.end, float(end))
-        if late or self._order is not None:
-            self._reorder(n, late)
-        return range(n, len(self.times))
+        added, ordered = self._added, self._added_times
+        if not ordered or times[0] >= ordered[-1]:  # in order: at the end
+            added.extend(range(n, n + count))
+            ordered.extend(times)
+        else:  # a stable sort of two sorted runs: ties keep the index order
+            every = sorted([*added, *range(n, n + count)], key=self._log.row_time)
+            self._added = array("I", every)
+            self._added_times = array("q", map(self._log.row_time, every))
+        return range(n, len(self._log))
 
     def newest(self) -> int:
         """The newest event's time (epoch seconds); the log must not be empty."""
-        return self.times[-1] if self._order is None else self.times[self._order[-1]]
-
-    def _reorder(self, n: int, late: bool) -> None:
-        """Keep the order by time once events were added late (from index ``n`` on)."""
-        times, added = self.times, range(n, len(self.times))
-        if self._order is None or self._ordered_times is None:
-            order: array[int] = array("I", range(n))
-            ordered: array[int] = times[:n]
-        else:
-            order, ordered = self._order, self._ordered_times
-        if late:  # a stable sort of two sorted runs: ties keep the index order
-            order = array("I", sorted([*order, *added], key=times.__getitem__))
-            ordered = array("q", [times[i] for i in order])
-        else:  # at or after the newest: they go at the end
-            order.extend(added)
-            ordered.extend(times[n:])
-        self._order, self._ordered_times = order, ordered
+        log, added = self._log, self._added_times
+        newest = log.row_time(log.base - 1) if log.base else added[-1]
+        return max(newest, added[-1]) if added else newest
 
     def __len__(self) -> int:
-        return len(self.times)
+        return len(self._log)
 
     # -- identity and content -------------------------------------------------------------
 
     def event_id(self, i: int) -> str:
         """The id of event ``i``: 24 hex digits, time-prefixed like an ObjectId, unique."""
-        return "%024x" % ((self.times[i] & 0xFFFFFFFF) << 64 | self._salt40 | i)
+        return "%024x" % ((self._log.row_time(i) & 0xFFFFFFFF) << 64 | self._salt40 | i)
 
     def _offset(self, venue: int, t: int) -> int:
         """The UTC offset (seconds) of ``venue``'s time zone at ``t``, cached by the hour."""
         hour = t // 3600
         offset = self._offsets.get((venue, hour))
         if offset is None:
+            if len(self._offsets) > 50_000:  # a long range: keep the cache small
+                self._offsets.clear()
             delta = datetime.fromtimestamp(hour * 3600, self._zones[venue]).utcoffset()
             offset = self._offsets[venue, hour] = int(delta.total_seconds()) if delta else 0
         return offset
@@ -229,23 +201,22 @@ class EventStore:
         """``t`` as local wall time (no zone) at ``venue``."""
         return iso_z(t + self._offset(venue, t))[:-1]
 
-    def business_times(self) -> array[int]:
-        """Each event's local wall time at its venue, as epoch-like seconds (what the
-        API's default ``sortBy=businessTime`` orders by; not UTC order across zones)."""
-        if self._business is None:
-            offset, venue = self._offset, self.venue
-            self._business = array("q", [t + offset(venue[i], t) for i, t in enumerate(self.times)])
-        return self._business
+    def local_time(self, i: int) -> int:
+        """Event ``i``'s local wall time at its venue, as epoch-like seconds (what the API's
+        default ``sortBy=businessTime`` orders by; not UTC order across zones)."""
+        t, _, _, v = self._log.row(i)
+        return t + self._offset(v, t)
+
+    def business_times(self) -> Sequence[int]:
+        """Each event's :meth:`local_time` (a sequence read on demand, never held)."""
+        return _LocalTimes(self)
 
     def _build(self, i: int) -> Flat | Nested:
-        t = self.times[i]
-        code = self.codes[i]
+        t, code, owner, v = self._log.row(i)
         ident = "%024x" % ((t & 0xFFFFFFFF) << 64 | self._salt40 | i)
         kind = _ALL_TYPES[code]
         ev: Flat | Nested
         if self.shape == "nested":
-            v = self.venue[i]
-            owner = self.owners[i]
             customer = self._customers[owner] if owner < len(self._customers) else ""
             local = self._local(v, t) + "Z"  # observed.md: local time, written with a Z
             when = When(iso_z(t), local, self._venues[v][3])
@@ -258,17 +229,16 @@ class EventStore:
         if code == 0:  # visit: the event fires when the contact leaves
             duration = 300 + h % 7200
             begin = t - duration
-            v = self.venue[i]
             ev.visit = Visit(iso_z(begin), self._local(v, begin), self._venues[v][3], duration)
         elif code == 1:
             ev.signup = Signup(_SOURCES[h % len(_SOURCES)])
         elif 3 <= code <= 5:
             name, cid = _CAMPAIGNS[h % len(_CAMPAIGNS)]
-            email = self._contacts[self.owners[i] % len(self._contacts)][0]
+            email = self._contacts[owner % len(self._contacts)][0]
             ev.email = EmailInfo(cid, f"com-{cid[4:]}-{h % 97:02d}", "email", name, email)
         elif code in (6, 7):
             name, cid = _CAMPAIGNS[h % len(_CAMPAIGNS)]
-            _, phone, prefix = self._contacts[self.owners[i] % len(self._contacts)]
+            _, phone, prefix = self._contacts[owner % len(self._contacts)]
             ev.sms = SmsInfo(cid, f"com-{cid[4:]}-{h % 97:02d}", "sms", name, phone, prefix)
         elif code == 8:
             name, cid = _CAMPAIGNS[h % len(_CAMPAIGNS)]
@@ -283,35 +253,14 @@ class EventStore:
             ev.promo = Promo(_PROMOS[h % len(_PROMOS)])
         return ev
 
-    def _chunk(self, k: int) -> tuple[bytes, array[int]]:
-        cached = self._chunks[k]
-        if cached is not None:
-            return cached
-        lo = k * self.CHUNK
-        hi = min(len(self.times), lo + self.CHUNK)
-        enc, build = self._encode, self._build
-        parts = [enc(build(i)) for i in range(lo, hi)]
-        for i in (j for j in self._patched if lo <= j < hi):
-            parts[i - lo] = self._patched[i]
-        parts.append(b"")
-        blob = b",".join(parts)  # every event followed by a comma
-        offsets = array("I", accumulate((len(p) + 1 for p in parts[:-1]), initial=0))
-        self._chunks[k] = (blob, offsets)
-        return blob, offsets
-
-    def warm(self, stop: threading.Event | None = None) -> None:
-        """Encode every event now (benchmarks call it so that timing starts warm); on a
-        thread, ``stop`` ends it between two chunks (a command stopped meanwhile)."""
-        for k in range(len(self._chunks)):
-            if stop is not None and stop.is_set():
-                return
-            self._chunk(k)
+    def warm(self, stop: threading.Event | None = None, *, hold: bool = False) -> None:
+        """Encode the first events now (see ``EventBodies.warm``: ``hold`` encodes and
+        keeps every event, for benchmarks); on a thread, ``stop`` ends it early."""
+        self.bodies.warm(stop, hold=hold)
 
     def event_json(self, i: int) -> bytes:
         """The JSON bytes of event ``i``, as served."""
-        blob, off = self._chunk(i // self.CHUNK)
-        r = i % self.CHUNK
-        return blob[off[r] : off[r + 1] - 1]
+        return self.bodies.event_json(i)
 
     def record(self, i: int) -> dict[str, Any]:
         """Event ``i`` as a decoded dict (for tests)."""
@@ -320,69 +269,15 @@ class EventStore:
 
     def join(self, indices: Sequence[int]) -> bytes:
         """The events at ``indices`` as the inside of a JSON array (``{..},{..}``)."""
-        if not indices:
-            return b""
-        size = self.CHUNK
-        if isinstance(indices, range) and indices.step == 1:
-            pieces: list[bytes | memoryview] = []
-            lo, hi = indices.start, indices.stop
-            k = lo // size
-            while lo < hi:
-                blob, off = self._chunk(k)
-                end = min(hi, (k + 1) * size)
-                pieces.append(memoryview(blob)[off[lo - k * size] : off[end - k * size]])
-                lo, k = end, k + 1
-            out = b"".join(pieces)
-            return out[:-1]
-        if isinstance(indices, range) and indices.step == -1:
-            return self._join_reversed(indices)
-        # any other order: consecutive indices mostly share a chunk, so look it up once
-        parts = []
-        chunk = self._chunk
-        base = -2 * size  # no chunk loaded yet
-        blob, off = b"", array("I")
-        for i in indices:
-            if not base <= i < base + size:
-                blob, off = chunk(i // size)
-                base = i - i % size
-            r = i - base
-            parts.append(blob[off[r] : off[r + 1] - 1])
-        return b",".join(parts)
+        return self.bodies.join(indices)
 
-    def _rchunk(self, k: int) -> tuple[bytes, array[int]]:
-        """Chunk ``k`` with its events in reverse order (built on first use)."""
-        cached = self._rchunks[k]
-        if cached is not None:
-            return cached
-        blob, off = self._chunk(k)
-        parts = [blob[off[r] : off[r + 1]] for r in range(len(off) - 2, -1, -1)]
-        offsets = array("I", accumulate((len(p) for p in parts), initial=0))
-        self._rchunks[k] = cached = (b"".join(parts), offsets)
-        return cached
-
-    def _join_reversed(self, indices: range) -> bytes:
-        """A descending run (``sortReverse=true`` pages): slices of reversed chunks."""
-        size = self.CHUNK
-        pieces: list[memoryview] = []
-        hi, lo = indices.start, indices.stop  # hi included, lo excluded
-        while hi > lo:
-            k = hi // size
-            base = k * size
-            blob, off = self._rchunk(k)
-            last = len(off) - 2  # reversed position of the chunk's first event
-            stop = max(lo, base - 1)
-            pieces.append(memoryview(blob)[off[last - (hi - base)] : off[last - (stop - base)]])
-            hi = stop
-        return b"".join(pieces)[:-1]
-
-    # -- queries --------------------------------------------------------------------------
+    # -- queries ---------------------------------------------------------------------------
 
     def bounds(self, start: float | None, end: float | None) -> tuple[int, int]:
-        """The range of time-order positions of events with ``start <= date <= end`` (spec
-        §4.5): indices, while no event was added late."""
-        times = self.times if self._ordered_times is None else self._ordered_times
-        lo = 0 if start is None else bisect_left(times, start)
-        hi = len(times) if end is None else bisect_right(times, end)
+        """The seeded events with ``start <= date <= end`` (spec §4.5): an index range."""
+        log = self._log
+        lo = 0 if start is None else log.first_at_or_after(start)
+        hi = log.base if end is None else log.first_after(end)
         return lo, max(lo, hi)
 
     def select(
@@ -392,63 +287,76 @@ class EventStore:
         types: Iterable[str] | None = None,
         owner: int | None = None,
     ) -> Selection:
-        """The indices of matching events in ascending time order."""
+        """The indices of matching events in ascending time order (ties in index order)."""
+        log = self._log
         lo, hi = self.bounds(start, end)
-        codes = None if types is None else {TYPE_CODES[t] for t in types}
-        if self._order is not None:  # events were added late: positions are not indices
-            part = self._order[lo:hi]
-            if owner is None and codes is None:
-                return part
-            owners, all_codes = self.owners, self.codes
-            return array(
+        codes = None if types is None else frozenset(TYPE_CODES[t] for t in types)
+        base: range | array[int] | TypeView = range(lo, hi)
+        if owner is not None:
+            base = array("I")
+            for first, block, a, b in log.spans(lo, hi):
+                found, kinds = block.owners, block.codes
+                base.extend(
+                    first + r
+                    for r in range(a, b)
+                    if found[r] == owner and (codes is None or kinds[r] in codes)
+                )
+        elif codes is not None and lo < hi:
+            base = TypeView(log, lo, hi, codes)
+        ordered = self._added_times
+        a = 0 if start is None else bisect_left(ordered, start)
+        b = len(ordered) if end is None else bisect_right(ordered, end)
+        added = self._added[a:b]
+        if owner is not None or codes is not None:
+            added = array(
                 "I",
                 [
                     i
-                    for i in part
-                    if (owner is None or owners[i] == owner)
-                    and (codes is None or all_codes[i] in codes)
+                    for i in added
+                    if (owner is None or log.row(i)[2] == owner)
+                    and (codes is None or log.row(i)[1] in codes)
                 ],
             )
-        if owner is not None:
-            mine = self._owner_index().get(owner, array("I"))
-            part = mine[bisect_left(mine, lo) : bisect_left(mine, hi)]
-            if codes is None:
-                return part
-            all_codes = self.codes
-            return array("I", [i for i in part if all_codes[i] in codes])
-        if codes is None:
-            return range(lo, hi)
-        by_type = self._type_index()
-        slices = [
-            by_type[c][bisect_left(by_type[c], lo) : bisect_left(by_type[c], hi)] for c in codes
-        ]
-        if len(slices) == 1:
-            return slices[0]
-        merged: list[int] = []
-        for s in slices:
-            merged.extend(s)
-        merged.sort()
-        return array("I", merged)
+        if not added:
+            return base
+        if not len(base):
+            return added
+        if isinstance(base, array):  # one contact's events: few, merged here
+            merged = sorted([*base, *added], key=lambda i: (log.row_time(i), i))
+            return array("I", merged)
+        times = [log.row_time(i) for i in added]
+        if isinstance(base, TypeView):
+            view = base
 
-    def business_order(self, selection: Selection) -> Selection:
-        """``selection`` (in UTC order) sorted by business time, ties in UTC order."""
+            def rank(t: int) -> int:
+                return view.count_before(log.first_after(t))
+        else:
+
+            def rank(t: int) -> int:
+                return min(max(log.first_after(t), lo), hi) - lo
+
+        return MergeView(base, added, times, rank, log.row_time(hi - 1))
+
+    def business_order(self, selection: Selection, *, reverse: bool = False) -> Sequence[int]:
+        """``selection`` (in UTC order) by business time, ties in UTC order (``reverse``:
+        the exact reverse), streamed as read (``_event_business``)."""
         if len(self._venues) == 1 and len(selection) < 2:
-            return selection
-        local = self.business_times()
-        return array("I", sorted(selection, key=local.__getitem__))
+            return selection[::-1] if reverse else selection
+        return BusinessView(
+            selection, self._log.row, self._offset, len(self._venues), reverse=reverse
+        )
 
-    def _type_index(self) -> list[array[int]]:
-        if self._by_type is None:
-            lists: list[list[int]] = [[] for _ in _ALL_TYPES]
-            for i, code in enumerate(self.codes):
-                lists[code].append(i)
-            self._by_type = [array("I", lst) for lst in lists]
-        return self._by_type
 
-    def _owner_index(self) -> dict[int, array[int]]:
-        if self._by_owner is None:
-            groups: dict[int, list[int]] = {}
-            for i, who in enumerate(self.owners):
-                groups.setdefault(who, []).append(i)
-            self._by_owner = {who: array("I", lst) for who, lst in groups.items()}
-        return self._by_owner
+class _LocalTimes(Sequence[int]):
+    """Every event's local wall time, read on demand (:meth:`EventStore.local_time`)."""
+
+    def __init__(self, store: EventStore) -> None:
+        self._store = store
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self._store.local_time(j) for j in range(*i.indices(len(self)))]
+        return self._store.local_time(i if i >= 0 else i + len(self))

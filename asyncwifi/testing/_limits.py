@@ -133,8 +133,8 @@ class RateLimiter:
     def __init__(
         self,
         *,
-        minute: int = 60,
-        day: int = 15_000,
+        minute: int,
+        day: int,
         mode: Mode = "fixed",
         count_refused: bool = False,
         fractional_reset: bool = False,

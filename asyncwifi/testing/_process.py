@@ -1,7 +1,7 @@
 """Running the simulator on its own: from the command line, or in a separate process.
 
-``python -m asyncwifi.testing --port 8080`` is ``asyncwifi simulate`` (its options are
-defined once, in ``asyncwifi.cli``); it calls :func:`run_simulator`, which serves until
+``asyncwifi simulate --port 8080`` (also ``python -m asyncwifi.cli simulate``: its options are
+defined once, in ``asyncwifi.cli``) calls :func:`run_simulator`, which serves until
 interrupted and prints the base URL, the credentials and the events' range.
 :class:`SimulatorProcess` starts that command as a child process, reads the first line it
 prints (JSON) and stops it on exit: load generators and benchmarks must not share an event
@@ -33,6 +33,7 @@ import aiohttp
 from asyncwifi._clock import Clock, ScaledClock, SystemClock
 from asyncwifi._protocol import require_positive
 from asyncwifi.errors import ClientStateError, ConfigurationError
+from asyncwifi.testing._defaults import SIMULATOR_DEFAULTS as D
 from asyncwifi.testing._faults import Faults
 from asyncwifi.testing._fleet_toml import write_fleet_toml
 from asyncwifi.testing._server import Simulator
@@ -142,9 +143,9 @@ def _banner(info: dict[str, Any], speed: float, minute: float, fleet: Path | Non
 
 async def serve_forever(
     *,
-    host: str = "127.0.0.1",
-    port: int = 8080,
-    speed: float = 1.0,
+    host: str = D.host,
+    port: int = D.port,
+    speed: float = D.speed,
     clock: Clock | None = None,
     json_output: bool = False,
     warm: bool = False,
@@ -166,7 +167,7 @@ async def serve_forever(
     sim = Simulator(clock=clock, host=host, port=port, **options)
     if warm:
         for tenant in sim.tenants:
-            tenant.data.events.warm()
+            tenant.data.events.warm(hold=True)
     async with sim:
         info = _describe(sim, speed)
         fleet = None
@@ -187,7 +188,7 @@ async def serve_forever(
 
 
 def run_simulator(
-    port: int = 8080, host: str = "127.0.0.1", speed: float = 1.0, **options: Any
+    port: int = D.port, host: str = D.host, speed: float = D.speed, **options: Any
 ) -> None:
     """Blocking entry point for the CLI: :func:`serve_forever` until Ctrl+C or SIGTERM."""
 
@@ -237,7 +238,7 @@ _SWITCHES = {
 
 
 class SimulatorProcess:
-    """A :class:`Simulator` in a child process (``python -m asyncwifi.testing``, which is
+    """A :class:`Simulator` in a child process (``python -m asyncwifi.cli simulate``, which is
     ``asyncwifi simulate``: it needs the ``cli`` extra; an in-process :class:`Simulator`
     needs nothing).
 
@@ -287,7 +288,7 @@ class SimulatorProcess:
     def command(self) -> list[str]:
         """The child's command line."""
         speed, start, anchor = AnchoredClock.describe(self.clock)
-        cmd = [self.python, "-m", "asyncwifi.testing", "--json", "--port", "0"]
+        cmd = [self.python, "-m", "asyncwifi.cli", "simulate", "--format", "json", "--port", "0"]
         cmd += [
             "--speed",
             repr(speed),

@@ -60,7 +60,7 @@ class ScrollRegistry:
 
     __slots__ = ("_entries", "_salt", "_serial", "_sweep_at", "single_use", "ttl")
 
-    def __init__(self, *, ttl: float = 60.0, seed: int = 0, single_use: bool = False) -> None:
+    def __init__(self, *, ttl: float, seed: int, single_use: bool = False) -> None:
         #: clock seconds an id stays valid after the request that issued it (spec §8: 60)
         self.ttl = ttl
         #: whether an id may be used only once

@@ -1,8 +1,8 @@
 """The :class:`Simulator`: the platform API behind a Kong-like gateway, on aiohttp.web.
 
 It serves one or many organizations (``organizations=N``), each with its own key, data,
-limits and tokens (``_tenant``), behind one gateway (``_gateway``: the order in which a
-request meets limits, faults and authentication).
+limits and tokens (``_tenant``; the simulator's view of them: ``_organizations``), behind one
+gateway (``_gateway``: the order in which a request meets limits, faults and authentication).
 """
 
 from __future__ import annotations
@@ -10,32 +10,27 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from aiohttp import web
 
 from asyncwifi._clock import Clock, SystemClock
 from asyncwifi.errors import ClientStateError, ConfigurationError
 from asyncwifi.testing._admin import admin_routes
-from asyncwifi.testing._auth import TokenAuthority
-from asyncwifi.testing._counters import Counters
-from asyncwifi.testing._data import (
-    DEFAULT_EVENTS_END,
-    DEFAULT_EVENTS_START,
-    HotspotDate,
-    SimulatorData,
-)
+from asyncwifi.testing._data import HotspotDate
+from asyncwifi.testing._defaults import SIMULATOR_DEFAULTS as D
+from asyncwifi.testing._defaults import SimulatorDefaults
 from asyncwifi.testing._event_records import EventShape
 from asyncwifi.testing._faults import Faults
 from asyncwifi.testing._feed import LiveEvents
 from asyncwifi.testing._gateway import Gateway
 from asyncwifi.testing._handlers import Handler, SimulatedApi
-from asyncwifi.testing._limits import Mode, ObjectLimiter, RateLimiter
-from asyncwifi.testing._scroll import ScrollRegistry
-from asyncwifi.testing._tenant import TENANT, Credentials, Tenant, Tenants
+from asyncwifi.testing._limits import Mode, RateLimiter
+from asyncwifi.testing._organizations import Organizations
+from asyncwifi.testing._tenant import TENANT, Tenant, Tenants
 
 if TYPE_CHECKING:
-    from asyncwifi._client import Client
+    pass
 
 __all__ = ["DEFAULT_GONE_PATHS", "Simulator"]
 
@@ -53,7 +48,7 @@ def _bind(handler: Handler) -> Callable[[web.Request], Awaitable[web.StreamRespo
     return route
 
 
-class Simulator:
+class Simulator(Organizations):
     """A stateful fake of the whole platform API, behind a gateway that behaves like Kong.
 
     Use it as ``async with Simulator(...) as sim:`` (or ``await sim.start()`` /
@@ -61,7 +56,8 @@ class Simulator:
     ``sim.client_secret`` for the tenant ``sim.organization``; ``sim.client()`` is a client
     configured for it. Every time (windows, scroll and token lifetimes, reset headers) is
     read from ``clock``, so a :class:`~asyncwifi.ScaledClock` shared with the client runs
-    minutes in fractions of a second.
+    minutes in fractions of a second. An option left out takes its value from
+    :attr:`Simulator.DEFAULTS` (the defaults ``asyncwifi simulate`` and ``--simulate`` share).
 
     Data (seeded, deterministic):
         seed: seed of all generated data, ids and request ids.
@@ -124,38 +120,42 @@ class Simulator:
         host, port: where to listen (``127.0.0.1``, a free port by default).
     """
 
+    #: the one set of defaults (seeded data, gateway, lifetimes, speed, port) that
+    #: ``Simulator()``, ``asyncwifi simulate`` and ``--simulate`` start from
+    DEFAULTS: ClassVar[SimulatorDefaults] = D
+
     def __init__(
         self,
         *,
-        seed: int = 0,
+        seed: int = D.seed,
         clock: Clock | None = None,
-        contacts: int = 250,
-        hotspots: int = 12,
-        segments: int = 6,
-        events: int = 10_000,
-        events_start: datetime | str | float = DEFAULT_EVENTS_START,
-        events_end: datetime | str | float = DEFAULT_EVENTS_END,
+        contacts: int = D.contacts,
+        hotspots: int = D.hotspots,
+        segments: int = D.segments,
+        events: int = D.events,
+        events_start: datetime | str | float = D.events_start,
+        events_end: datetime | str | float = D.events_end,
         organization: str | None = None,
         client_key: str | None = None,
         client_secret: str | None = None,
-        minute_limit: int = 60,
-        day_limit: int = 15_000,
-        rate_limit_mode: Mode = "fixed",
+        minute_limit: int = D.minute_limit,
+        day_limit: int = D.day_limit,
+        rate_limit_mode: Mode = D.rate_limit_mode,
         gateway_skew: float | None = None,
         count_refused: bool = False,
         object_limits: Mapping[str, int] | None = None,
         fractional_reset: bool = False,
         gone_paths: Iterable[str] = DEFAULT_GONE_PATHS,
         faults: Faults | None = None,
-        scroll_ttl: float = 60.0,
+        scroll_ttl: float = D.scroll_ttl,
         scroll_single_use: bool = False,
-        event_shape: EventShape = "nested",
-        hotspot_date: HotspotDate = "modified",
-        token_ttl: float = 86_400.0,
-        contacts_max_size: int = 10_000,
+        event_shape: EventShape = D.event_shape,
+        hotspot_date: HotspotDate = D.hotspot_date,
+        token_ttl: float = D.token_ttl,
+        contacts_max_size: int = D.contacts_max_size,
         organizations: int = 1,
         live_events_per_second: float = 0.0,
-        host: str = "127.0.0.1",
+        host: str = D.host,
         port: int = 0,
     ) -> None:
         if isinstance(organizations, bool) or not isinstance(organizations, int):
@@ -232,143 +232,6 @@ class Simulator:
     def gone_paths(self) -> tuple[str, ...]:
         """Shell-style path patterns answered with 410 (spec §9)."""
         return self.gateway.gone_paths
-
-    # -- the first organization (the single-organization attributes) -----------------------
-
-    @property
-    def organization(self) -> str:
-        """The first organization's id."""
-        return self._tenants.first.organization
-
-    @property
-    def client_key(self) -> str:
-        return self._tenants.first.client_key
-
-    @property
-    def client_secret(self) -> str:
-        return self._tenants.first.client_secret
-
-    @property
-    def data(self) -> SimulatorData:
-        """The first organization's state (contacts, hotspots, segments, events)."""
-        return self._tenants.first.data
-
-    @property
-    def limiter(self) -> RateLimiter:
-        """The first organization's request limits (sans-I/O; see ``_limits``)."""
-        return self._tenants.first.limiter
-
-    @property
-    def object_limiter(self) -> ObjectLimiter:
-        return self._tenants.first.object_limiter
-
-    @property
-    def auth(self) -> TokenAuthority:
-        return self._tenants.first.auth
-
-    @property
-    def scrolls(self) -> ScrollRegistry:
-        return self._tenants.first.scrolls
-
-    @property
-    def counters(self) -> Counters:
-        """What the simulator saw of the first organization (see :class:`Counters`)."""
-        return self._tenants.first.counters
-
-    @property
-    def admissions(self) -> list[float]:
-        """Clock times of the first organization's admitted requests, in order."""
-        return self._tenants.first.admissions
-
-    @property
-    def user_id(self) -> str:
-        """The service user's id (the ``id``/``sub`` claim of the tokens)."""
-        return self._tenants.first.user_id
-
-    def revoke_tokens(self) -> int:
-        """Revoke every token of the first organization issued so far (a key rotation)."""
-        return self._tenants.first.revoke_tokens()
-
-    def client(self, **options: Any) -> Client:
-        """A :class:`~asyncwifi.Client` configured for this running simulator and its
-        first organization (URL, credentials, organization, clock, limits; plain http);
-        ``options`` win. ``sim.tenant(org).client()`` is one for another organization."""
-        return self._tenants.first.client(**options)
-
-    # -- many organizations -----------------------------------------------------------------
-
-    @property
-    def organizations(self) -> list[Credentials]:
-        """Each organization's ``(organization, client_key, client_secret)``, in order."""
-        return [t.credentials for t in self._tenants]
-
-    @property
-    def tenants(self) -> list[Tenant]:
-        """Each organization's state, in order."""
-        return list(self._tenants)
-
-    def tenant(self, organization: str | int) -> Tenant:
-        """One organization's state, by id or index (``KeyError`` if there is none)."""
-        return self._tenants.get(organization)
-
-    def revoke_key(self, organization: str | int, *, tokens: bool = True) -> None:
-        """Revoke one organization's key: its logins answer 401 (and, with ``tokens``, its
-        live tokens are refused with 403, so its clients notice at once)."""
-        self._tenants.get(organization).revoke_key(tokens=tokens)
-
-    def add_events(
-        self,
-        count: int,
-        *,
-        organization: str | int | None = None,
-        at: datetime | str | float | None = None,
-        until: datetime | str | float | None = None,
-    ) -> dict[str, list[str]]:
-        """Add ``count`` new events to one organization, or to each when ``organization``
-        is ``None`` (see :meth:`SimulatorData.add_events` for ``at``/``until``); the new
-        ids by organization."""
-        chosen = self._tenants if organization is None else [self._tenants.get(organization)]
-        return {t.organization: t.add_events(count, at=at, until=until) for t in chosen}
-
-    def start_feed(
-        self,
-        rate: float,
-        *,
-        organizations: Iterable[str | int] | None = None,
-        tick: float | None = None,
-        late_share: float = 0.0,
-        late_by: float = 0.0,
-        contact_changes: float = 0.0,
-    ) -> LiveEvents:
-        """Start adding ``rate`` events per clock second to each organization (or to the
-        given ones) in the background, until :meth:`stop_feed` or :meth:`stop`: a
-        ``late_share`` of them late by up to ``late_by`` s, and ``contact_changes``
-        contacts changed per clock second (see :class:`LiveEvents`). Needs a running event
-        loop; one feed at a time."""
-        if self._feed is not None and self._feed.running:
-            raise ClientStateError("a feed is already running: stop_feed() first")
-        chosen = (
-            list(self._tenants)
-            if organizations is None
-            else [self._tenants.get(o) for o in organizations]
-        )
-        self._feed = LiveEvents(
-            chosen, self.clock, rate, tick, late_share=late_share, late_by=late_by,
-            contact_changes=contact_changes,
-        )  # fmt: skip
-        self._feed.start()
-        return self._feed
-
-    @property
-    def feed(self) -> LiveEvents | None:
-        """The feed started by :meth:`start_feed` (or ``live_events_per_second``), if any."""
-        return self._feed
-
-    async def stop_feed(self) -> None:
-        """Stop the background feed (an error it met is raised here)."""
-        feed, self._feed = self._feed, None
-        if feed is not None:
-            await feed.stop()
 
     def url(self, path: str) -> str:
         """``base_url`` joined with ``path``."""

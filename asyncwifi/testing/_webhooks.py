@@ -19,8 +19,9 @@ import aiohttp
 import msgspec
 
 from asyncwifi.errors import ValidationError
-from asyncwifi.models._webhook import WEBHOOK_EVENT_TYPES
+from asyncwifi.models import WEBHOOK_EVENT_TYPES
 from asyncwifi.testing._data import SimulatorData
+from asyncwifi.testing._defaults import SIMULATOR_DEFAULTS as D
 from asyncwifi.testing._util import mix
 
 if TYPE_CHECKING:
@@ -171,7 +172,7 @@ _SMALL: dict[int, SimulatorData] = {}
 def make_webhook_payload(
     moment: str = "signup",
     *,
-    seed: int = 0,
+    seed: int = D.seed,
     now: float | None = None,
     organization: str | None = None,
     body_fields: Iterable[str] | None = None,
@@ -194,6 +195,8 @@ def make_webhook_payload(
             events=0,
             events_start=0.0,
             events_end=0.0,
+            event_shape=D.event_shape,
+            hotspot_date=D.hotspot_date,
         )
     payload = build_payload(
         data,

@@ -36,14 +36,15 @@ from typing import Any, Final
 import msgspec
 from aiohttp import web
 
+from asyncwifi._defaults import WEBHOOKS_PORT
 from asyncwifi._retry import RetryPolicy
 from asyncwifi.errors import ConfigurationError
-from asyncwifi.models._webhook import WebhookPayload
+from asyncwifi.models import WebhookPayload
 from asyncwifi.webhooks._dispatcher import Dispatcher
 from asyncwifi.webhooks._receiver import Receiver, Rejection, WebhookContext
 from asyncwifi.webhooks._spool import Spool
 
-__all__ = ["create_app", "run_receiver", "serve"]
+__all__ = ["DEFAULT_PORT", "create_app", "run_receiver", "serve"]
 
 _log = logging.getLogger("asyncwifi.webhooks")
 _JSON: Final = "application/json"
@@ -114,11 +115,9 @@ class _Endpoint:
         rejection = receiver.check_age(payload, now)
         if rejection is not None:
             return _reply(rejection.status, rejection.body())
-        if receiver.handler_for(payload.type) is None:
-            await receiver.count_delivery()  # received and acknowledged: exchanged
-            return _reply(200, _IGNORED)
         nonce = payload.nonce
         if nonce is not None:
+            # first, whatever the type: a redelivery is one delivery, counted once (spec §8)
             try:
                 fresh = await receiver.dedup.claim(nonce, now)
             except Exception:
@@ -126,6 +125,9 @@ class _Endpoint:
                 return _reply(503, _message("de-duplication store unavailable"))
             if not fresh:
                 return _reply(200, _DUPLICATE)
+        if receiver.handler_for(payload.type) is None:
+            await receiver.count_delivery()  # received and acknowledged: exchanged
+            return _reply(200, _IGNORED)
         headers = receiver.redact(request.headers)
         if self.state.spool is not None:
             return await self._spool(payload, body, headers, now)
@@ -240,11 +242,15 @@ async def _health(request: web.Request) -> web.StreamResponse:
     return _reply(200, msgspec.json.encode(out))
 
 
+#: the receiver's port unless told: not the simulator's (8080), so both run side by side
+DEFAULT_PORT: Final = WEBHOOKS_PORT
+
+
 async def serve(
     receiver: Receiver,
     *,
     host: str = "127.0.0.1",
-    port: int = 8080,
+    port: int = DEFAULT_PORT,
     path: str = "/webhooks",
     spool: Spool | str | os.PathLike[str] | None = None,
     retry: RetryPolicy | None = None,

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from asyncwifi._auth import check_url
+from asyncwifi._defaults import NONCE_PREFIX, NONCE_TTL
 from asyncwifi._protocol import require_positive
 from asyncwifi.errors import ConfigurationError
-from asyncwifi.ratelimit._redis import redis_asyncio
+from asyncwifi.ratelimit import redis_client
 
 if TYPE_CHECKING:
     import redis.asyncio
@@ -51,7 +51,7 @@ class MemoryDeduplicator:
 
     __slots__ = ("_seen", "max_entries", "ttl")
 
-    def __init__(self, ttl: float = 3600.0, *, max_entries: int = 100_000) -> None:
+    def __init__(self, ttl: float = NONCE_TTL, *, max_entries: int = 100_000) -> None:
         require_positive(ttl, "the de-duplication ttl", error=ConfigurationError)
         require_positive(max_entries, "max_entries", integer=True, error=ConfigurationError)
         #: seconds a nonce is remembered
@@ -108,8 +108,8 @@ class RedisDeduplicator:
         self,
         url: str = "redis://127.0.0.1:6379/0",
         *,
-        ttl: float = 3600.0,
-        prefix: str = "asyncwifi:webhooks:nonce:",
+        ttl: float = NONCE_TTL,
+        prefix: str = NONCE_PREFIX,
         client: redis.asyncio.Redis | None = None,
     ) -> None:
         require_positive(ttl, "the de-duplication ttl", error=ConfigurationError)
@@ -118,9 +118,7 @@ class RedisDeduplicator:
         #: key prefix; receivers that must agree share it
         self.prefix = prefix
         if client is None:
-            aioredis = redis_asyncio("RedisDeduplicator")  # the optional extra, or a clear error
-            check_url(url, "Redis")
-            client = aioredis.Redis.from_url(url)
+            client = redis_client(url, "RedisDeduplicator")  # the extra, or a clear error
             self._owns_client = True
         else:
             self._owns_client = False

@@ -31,9 +31,8 @@ import msgspec
 from asyncwifi._clock import Clock, SystemClock
 from asyncwifi._protocol import require_positive
 from asyncwifi.errors import ConfigurationError
-from asyncwifi.models._webhook import WebhookPayload
-from asyncwifi.ratelimit import RateStore
-from asyncwifi.ratelimit._volume import WEBHOOKS
+from asyncwifi.models import WebhookPayload
+from asyncwifi.ratelimit import WEBHOOKS, RateStore
 from asyncwifi.webhooks._dedup import Deduplicator, MemoryDeduplicator
 
 __all__ = [

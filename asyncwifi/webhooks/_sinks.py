@@ -13,11 +13,14 @@ import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Final, cast
+from typing import IO, TYPE_CHECKING, Final, cast
 
 from asyncwifi.errors import ConfigurationError
-from asyncwifi.models._webhook import WebhookPayload
+from asyncwifi.models import WebhookPayload
 from asyncwifi.webhooks._receiver import Handler, WebhookContext
+
+if TYPE_CHECKING:
+    from asyncwifi.engine import PiiPolicy
 
 __all__ = ["SECRET_ENV_VAR", "JsonlSink", "load_handler", "secrets_from_env"]
 
@@ -33,14 +36,18 @@ class JsonlSink:
     every field, known or not. Each line is flushed before the handler returns (a killed
     process loses none); ``fsync=True`` also syncs it to disk (survives a power loss, but
     blocks the event loop for the duration of the sync). Delivery being at least once,
-    a consumer de-duplicates by ``event.nonce`` if it must.
+    a consumer de-duplicates by ``event.nonce`` if it must. ``pii``: the PII policy applied
+    to each line before it is written (issue 41; the line is then re-encoded JSON).
     """
 
-    __slots__ = ("_file", "_lock", "fsync", "path")
+    __slots__ = ("_file", "_lock", "fsync", "path", "pii")
 
-    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, fsync: bool = False, pii: PiiPolicy | None = None
+    ) -> None:
         self.path = Path(path)
         self.fsync = fsync
+        self.pii = pii
         self._file: IO[bytes] | None = None
         self._lock = threading.Lock()
 
@@ -48,7 +55,8 @@ class JsonlSink:
         return f"JsonlSink({str(self.path)!r}, fsync={self.fsync})"
 
     def __call__(self, payload: WebhookPayload, context: WebhookContext) -> None:
-        line = context.body.replace(b"\r", b" ").replace(b"\n", b" ").strip() + b"\n"
+        body = self.pii.scrub(context.body) if self.pii else context.body
+        line = body.replace(b"\r", b" ").replace(b"\n", b" ").strip() + b"\n"
         with self._lock:
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)

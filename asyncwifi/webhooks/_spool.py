@@ -27,12 +27,15 @@ import sqlite3
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Final, Literal, TypeVar
+from typing import IO, TYPE_CHECKING, Final, Literal, TypeVar
 
 import msgspec
 
 from asyncwifi._sqlite import SqliteThread, Step, migrate, statements
 from asyncwifi.errors import ClientStateError, ConfigurationError
+
+if TYPE_CHECKING:
+    from asyncwifi.engine import PiiPolicy
 
 __all__ = ["SCHEMA_VERSION", "DeadLetter", "EventOutcome", "Spool", "SpooledEvent"]
 
@@ -125,7 +128,9 @@ class Spool:
     ``open()`` before use (creates the file and tables, enables WAL), ``close()`` after; both
     are idempotent. One process at a time may open a spool (a lock file next to it says
     so; a second ``open()`` raises ``ConfigurationError``). ``max_batch`` bounds how many
-    jobs share one commit.
+    jobs share one commit. ``pii``: the PII policy (``asyncwifi.engine.PiiPolicy``, issue 41)
+    applied to each body before it lands: the spool, its WAL and its dead letters never
+    hold the plain fields, and the handlers receive the scrubbed event.
     """
 
     def __init__(
@@ -135,6 +140,7 @@ class Spool:
         synchronous: Literal["FULL", "NORMAL"] = "FULL",
         retention: float = 3600.0,
         max_batch: int = 1024,
+        pii: PiiPolicy | None = None,
     ) -> None:
         if synchronous not in ("FULL", "NORMAL"):
             raise ConfigurationError(f"synchronous must be 'FULL' or 'NORMAL', got {synchronous!r}")
@@ -146,6 +152,7 @@ class Spool:
         #: (its body is dropped once handled); keep it >= the de-duplication TTL
         self.retention = float(retention)
         self.max_batch = max_batch
+        self.pii = pii
         self._lock_file: IO[bytes] | None = None
         self._db = SqliteThread(
             self._connect,
@@ -229,8 +236,11 @@ class Spool:
         headers: Mapping[str, str],
         received_at: float,
     ) -> int | None:
-        """Store an event durably; its id, or ``None`` if its nonce is already spooled."""
+        """Store an event durably (under the PII policy); its id, or ``None`` if its nonce
+        is already spooled."""
         encoded = _HEADERS_ENCODER.encode(headers)
+        if self.pii:
+            body = self.pii.scrub(body)
 
         def insert(conn: sqlite3.Connection) -> int | None:
             cursor = conn.execute(

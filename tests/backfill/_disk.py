@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from asyncwifi.backfill._state import JsonlDestination
+from asyncwifi.engine._jsonl import JsonlDestination
 
-__all__ = ["DiskLog", "spy_on_disk"]
+__all__ = ["DiskLog", "checkpoint_cut_short", "spy_on_disk"]
 
 
 @dataclass
@@ -88,3 +88,35 @@ def spy_on_disk(out: Path) -> Iterator[DiskLog]:
             mp.setattr(os, "fdatasync", syncing(os.fdatasync))
         mp.setattr(JsonlDestination, "_commit", commit)
         yield log
+
+
+def checkpoint_cut_short(db: Path) -> int:
+    """Do to ``db`` what a checkpoint cut short by a full disk does: the newest committed
+    version of each page its ``-wal`` holds is copied into the main file, except the pages
+    past the main file's end (the file could not grow). Page 1 then says the database is
+    larger than the file: read alone (``immutable``) it is malformed; read with its ``-wal``,
+    as SQLite does, it is whole. Returns the pages copied."""
+    wal = Path(f"{db}-wal").read_bytes()
+    page_size = int.from_bytes(wal[8:12], "big")
+    salts = wal[16:24]
+    pages: dict[int, bytes] = {}
+    newest: dict[int, bytes] = {}
+    at = 32
+    while at + 24 + page_size <= len(wal):
+        header = wal[at : at + 24]
+        if header[8:16] != salts:
+            break
+        number = int.from_bytes(header[0:4], "big")
+        pages[number] = wal[at + 24 : at + 24 + page_size]
+        if int.from_bytes(header[4:8], "big"):  # a commit frame: the pages so far count
+            newest = dict(pages)
+        at += 24 + page_size
+    in_file = db.stat().st_size // page_size
+    copied = 0
+    with db.open("r+b") as f:
+        for number, data in sorted(newest.items()):
+            if number <= in_file:
+                f.seek((number - 1) * page_size)
+                f.write(data)
+                copied += 1
+    return copied

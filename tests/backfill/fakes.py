@@ -19,6 +19,7 @@ from typing import Any
 
 from asyncwifi._instant import format_instant
 from asyncwifi.errors import QuotaExhaustedError, ScrollExpiredError
+from tests._virtualclock import VirtualClock
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,21 +70,8 @@ def raw_of(event: FakeEvent) -> bytes:
     ).encode()
 
 
-class FakeClock:
-    def __init__(self, now: float = 1_767_225_600.0) -> None:  # 2026-01-01T00:00:00Z
-        self.t = now
-
-    def now(self) -> float:
-        return self.t
-
-    async def sleep(self, seconds: float) -> None:
-        import asyncio
-
-        self.t += max(0.0, seconds)
-        await asyncio.sleep(0)
-
-    def real(self, seconds: float) -> float:
-        return 0.0
+#: 2026-01-01T00:00:00Z: where a fake server's stepping clock starts
+JAN_2026 = 1_767_225_600.0
 
 
 @dataclass
@@ -93,7 +81,7 @@ class FakeServer:
     events: list[FakeEvent]
     page_size: int = 50
     quota: int | None = None
-    clock: FakeClock = field(default_factory=FakeClock)
+    clock: VirtualClock = field(default_factory=lambda: VirtualClock.stepping(JAN_2026))
     #: dateEnd rounded up to the next whole second (a sloppy server; boundary test)
     round_end_up: bool = False
     #: raise ScrollExpiredError after this many pages of a stream (once per stream count)

@@ -18,7 +18,7 @@ import pytest
 from asyncwifi import ScaledClock
 from asyncwifi.backfill import SliceIncompleteError, events_backfill
 from asyncwifi.backfill._plan import estimate, even_slice_size, plan_slices
-from asyncwifi.backfill._state import JsonlDestination
+from asyncwifi.engine._jsonl import JsonlDestination
 from asyncwifi.testing import Simulator, SimulatorProcess
 from tests.client._support import NO_LIMITS, client_for
 

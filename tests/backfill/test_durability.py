@@ -21,7 +21,7 @@ import pytest
 
 from asyncwifi import ScaledClock
 from asyncwifi.backfill import ExportJob, contacts_export, events_backfill
-from asyncwifi.backfill._state import JsonlDestination
+from asyncwifi.engine._jsonl import JsonlDestination
 from asyncwifi.testing import Simulator
 from tests.backfill._disk import spy_on_disk
 from tests.client._support import NO_LIMITS, client_for

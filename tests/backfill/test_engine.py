@@ -14,21 +14,15 @@ from typing import Any
 import pytest
 
 from asyncwifi._instant import format_instant
-from asyncwifi.backfill import (
-    ExportJob,
-    OutputNotWritableError,
-    Progress,
-    Reporter,
-    SliceIncompleteError,
-    StateMismatchError,
-    events_backfill,
-)
+from asyncwifi.backfill import ExportJob, Progress, Reporter, SliceIncompleteError, events_backfill
 from asyncwifi.backfill._plan import plan_slices
-from asyncwifi.backfill._preflight import preflight
-from asyncwifi.backfill._sink import JsonlOutput, encode_lines
-from asyncwifi.backfill._state import JobParams, JsonlDestination
+from asyncwifi.engine import DestinationNotWritableError, StateMismatchError
+from asyncwifi.engine._jsonl import JobParams, JsonlDestination
+from asyncwifi.engine._jsonl_output import JsonlOutput, encode_lines
+from asyncwifi.engine._jsonl_preflight import preflight
+from tests._virtualclock import VirtualClock
 from tests.backfill._disk import spy_on_disk
-from tests.backfill.fakes import FakeApi, FakeClock, FakeServer, make_events, raw_of
+from tests.backfill.fakes import FakeApi, FakeServer, make_events, raw_of
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DAYS = 4
@@ -207,7 +201,7 @@ async def test_crash_at_random_moments_then_resume_writes_each_event_once(
 async def test_quota_exhausted_pauses_with_the_reset_time_and_the_next_run_resumes(
     tmp_path: Path, events: list[Any]
 ) -> None:
-    clock = FakeClock(T0.timestamp() + 3_600)
+    clock = VirtualClock.stepping(T0.timestamp() + 3_600)
     server = FakeServer(events, page_size=25, quota=11, clock=clock)
     first = await job(tmp_path, server, concurrency=2).run()
     assert first.status == "paused"
@@ -216,7 +210,7 @@ async def test_quota_exhausted_pauses_with_the_reset_time_and_the_next_run_resum
     assert 0 < written < len(events)
     runs = 1
     while True:
-        clock.t += 86_400  # the next day: the quota is back
+        clock.step(86_400)  # the next day: the quota is back
         outcome = await job(tmp_path, server, concurrency=2).run()
         runs += 1
         if outcome.status == "done":
@@ -234,7 +228,7 @@ async def test_wait_mode_sleeps_until_the_reset_and_finishes(
         def paused(self, progress: Progress, *, reset_at: float, waiting: bool) -> None:
             seen.append((reset_at, waiting))
 
-    clock = FakeClock(T0.timestamp() + 80_000)
+    clock = VirtualClock.stepping(T0.timestamp() + 80_000)
     server = FakeServer(events, page_size=25, quota=30, clock=clock)
     outcome = await job(tmp_path, server, wait=True, reporter=Spy()).run()
     assert outcome.status == "done"
@@ -247,7 +241,7 @@ async def test_wait_mode_sleeps_until_the_reset_and_finishes(
 async def test_wait_mode_with_a_max_wait_shorter_than_the_reset_pauses(
     tmp_path: Path, events: list[Any]
 ) -> None:
-    clock = FakeClock(T0.timestamp() + 3_600)
+    clock = VirtualClock.stepping(T0.timestamp() + 3_600)
     server = FakeServer(events, page_size=25, quota=5, clock=clock)
     outcome = await job(tmp_path, server, wait=True, max_wait=600.0).run()
     assert outcome.status == "paused"
@@ -362,7 +356,7 @@ async def test_an_output_shorter_than_committed_is_refused(
 @pytest.mark.parametrize("where", ["missing-dir", "is-dir"])
 def test_preflight_refuses_an_unwritable_output(tmp_path: Path, where: str) -> None:
     out = tmp_path / "nope" / "out.jsonl" if where == "missing-dir" else tmp_path
-    with pytest.raises(OutputNotWritableError):
+    with pytest.raises(DestinationNotWritableError):
         preflight(params(tmp_path, out=str(out)), state_path=tmp_path / "s", out_path=out)
     assert list(tmp_path.iterdir()) == []
 

@@ -9,12 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asyncwifi._instant import format_instant
+from asyncwifi._instant import format_instant, parse_duration, parse_instant
 from asyncwifi.backfill._plan import (
     estimate,
     even_slice_size,
-    parse_duration,
-    parse_instant,
     plan_slices,
     requests_time,
 )

@@ -13,8 +13,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from asyncwifi.backfill._state import JobParams, JsonlDestination
-from asyncwifi.backfill._state_schema import _V1, DONE
+from asyncwifi.engine._jsonl import JobParams, JsonlDestination
+from asyncwifi.engine._jsonl_schema import _V1, DONE
 from asyncwifi.errors import AsyncWifiError, SchemaVersionError
 
 PARAMS = JobParams(kind="events", out="events.jsonl", since="2024-01-01", until="2024-01-03")

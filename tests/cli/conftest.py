@@ -114,9 +114,12 @@ def run_without(packages: tuple[str, ...], *args: str, timeout: float = 60.0) ->
     return run_command(*args, timeout=timeout, argv0=[sys.executable, "-c", script])
 
 
-async def run_against(base_url: str, sim: Any, home: Path, *args: str) -> Result:
+async def run_against(
+    base_url: str, sim: Any, home: Path, *args: str, more_env: dict[str, str] | None = None
+) -> Result:
     """``asyncwifi ARGS`` in a child process whose credentials are ``sim``'s and whose base
-    URL is ``base_url`` (a proxy that misbehaves), while this loop serves both."""
+    URL is ``base_url`` (a proxy that misbehaves), while this loop serves both
+    (``more_env``: more variables, ``ASYNCWIFI_TIMEOUT`` say)."""
     import asyncio
     import os
 
@@ -129,6 +132,7 @@ async def run_against(base_url: str, sim: Any, home: Path, *args: str) -> Result
         "ASYNCWIFI_CLIENT_SECRET": sim.client_secret,
         "ASYNCWIFI_ORGANIZATION": sim.organization,
         "ASYNCWIFI_ALLOW_HTTP": "1",
+        **(more_env or {}),
     }
     proc = await asyncio.create_subprocess_exec(
         *asyncwifi_command(), "-q", *args, env=env, stdin=asyncio.subprocess.DEVNULL,

@@ -20,7 +20,7 @@ import pytest
 from asyncwifi.cli import ExitCode
 from tests._stopping import STOP_WITHIN, Child
 from tests.cli.conftest import one_clean_line, run_command, run_without
-from tests.sync.conftest import PG_HOST, PG_PORT, free_port, http_get, require_postgres
+from tests.sync.conftest import PG_HOST, PG_PORT, free_port, http_get, pg_lock, require_postgres
 
 SIM = ("--simulate", "--sim-events-per-day", "200")
 DAY = ("--since", "2026-01-01", "--until", "2026-01-02")
@@ -52,7 +52,8 @@ def test_a_postgresql_database_wrong_at_start_is_one_line(
     url: str, code: ExitCode, says: str
 ) -> None:
     require_postgres()
-    result = run_command(*_sync_once(url), timeout=60)
+    with pg_lock(exclusive=False):  # not while the restart test has the server down
+        result = run_command(*_sync_once(url), timeout=60)
     line = one_clean_line(result, code, "--to postgresql://", says)
     assert "s3cret" not in result.err
     if ":s3cret@" in url:
@@ -243,7 +244,7 @@ def test_fleet_status_without_temporal_is_one_line_every_time() -> None:
 
 def test_an_organization_that_never_ran_has_no_lag() -> None:
     pytest.importorskip("temporalio")
-    from asyncwifi.fleet._control import status_line
+    from asyncwifi.cli._temporal import status_line
     from asyncwifi.fleet._workflow import OrganizationStatus
 
     never = OrganizationStatus("org-new", newest_event="2023-12-31T00:00:00Z")

@@ -226,7 +226,7 @@ def test_table_output_keeps_ids_whole_on_a_narrow_terminal(
     listed = run("-q", "--simulate", "hotspots", "list")
     ids = [h["id"] for h in json.loads(listed.out)]
     monkeypatch.setenv("COLUMNS", "60")
-    table = run("-q", "--simulate", "hotspots", "list", "--format", "table")
+    table = run("-q", "--simulate", "hotspots", "list", "--format", "text")
     assert table.code == 0, table.err
     assert ids
     for hotspot_id in ids:

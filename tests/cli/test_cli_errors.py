@@ -115,9 +115,10 @@ def test_an_existing_output_without_its_state_exits_65_and_is_left_alone(
 
 
 def test_a_state_file_for_another_job_exits_65(creds: Path, run: Callable[..., Result]) -> None:
+    from asyncwifi._instant import parse_instant
     from asyncwifi.backfill._jobs import events_params
-    from asyncwifi.backfill._plan import parse_instant, plan_slices
-    from asyncwifi.backfill._state import JsonlDestination
+    from asyncwifi.backfill._plan import plan_slices
+    from asyncwifi.engine._jsonl import JsonlDestination
 
     since, until = parse_instant("2026-01-01"), parse_instant("2026-01-08")
     from datetime import timedelta

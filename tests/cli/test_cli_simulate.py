@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from asyncwifi._clock import ScaledClock
-from asyncwifi.backfill._plan import parse_instant
+from asyncwifi._instant import parse_instant
 from asyncwifi.cli import ExitCode
 from asyncwifi.cli._app import SimOptions
 from asyncwifi.cli._simulate import build_simulator
@@ -32,7 +32,9 @@ from tests.cli.conftest import Result
 MS = timedelta(milliseconds=1)
 
 
-def expected_ids(since: str, until: str, *, seed: int = 7, per_day: int = 10_000) -> list[str]:
+def expected_ids(
+    since: str, until: str, *, seed: int = SimOptions.seed, per_day: int = SimOptions.events_per_day
+) -> list[str]:
     start, end = parse_instant(since), parse_instant(until)
     options = SimOptions(enabled=True, seed=seed, events_per_day=per_day)
     sim = build_simulator(options, since=start, until=end, clock=ScaledClock(100))
@@ -245,7 +247,7 @@ def test_daemon_mode_exits_75_when_the_reset_is_further_than_max_wait(
     clean_env: Path, run: Callable[..., Result]
 ) -> None:
     # (waiting through a reset is covered by the engine's tests, on a stepped clock)
-    result = run(*_day_of_four_requests("--log-format", "json"), "--daemon", "--max-wait", "1h")
+    result = run(*_day_of_four_requests("--log-format", "json"), "--wait", "--max-wait", "1h")
     assert result.code == ExitCode.TEMPFAIL, result.err
     records = [json.loads(line) for line in result.err.splitlines() if line.startswith("{")]
     paused = [r for r in records if r["event"] == "quota_exhausted"]
@@ -285,7 +287,7 @@ def test_gzip_output_is_a_valid_gzip_of_every_event(
     )
     assert result.code == 0, result.err
     assert result.err == ""  # quiet
-    opts = SimOptions(enabled=True, seed=7)
+    opts = SimOptions(enabled=True)  # the default --simulate: Simulator.DEFAULTS.seed
     start, end = parse_instant("2026-01-01"), parse_instant("2026-01-03")
     sim = build_simulator(opts, since=start, until=end, clock=ScaledClock(100))
     assert_exactly_once(
@@ -313,7 +315,7 @@ def test_resource_commands_print_json(clean_env: Path, run: Callable[..., Result
     segments = run("-q", "--simulate", "segments", "list")
     assert segments.code == 0, segments.err
     assert json.loads(segments.out)
-    quota = run("-q", "--simulate", "quota")
+    quota = run("-q", "--simulate", "quota", "--format", "json")
     assert quota.code == 0, quota.err
     snapshot = json.loads(quota.out)
     assert snapshot["windows"]["day"]["remaining"] == 15_000 - 1  # the login

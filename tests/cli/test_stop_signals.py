@@ -10,8 +10,8 @@ import signal
 from datetime import UTC, datetime
 from pathlib import Path
 
-from asyncwifi.backfill._state import JsonlDestination
 from asyncwifi.cli import ExitCode
+from asyncwifi.engine._jsonl import JsonlDestination
 from asyncwifi.testing import Faults, Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
 from tests._stopping import STOP_WITHIN, Child, Stopped, pointed_at
@@ -43,7 +43,7 @@ async def test_backfill_sigterm_while_it_waits_for_the_quota(tmp_path: Path) -> 
     out = tmp_path / "events.jsonl"
     args = [*SIMULATE, "--sim-day-limit", "4", "--sim-events-per-day", "2000",
             "events", "backfill", "--since", "2026-01-01", "--until", "2026-01-06",
-            "--out", str(out), "--page-size", "500", "--daemon"]  # fmt: skip
+            "--out", str(out), "--page-size", "500", "--wait"]  # fmt: skip
     async with Child(args) as child:
         await child.reach("the day's quota is spent; progress is saved")
         assert "waiting until" in child.lines[-1]
@@ -55,7 +55,7 @@ async def test_backfill_sigterm_while_it_waits_for_the_quota(tmp_path: Path) -> 
 async def test_contacts_export_sigterm_while_it_waits_for_the_quota(tmp_path: Path) -> None:
     out = tmp_path / "contacts.jsonl"
     args = [*SIMULATE, "--sim-day-limit", "3", "contacts", "export", "--out", str(out),
-            "--page-size", "500", "--daemon"]  # fmt: skip
+            "--page-size", "500", "--wait"]  # fmt: skip
     async with Child(args) as child:
         await child.reach("the day's quota is spent; progress is saved")
         stopped = await child.stop(signal.SIGTERM)

@@ -6,11 +6,14 @@ real HTTP and changes what a test asks for on the way: the JSON of a response
 (``rewrite(path, body) -> body``), the status of a response (``status(path, status, headers)
 -> status``), or the scroll's continuation (``continuation="ignore"``: the scroll
 parameter is dropped, as by a server that does not know it; ``"replay"``: a continuation is
-answered with the body of the page it continues, the same scroll id and records).
+answered with the body of the page it continues, the same scroll id and records), or the
+whole answer (``answer(path) -> web.Response | None``: a proxy's own page instead of the
+API's).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +23,7 @@ from aiohttp import web
 
 from asyncwifi.testing import Simulator
 
-__all__ = ["OtherServer", "floats_for_ints"]
+__all__ = ["OtherServer", "SilentServer", "floats_for_ints"]
 
 #: the scroll parameter of each scroll path's continuation (spec §4.2, §4.5)
 SCROLL_PARAMS = ("sId", "scrollId")
@@ -51,8 +54,10 @@ class OtherServer:
         rewrite: Callable[[str, Any], Any] | None = None,
         status: Callable[[str, int, dict[str, str]], int] | None = None,
         continuation: str | None = None,
+        answer: Callable[[str], web.Response | None] | None = None,
     ) -> None:
         self.sim = sim
+        self.answer = answer
         self.rewrite = rewrite
         self.status = status
         self.continuation = continuation
@@ -92,6 +97,9 @@ class OtherServer:
         assert self._session is not None
         query = dict(request.query)
         self.requests.append((request.method, request.path, query))
+        own = self.answer(request.path) if self.answer is not None else None
+        if own is not None:
+            return own
         scroll = next((p for p in SCROLL_PARAMS if p in query), None)
         if scroll is not None and self.continuation == "replay" and query[scroll] in self._pages:
             body, code, headers = (
@@ -133,3 +141,32 @@ def _scroll_id(body: bytes) -> str | None:
         return None
     sid = data.get("sId") or data.get("scrollId")
     return sid if isinstance(sid, str) else None
+
+
+class SilentServer:
+    """A host that takes every connection and never answers (a base URL pointing at the
+    wrong service, a firewall that swallows requests): ``accepted`` counts connections."""
+
+    def __init__(self) -> None:
+        self.accepted = 0
+        self.port = 0
+        self._server: asyncio.Server | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def __aenter__(self) -> SilentServer:
+        self._server = await asyncio.start_server(self._hold, "127.0.0.1", 0)
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def _hold(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
+        await reader.read()  # the request, then nothing, until the client gives up
+        writer.close()

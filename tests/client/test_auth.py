@@ -10,21 +10,10 @@ import pytest
 
 from asyncwifi._auth import Secret, Token, TokenManager, TokenState, read_jwt_claims
 from asyncwifi.errors import ClientStateError
+from tests._virtualclock import VirtualClock
 
-
-class FakeClock:
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.t = now
-
-    def now(self) -> float:
-        return self.t
-
-    async def sleep(self, seconds: float) -> None:
-        self.t += seconds
-        await asyncio.sleep(0)
-
-    def real(self, seconds: float) -> float:
-        return 0.0
+#: the stepping clock's start (any time: tokens are judged against it)
+T0 = 1_000_000.0
 
 
 def jwt(iat: float, exp: float) -> str:
@@ -35,7 +24,7 @@ def jwt(iat: float, exp: float) -> str:
 
 
 class Server:
-    def __init__(self, clock: FakeClock, lifetime: float = 86_400.0) -> None:
+    def __init__(self, clock: VirtualClock, lifetime: float = 86_400.0) -> None:
         self.clock = clock
         self.lifetime = lifetime
         self.logins = 0
@@ -52,7 +41,7 @@ class Server:
 
 
 async def test_many_coroutines_make_one_login() -> None:
-    clock = FakeClock()
+    clock = VirtualClock.stepping(T0)
     server = Server(clock)
     tokens = TokenManager(server.login, server.logout, clock=clock)
     got = await asyncio.gather(*(tokens.get() for _ in range(1000)))
@@ -62,20 +51,20 @@ async def test_many_coroutines_make_one_login() -> None:
 
 
 async def test_refresh_before_exp() -> None:
-    clock = FakeClock()
+    clock = VirtualClock.stepping(T0)
     server = Server(clock, lifetime=3600.0)
     tokens = TokenManager(server.login, server.logout, clock=clock, refresh_margin=300.0)
     first = await tokens.get()
-    clock.t += 3600 - 360 - 1  # margin is min(300, 10% of 3600) = 300 s before exp
+    clock.step(3600 - 360 - 1)  # margin is min(300, 10% of 3600) = 300 s before exp
     assert (await tokens.get()) is first
-    clock.t += 100
+    clock.step(100)
     second = await tokens.get()
     assert second.generation == first.generation + 1
     assert server.logins == 2
 
 
 async def test_a_403_relogs_once_and_a_refused_new_token_does_not_storm() -> None:
-    clock = FakeClock()
+    clock = VirtualClock.stepping(T0)
     server = Server(clock)
     tokens = TokenManager(server.login, server.logout, clock=clock, relogin_cooldown=60.0)
     token = await tokens.get()
@@ -99,14 +88,14 @@ async def test_a_403_relogs_once_and_a_refused_new_token_does_not_storm() -> Non
     assert tokens.rejected(fresh) is False
     assert server.logins == 3
     # a cooldown later, a 403 may again be an expiry: one more login, at most
-    clock.t += 61
+    clock.step(61)
     assert tokens.rejected(fresh) is True
     await tokens.get()
     assert server.logins == 4
 
 
 async def test_logout_and_close() -> None:
-    clock = FakeClock()
+    clock = VirtualClock.stepping(T0)
     server = Server(clock)
     tokens = TokenManager(server.login, server.logout, clock=clock)
     assert await tokens.logout() is False

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from asyncwifi import Client, Limit, Limits, MemoryStore, RetryPolicy, ScaledClock
-from asyncwifi.backfill._plan import estimate, parse_duration, plan_slices
+from asyncwifi._instant import parse_duration
+from asyncwifi.backfill._plan import estimate, plan_slices
 from asyncwifi.errors import AsyncWifiError, ClientStateError, ConfigurationError
 from asyncwifi.testing import Faults, Simulator, make_webhook_payload
 from asyncwifi.webhooks import Dispatcher, MemoryDeduplicator, Receiver, Spool

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from asyncwifi import HotspotCreate, HotspotUpdate, Limits, Policy, StreamOptions, errors
+from asyncwifi import HotspotCreate, HotspotUpdate, Policy, StreamOptions, errors
 from asyncwifi.testing import Simulator
 from asyncwifi.testing._api_events import patch_event
 from tests.client._support import client_for
@@ -277,28 +277,6 @@ async def test_one_customers_events_count_what_was_returned(make_sim: Any) -> No
         with pytest.raises(errors.DecodeError):
             await api.events.for_customer(owner)
         assert await same_counts(api, sim) == {"events": 2 * len(got)}
-
-
-async def test_a_spent_allowance_stops_a_stream_after_the_page_that_spent_it(
-    make_sim: Any,
-) -> None:
-    limits = Limits(month={"events": 250}, on_exhausted="raise")
-    async with make_sim(events=1_000, segments=6) as sim, client_for(sim, limits=limits) as api:
-        got: list[Any] = []
-
-        async def consume() -> None:
-            async for event in api.events.list(size=100):
-                got.append(event)
-
-        with pytest.raises(errors.QuotaExhaustedError) as spent:
-            await consume()
-        assert spent.value.limit == "month:events"
-        assert "250 for events; 300 exchanged" in str(spent.value)
-        assert len(got) == 300  # three pages: the third reached the allowance
-        assert await same_counts(api, sim) == {"events": 300}
-        assert sim.counters.by_endpoint[ORG_EVENTS] == 3  # the fourth was never sent
-        assert len(await api.segments.list()) == 6  # another kind goes on
-        assert api.quota.volume.remaining("events") == 0
 
 
 async def test_a_value_in_the_path_does_not_change_the_kind_counted(make_sim: Any) -> None:

@@ -10,8 +10,7 @@ import pytest
 from tenacity import RetryCallState, Retrying
 
 from asyncwifi import RetryInfo, RetryPolicy, ScaledClock
-from asyncwifi._backoff import ClientWait
-from asyncwifi._retry import Remedy, classify
+from asyncwifi._retry import ClientWait, Remedy, classify
 from asyncwifi.errors import (
     AmbiguousWriteError,
     NotFoundError,

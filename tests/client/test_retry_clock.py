@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from asyncwifi import Client, Limits, MockTransport, RetryInfo, RetryPolicy
-from asyncwifi._core import Verdict
+from asyncwifi._call import Verdict
 from asyncwifi._transport import Request, Response
 from asyncwifi.errors import (
     AmbiguousWriteError,

@@ -7,9 +7,9 @@ What must hold: no exception but a clearly mapped API error; no request the defi
 refuses (Prism answers those with 422); every stream ends within a bounded number of
 requests; every record is delivered or set aside with an ItemError.
 
-Prism is found on PATH, in ``.ci-node/node_modules/.bin`` (what ``.ci/run`` installs), or
-through ``npx --no-install``; without it the test is skipped, unless
-``ASYNCWIFI_REQUIRE_PRISM=1`` (CI), where it fails.
+Prism is found on PATH, in ``.ci-node/node_modules/.bin`` (what ``.ci/run`` and the README's
+step install), or through ``npx --no-install``; without it the test is skipped with that
+step's exact command as its reason, unless ``ASYNCWIFI_REQUIRE_PRISM=1`` (CI): it fails.
 """
 
 from __future__ import annotations
@@ -57,6 +57,13 @@ def _prism() -> list[str] | None:
     return None
 
 
+def prism_install() -> str:
+    """The command that installs Prism where :func:`_prism` finds it: ``.ci/run``'s line,
+    which the README's test step repeats."""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    return next(line for line in ci.splitlines() if line.startswith("npm install"))
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -68,7 +75,10 @@ async def _mock(seed: int) -> AsyncIterator[str]:
     """``prism mock -d`` on a free port of 127.0.0.1; its base URL once it listens."""
     command = _prism()
     if command is None:
-        reason = "Prism (@stoplight/prism-cli) is not installed: npm install --prefix .ci-node"
+        reason = (
+            "Prism (@stoplight/prism-cli), the random server of these tests, is not installed; "
+            f"in the checkout (the README's step): {prism_install()}"
+        )
         if os.environ.get("ASYNCWIFI_REQUIRE_PRISM") == "1":
             pytest.fail(reason + " (ASYNCWIFI_REQUIRE_PRISM=1)")
         pytest.skip(reason)
@@ -198,3 +208,19 @@ async def test_the_sdk_against_a_random_mock_of_the_definition(seed: int) -> Non
     assert 422 not in statuses, outcomes
     assert len(outcomes["contacts"]) == len(outcomes["events"]) == STREAMS
     assert not [o for seen in outcomes.values() for o in seen if o.startswith("unexpected")]
+
+
+async def test_without_prism_the_skip_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Skipped without a word on how to get Prism, the three tests above were easy to miss
+    (issue 40): the reason is the exact command, the README's step."""
+    monkeypatch.setitem(globals(), "_prism", lambda: None)
+    monkeypatch.delenv("ASYNCWIFI_REQUIRE_PRISM", raising=False)
+    with pytest.raises(pytest.skip.Exception) as caught:
+        async with _mock(SEEDS[0]):
+            pass
+    reason = str(caught.value)
+    assert prism_install() in reason
+    assert "@stoplight/prism-cli@" in prism_install()
+    assert f"\n{prism_install()}\n" in (ROOT / "README.md").read_text(encoding="utf-8")

@@ -25,8 +25,9 @@ from asyncwifi import ScaledClock  # noqa: E402
 from asyncwifi._cursor import TimeCursor  # noqa: E402
 from asyncwifi._instant import format_instant  # noqa: E402
 from asyncwifi.dlt import CHECKPOINT, asyncwifi_source  # noqa: E402
+from asyncwifi.engine import open_destination  # noqa: E402
 from asyncwifi.models._identity import content_id  # noqa: E402
-from asyncwifi.sync import Syncer, SyncOptions, open_destination  # noqa: E402
+from asyncwifi.sync import Syncer, SyncOptions  # noqa: E402
 from asyncwifi.testing import Simulator  # noqa: E402
 from asyncwifi.testing._api_events import patch_event  # noqa: E402
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START  # noqa: E402

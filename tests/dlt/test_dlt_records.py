@@ -15,8 +15,8 @@ pytest.importorskip("duckdb", reason="dlt[duckdb] is not installed")
 
 from asyncwifi import Client, ScaledClock
 from asyncwifi.dlt import asyncwifi_source
+from asyncwifi.engine._snapshots import snapshot
 from asyncwifi.errors import ConfigurationError
-from asyncwifi.sync._snapshots import snapshot
 from asyncwifi.testing import Simulator
 from tests.dlt.conftest import pipeline, rows, run
 

@@ -183,3 +183,30 @@ async def test_a_failing_resource_fails_the_run_and_closes_the_client(dlt_home: 
         with pytest.raises(PipelineStepFailed, match=r"Gone|410"):
             await run(pipeline(dlt_home), source)
         assert client.state is ClientState.CLOSED
+
+
+async def test_a_failure_before_the_other_resources_start_still_closes_the_client() -> None:
+    # dlt closes a resource's generator that never started without running its finally:
+    # one failing before the others had begun left the client open (seen under load)
+    from asyncwifi.dlt import _Session
+
+    async with Simulator(clock=ScaledClock(100.0)) as sim:
+        client = sim.client()
+        session = _Session(client)
+        for _ in range(3):  # events, contacts, segments selected
+            session.register()
+        assert await session.acquire() is client
+        await session.release(failed=True)
+        assert client.state is ClientState.CLOSED
+        assert session.failed  # the others' errors of the closed client are not the run's
+        # a resource that ends well leaves the client to those still to come
+        other = sim.client()
+        session = _Session(other)
+        session.register()
+        session.register()
+        await session.acquire()
+        await session.release()
+        assert other.state is ClientState.OPEN
+        await session.acquire()
+        await session.release()
+        assert other.state is ClientState.CLOSED

@@ -104,6 +104,16 @@ def test_the_readme_is_a_front_door() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     test_command = next(line for line in ci.splitlines() if line.startswith("python -m pytest"))
     assert f"\n{test_command}\n" in readme
+    # what CI installs is what the README says to install: the test tools (dev, the docs
+    # tools included) and Prism, the contract tests' server (issue 40)
+    install = next(
+        line for line in ci.splitlines() if line.startswith("python -m pip") and " -e " in line
+    )
+    extras = re.search(r'-e "(\.\[[a-z,]+\])"', install)
+    assert extras is not None
+    assert f'pip install -e "{extras.group(1)}"' in readme
+    prism = next(line for line in ci.splitlines() if line.startswith("npm install"))
+    assert f"\n{prism}\n" in readme
     assert "asyncwifi --simulate events backfill" in readme
     assert not re.search(r"pip install asyncwifi\b(?!-)", readme)
     assert len(readme.splitlines()) < 120

@@ -7,6 +7,7 @@ Without the CLI or temporalio the tests skip, saying why; under
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import socket
@@ -60,7 +61,7 @@ def temporal_target() -> Iterator[str]:
     """``HOST:PORT`` of a Temporal dev server for the whole session (in memory, no UI)."""
     if importlib.util.find_spec("temporalio") is None:
         _skip_or_fail("temporalio is not installed (pip install 'asyncwifi[fleet]')")
-    from asyncwifi.fleet._control import temporal_cli
+    from asyncwifi.cli._temporal import temporal_cli
 
     cli = temporal_cli()
     if cli is None:
@@ -77,7 +78,11 @@ def temporal_target() -> Iterator[str]:
     try:
         if not _wait_for_port(port, 30):
             _skip_or_fail("the Temporal dev server did not start within 30 s")
-        yield f"127.0.0.1:{port}"
+        target = f"127.0.0.1:{port}"
+        # it listens before its frontend is healthy: a command run at once was refused
+        # ("Frontend is not healthy yet", seen in CI); every test gets a healthy server
+        asyncio.run(connect_when_healthy(target, 60.0))
+        yield target
     finally:
         stop_process(proc)
 
@@ -91,8 +96,6 @@ async def temporal(temporal_target: str) -> Any:
 async def connect_when_healthy(target: str, seconds: float = 30.0) -> Any:
     """A client of ``target`` once its frontend says it is healthy (a server just started,
     or restarted, listens before it is)."""
-    import asyncio
-
     from temporalio.client import Client
 
     deadline = time.monotonic() + seconds

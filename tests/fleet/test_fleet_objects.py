@@ -23,9 +23,10 @@ pytest.importorskip("temporalio")
 from asyncwifi import ScaledClock
 from asyncwifi._instant import period_end, read_instant
 from asyncwifi.cli._command import run
+from asyncwifi.cli._temporal import connect
 from asyncwifi.fleet._activities import PassActivities
 from asyncwifi.fleet._config import FleetConfig, parse_fleet_config
-from asyncwifi.fleet._control import apply_fleet, connect
+from asyncwifi.fleet._control import apply_fleet
 from asyncwifi.fleet._worker import WorkerOptions, run_worker
 from asyncwifi.fleet._workflow import workflow_id
 from asyncwifi.sync import Syncer

@@ -21,11 +21,11 @@ import pytest
 pytest.importorskip("temporalio")
 
 from asyncwifi import ScaledClock
+from asyncwifi.engine import open_destination
 from asyncwifi.fleet._config import FleetConfig, parse_fleet_config
 from asyncwifi.fleet._control import apply_fleet, fleet_status
 from asyncwifi.fleet._worker import WorkerOptions, run_worker
 from asyncwifi.fleet._workflow import OrganizationStatus, workflow_id
-from asyncwifi.sync import open_destination
 from asyncwifi.testing import Simulator
 from tests.sync.conftest import pg_database, pg_lock, require_postgres
 

@@ -17,10 +17,10 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from asyncwifi import ScaledClock
+from asyncwifi.engine import open_destination
 from asyncwifi.fleet._activities import PassActivities
 from asyncwifi.fleet._clients import ClientPool
 from asyncwifi.fleet._workflow import PassRequest
-from asyncwifi.sync import open_destination
 from asyncwifi.testing import Simulator
 from tests.fleet.test_fleet_sync import SIZES, config_of
 
@@ -73,7 +73,7 @@ async def test_a_stale_pass_commits_nothing(tmp_path: Path) -> None:
 async def test_a_database_from_before_organizations_says_what_to_run(tmp_path: Path) -> None:
     import sqlite3
 
-    from asyncwifi.sync._schema import STEPS
+    from asyncwifi.engine._schema import STEPS
 
     path = tmp_path / "old.db"
     with sqlite3.connect(path) as conn:  # version 1, holding one organization's checkpoint

@@ -17,7 +17,8 @@ import pytest
 pytest.importorskip("temporalio")
 
 from asyncwifi import ScaledClock
-from asyncwifi.fleet._control import apply_fleet, temporal_cli
+from asyncwifi.cli._temporal import temporal_cli
+from asyncwifi.fleet._control import apply_fleet
 from asyncwifi.fleet._worker import WorkerOptions, run_worker
 from asyncwifi.fleet._workflow import workflow_id
 from asyncwifi.testing import Simulator

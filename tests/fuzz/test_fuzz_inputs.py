@@ -24,9 +24,8 @@ from asyncwifi._protocol import build_query, format_datetime, path_segment
 from asyncwifi._resources._events import validate_event_query
 from asyncwifi.cli import ExitCode, main
 from asyncwifi.errors import DecodeError, ValidationError
-from asyncwifi.models import Event, decode
+from asyncwifi.models import Event, decode, decode_page
 from asyncwifi.models._contacts import ContactPage
-from asyncwifi.models._decode import decode_page
 from asyncwifi.models._events import EventPage
 from asyncwifi.models._hotspots import HotspotPage
 from asyncwifi.models._segments import SegmentPage

@@ -3,7 +3,9 @@
 Run as ``python -m tests.ratelimit.rl_worker '<json config>'``; prints one JSON line with
 the admission times (and, against the simulator, the response statuses), or, with
 ``"objects": n`` in the config, counts n events objects one by one (all at once) and prints
-the month's events count the store answered last.
+the month's events count the store answered last, or, with ``"streams": n``, reads n event
+streams at once through a client of the simulator under ``"month"``'s allowance (raising at
+it) and prints the events each delivered and how each ended.
 """
 
 from __future__ import annotations
@@ -11,27 +13,14 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
 from dataclasses import replace
 from typing import Any
 
 from asyncwifi.ratelimit import Limit, Limits, RedisStore, Scheduler
 
-
-class SharedClock:
-    """The parent's scaled time line, read through the system-wide monotonic clock."""
-
-    def __init__(self, speed: float, start: float, anchor: float) -> None:
-        self.speed, self.start, self.anchor = speed, start, anchor
-
-    def now(self) -> float:
-        return self.start + (time.monotonic() - self.anchor) * self.speed
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(max(0.0, seconds) / self.speed)
-
-    def real(self, seconds: float) -> float:
-        return max(0.0, seconds) / self.speed
+# the parent's scaled time line, read through the system-wide monotonic clock: the clock a
+# simulator in a child process shares with its parent (real time: the processes are real)
+from asyncwifi.testing._process import AnchoredClock
 
 
 async def plain(cfg: dict[str, Any], sched: Scheduler) -> dict[str, Any]:
@@ -87,12 +76,41 @@ async def objects(cfg: dict[str, Any], store: RedisStore) -> dict[str, Any]:
     return {"events": max([c.used("events") for c in counts] + [last.used("events")])}
 
 
+async def streams(cfg: dict[str, Any], store: RedisStore, clock: AnchoredClock) -> dict[str, Any]:
+    from asyncwifi import Client
+    from asyncwifi.errors import QuotaExhaustedError
+
+    limits = Limits(month=cfg["month"], on_exhausted="raise")
+    api = Client(
+        cfg["client_key"], cfg["client_secret"], base_url=cfg["base_url"], allow_http=True,
+        organization=cfg["organization"], clock=clock, limits=limits, rate_store=store,
+    )  # fmt: skip
+
+    async def read(i: int) -> tuple[int, str]:
+        got = 0
+        try:
+            async for _ in api.events.list(date_start=cfg["ranges"][i][0],
+                                           date_end=cfg["ranges"][i][1]):  # fmt: skip
+                got += 1
+        except QuotaExhaustedError as exc:
+            return got, exc.limit
+        return got, "end"
+
+    async with api:
+        ends = await asyncio.gather(*(read(i) for i in range(cfg["streams"])))
+        counted = await api.scheduler.objects("events")
+    return {"delivered": [n for n, _ in ends], "ends": [e for _, e in ends], "counted": counted}
+
+
 async def main(cfg: dict[str, Any]) -> None:
     store = RedisStore(cfg["url"], key=cfg["key"], prefix=cfg["prefix"], use_redis_time=False)
     if cfg.get("objects"):
         print(json.dumps(await objects(cfg, store)), flush=True)
         return
-    clock = SharedClock(cfg["speed"], cfg["start"], cfg["anchor"])
+    clock = AnchoredClock(cfg["speed"], cfg["start"], cfg["anchor"])
+    if cfg.get("streams"):
+        print(json.dumps(await streams(cfg, store, clock)), flush=True)
+        return
     limits = Limits(
         minute=Limit(cfg["n"], 60.0), day=Limit(15_000, 86_400.0), minute_margin=cfg["margin"]
     )

@@ -123,8 +123,8 @@ async def test_schedulers_of_two_processes_share_the_month(prefix: str) -> None:
         assert await here.objects() == {"events": 500}
         assert here.quota.volume.remaining("events") == 0
         with pytest.raises(QuotaExhaustedError, match="500 for events; 500 exchanged"):
-            await here.acquire(tag="events")
-        here.release(await here.acquire(tag="contacts"))  # another kind: not held
+            await here.object_gate.reserve("events", 1)
+        here.object_gate.release(await here.object_gate.reserve("contacts", 1))  # not held
 
 
 async def test_counts_made_while_redis_is_lost_are_added_once_it_is_back(

@@ -21,7 +21,7 @@ from asyncwifi.ratelimit import (
     ThrottleEvent,
 )
 from tests._virtualclock import VirtualClock
-from tests.ratelimit.rlhelpers import START, max_in_fixed, max_in_sliding
+from tests.ratelimit.rlhelpers import START, FakeGateway, max_in_fixed, max_in_sliding
 
 DAY0 = 1_700_006_400.0  # 2023-11-15 00:00:00 UTC, 6,400 s after START
 
@@ -95,6 +95,36 @@ class TestAdmission:
 
         run(clock, main)
         assert [tag for tag, _ in out] == [0, 1, 2, 3, 4, "late"]
+
+    def test_a_newcomer_admitted_at_once_sends_after_those_granted_before_it(self) -> None:
+        """A cold start's probe holds the next two back; its answer lets them go, and a
+        caller arriving in that instant (room for all) must not send before them (the
+        property test found [0, 3, 1, 2]: granted in order, resumed out of it)."""
+        clock = VirtualClock(START)
+        out: list[Any] = []
+
+        gateway = FakeGateway(4, 1.0, sliding=False)
+
+        async def one(s: Scheduler, i: int) -> None:
+            async with s.slot(Lane.INTERACTIVE) as p:
+                out.append((i, p.seq))
+                await clock.sleep(0.0)
+                p.observe(*gateway.arrive(clock.now()))  # the response: the gateway's headers
+                await clock.sleep(0.0)
+
+        async def main() -> None:
+            day = Limit(100_000, 1e7)  # the limits of the example the property test found
+            s = Scheduler(Limits(Limit(4, 1.0), day=day, minute_margin=0.5), clock=clock)
+            tasks = []
+            for i in range(4):
+                await clock.sleep(0.0)
+                tasks.append(asyncio.create_task(one(s, i)))
+            await asyncio.gather(*tasks)
+            await s.aclose()
+
+        run(clock, main)
+        assert [i for i, _ in out] == [0, 1, 2, 3]  # what was sent, in order
+        assert [seq for _, seq in out] == sorted(seq for _, seq in out)  # and admitted so
 
     def test_lanes_order_simultaneous_waiters(self) -> None:
         clock = VirtualClock(START)

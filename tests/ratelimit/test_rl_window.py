@@ -1,17 +1,18 @@
-"""The sans-I/O window log (with its tags) and the virtual clock it is tested with."""
+"""The sans-I/O window log (with its tags); its own operations and the projection checked
+exactly (times near ``START`` = 1.7e9: ``pytest.approx``'s default relative tolerance would
+allow ±1,700 s)."""
 
 from __future__ import annotations
 
-import asyncio
+import math
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asyncwifi.ratelimit import Limit, Limits
+from asyncwifi.ratelimit import Limit, Limits, MemoryStore
 from asyncwifi.ratelimit._limits import WindowSpec
 from asyncwifi.ratelimit._log import Log
-from tests._virtualclock import VirtualClock
 from tests.ratelimit.rlhelpers import (
     START,
     admit,
@@ -100,47 +101,119 @@ class TestWindowLog:
         assert done(store.tally(START + 70, "day")) == {"events": 2}
 
 
-class TestVirtualClock:
-    def test_time_jumps_only_when_everyone_waits_and_lands_exactly(self) -> None:
-        clock = VirtualClock(start=START)
-        seen: list[tuple[str, float]] = []
+# -- the log's own operations and the projection, exactly ------------------------------------------
 
-        async def sleeper(name: str, d: float) -> None:
-            await clock.sleep(d)
-            seen.append((name, clock.now()))
 
-        async def busy() -> None:
-            for _ in range(100):
-                await asyncio.sleep(0)
-            seen.append(("busy", clock.now()))
+def exact(values: list[float]) -> object:
+    return pytest.approx(values, rel=0, abs=1e-6)
 
-        async def main() -> None:
-            await asyncio.gather(sleeper("b", 2.5), sleeper("a", 1.0), busy(), sleeper("c", 2.5))
 
-        clock.run(main())
-        assert seen == [("busy", START), ("a", START + 1.0), ("b", START + 2.5), ("c", START + 2.5)]
+def minute_log(count: int = 5, span: float = 60.0) -> Log:
+    return Log([WindowSpec("minute", count, span, 0.0)])
 
-    def test_a_day_passes_in_no_real_time(self) -> None:
-        clock = VirtualClock(start=START)
-        clock.run(clock.sleep(86_400.0 * 3))
-        assert clock.now() == START + 86_400.0 * 3
 
-    def test_cancelled_sleep_does_not_move_time(self) -> None:
-        clock = VirtualClock(start=START)
+def test_a_clock_stepping_back_logs_at_the_newest_time() -> None:
+    log = minute_log()
+    for t in (START, START + 10, START + 20):
+        assert log.record(t, "x") == t
+    assert log.record(START + 5, "x") == START + 20  # never before the newest: sorted
+    assert list(log.times) == [START, START + 10, START + 20, START + 20]
+    assert log.times[-1] == START + 20
 
-        async def main() -> None:
-            t = asyncio.create_task(clock.sleep(1000.0))
-            await asyncio.sleep(0)
-            t.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await t
-            await clock.sleep(1.0)
 
-        clock.run(main())
-        assert clock.now() == START + 1.0
-        assert clock.pending() == 0
+def test_remove_says_whether_the_admission_was_there() -> None:
+    log = minute_log()
+    log.record(START, "a")
+    log.record(START + 1, "b")
+    assert log.remove(START + 1, "a") is False  # another tag's admission: not this one
+    assert log.remove(START + 1, "b") is True
+    assert log.remove(START + 1, "b") is False  # already refunded
+    assert log.remove(START + 99, "a") is False
+    assert list(log.times) == [START]
+    assert list(log.tags) == ["a"]
 
-    def test_sleep_outside_its_loop_is_refused(self) -> None:
-        clock = VirtualClock()
-        with pytest.raises(RuntimeError, match=r"clock\.run"):
-            asyncio.run(clock.sleep(1.0))
+
+def test_the_log_keeps_what_the_longest_window_needs_and_no_more() -> None:
+    log = Log([WindowSpec("minute", 3, 60.0, 0.0), WindowSpec("hour", 100, 3600.0, 0.0)])
+    for t in (START, START + 10, START + 20, START + 30):
+        log.record(t, "x")
+    # the minute waits for its 3rd most recent admission, the one at START + 10
+    assert earliest(log) == (START + 70, "minute")
+    log.record(START + 3600, "x")  # START itself left the hour: forgotten
+    assert list(log.times) == [START + 10, START + 20, START + 30, START + 3600]
+    assert log.used(START + 3600, 3600.0) == 4
+    assert log.used(START + 3600, 60.0) == 1
+
+
+def test_the_reprs_show_the_log_and_the_mode() -> None:
+    log = Log([WindowSpec("minute", 3, 60.0, 1.0), WindowSpec("day", 15_000, 86_400.0, 60.0)])
+    assert repr(log) == "<Log minute 0/3 in 61s, day 0/15000 in 86460s>"
+    log.specs[1].paced = True
+    log.record(START, "x")
+    assert repr(log) == "<Log minute 1/3 in 61s, day 1/15000 in 86460s paced>"
+    store = MemoryStore()
+    assert repr(store) == "MemoryStore(<Log >)"
+
+
+def test_an_unknown_window_is_named_in_the_error() -> None:
+    store = memory(Limits())
+    with pytest.raises(KeyError, match="hour"):
+        store.configure("hour", paced=True)
+
+
+def test_the_log_names_no_window_when_one_may_go_now() -> None:
+    store = memory(Limits(minute=Limit(2, 60.0), day=None, minute_margin=0))
+    log = store.log
+    assert earliest(log) == (-math.inf, "")
+    admit(store, START)
+    assert earliest(log)[1] == ""
+    admit(store, START)
+    assert earliest(log) == (START + 60.0, "minute")
+    assert admit(store, START + 60.0) is not None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    minute_count=st.integers(1, 5),
+    minute_period=st.sampled_from([1.0, 6.0, 10.0]),
+    day_count=st.integers(1, 12),
+    day_period=st.sampled_from([20.0, 60.0, 100.0]),
+    paced=st.tuples(st.booleans(), st.booleans()),
+    steps=st.lists(st.floats(-5.0, 8.0), max_size=20),
+    back=st.floats(0.0, 10.0),
+    k=st.integers(1, 15),
+)
+def test_the_projection_is_exactly_the_greedy_admissions(
+    minute_count: int,
+    minute_period: float,
+    day_count: int,
+    day_period: float,
+    paced: tuple[bool, bool],
+    steps: list[float],
+    back: float,
+    k: int,
+) -> None:
+    """``project`` predicts the times the next ``k`` admissions are allowed at, if each
+    goes as early as allowed: after any history, a clock stepping back included."""
+    limits = Limits(
+        minute=Limit(minute_count, minute_period),
+        day=Limit(day_count, day_period),
+        minute_margin=0,
+        day_margin=0,
+    )
+    store = memory(limits)
+    store.configure("minute", paced=paced[0])
+    store.configure("day", paced=paced[1])
+    t = START
+    for step in steps:  # admissions made on the key so far (a negative step: clock back)
+        t += step
+        store.note(t, "x", None)
+    now = t - back
+    predicted = store.log.project(now, k)
+    greedy: list[float] = []
+    at = now
+    for _ in range(k):
+        at = max(at, earliest(store.log)[0])
+        assert admit(store, at) is not None
+        greedy.append(at)
+    assert greedy == exact(predicted)

@@ -10,7 +10,6 @@ output: test_url_passwords_cli.py."""
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,9 +20,9 @@ import pytest
 from asyncwifi import Client, ScaledClock
 from asyncwifi._auth import hide_password, redact_url
 from asyncwifi._transport import AiohttpTransport
+from asyncwifi.engine import DestinationUnavailableError, open_destination
 from asyncwifi.errors import ConfigurationError, ValidationError
 from asyncwifi.ratelimit import Limit, Limits, RedisStore, Scheduler, ThrottleEvent
-from asyncwifi.sync import DestinationUnavailableError, open_destination
 from asyncwifi.webhooks import RedisDeduplicator
 from tests.security._scan import (
     HEAD,
@@ -34,6 +33,7 @@ from tests.security._scan import (
     error_text,
     url_leaks,
 )
+from tests.sync.conftest import pg_lock, require_postgres
 
 SPLIT = [f"{HEAD}{sep}{TAIL}" for sep in SPLITTERS]
 
@@ -269,21 +269,13 @@ async def test_a_postgres_error_that_quotes_the_dsn_is_shown_without_its_passwor
     assert not url_leaks(str(caught.value) + repr(caught.value) + debug_logs())
 
 
-def _pg_reachable() -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", 5432), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
 @pytest.mark.postgres
 async def test_postgres_refusing_the_role_shows_no_password(
     debug_logs: Callable[[], str],
 ) -> None:
-    if not _pg_reachable():
-        pytest.skip("PostgreSQL is not reachable on 127.0.0.1:5432")
-    shown = await _use_database(f"postgresql://nobody_here:{PASSWORD}@127.0.0.1:5432/postgres")
+    require_postgres()
+    with pg_lock(exclusive=False):  # not while the restart test has the server down
+        shown = await _use_database(f"postgresql://nobody_here:{PASSWORD}@127.0.0.1:5432/postgres")
     assert any("nobody_here" in s for s in shown)  # the server's refusal did come back
     assert not url_leaks("\n".join(shown) + debug_logs())
 

@@ -6,7 +6,6 @@ tests check the simulator, not the SDK's client.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 from dataclasses import dataclass
@@ -20,26 +19,6 @@ from asyncwifi.testing import Simulator
 LOGIN = "/v1/sts/login/services"
 #: 2024-03-01T12:00:00Z, a minute boundary
 BOUNDARY = 1_709_294_400.0
-
-
-class ManualClock:
-    """A clock that moves only when told to (``sleep`` advances it and yields)."""
-
-    def __init__(self, start: float = BOUNDARY) -> None:
-        self.t = start
-
-    def now(self) -> float:
-        return self.t
-
-    async def sleep(self, seconds: float) -> None:
-        self.t += max(0.0, seconds)
-        await asyncio.sleep(0)
-
-    def real(self, seconds: float) -> float:
-        return 0.0
-
-    def set(self, t: float) -> None:
-        self.t = t
 
 
 @dataclass

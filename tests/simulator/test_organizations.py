@@ -17,7 +17,8 @@ import pytest
 from asyncwifi import Client, ScaledClock
 from asyncwifi.errors import ConfigurationError, UnauthorizedError
 from asyncwifi.testing import Simulator, SimulatorProcess
-from tests.simulator.simhelpers import BOUNDARY, Caller, ManualClock, jwt_parts
+from tests._virtualclock import VirtualClock
+from tests.simulator.simhelpers import BOUNDARY, Caller, jwt_parts
 
 SMALL = {"events": 300, "contacts": 20, "hotspots": 4, "segments": 2}
 
@@ -55,7 +56,7 @@ async def test_each_organization_has_its_own_credentials_and_data(
 async def test_a_token_is_its_organization_s_only(
     simulator_factory: Callable[..., Simulator],
 ) -> None:
-    clock = ManualClock()
+    clock = VirtualClock.stepping(BOUNDARY)
     async with simulator_factory(organizations=2, clock=clock, **SMALL) as sim:
         async with aiohttp.ClientSession() as session:
             a, b = Caller(sim, session, 0), Caller(sim, session, 1)
@@ -91,7 +92,9 @@ async def test_a_token_is_its_organization_s_only(
 async def test_one_key_spending_its_minute_does_not_slow_another(
     simulator_factory: Callable[..., Simulator],
 ) -> None:
-    async with simulator_factory(organizations=2, clock=ManualClock(), **SMALL) as sim:
+    async with simulator_factory(
+        organizations=2, clock=VirtualClock.stepping(BOUNDARY), **SMALL
+    ) as sim:
         async with aiohttp.ClientSession() as session:
             a = Caller(sim, session, 0)
             await a.login()
@@ -118,7 +121,7 @@ async def test_one_key_spending_its_minute_does_not_slow_another(
 async def test_one_organization_s_spent_day_and_own_limits(
     simulator_factory: Callable[..., Simulator],
 ) -> None:
-    clock = ManualClock()
+    clock = VirtualClock.stepping(BOUNDARY)
     async with simulator_factory(organizations=3, clock=clock, **SMALL) as sim:
         sim.tenant(1).spend_quota(15_000)  # as if another client had used B's day
         sim.tenant(2).set_limits(minute=3)
@@ -222,7 +225,9 @@ async def test_two_hundred_organizations_start_at_once_and_serve(
 async def test_requests_naming_no_organization_count_on_the_first(
     simulator_factory: Callable[..., Simulator],
 ) -> None:
-    async with simulator_factory(organizations=2, clock=ManualClock(), **SMALL) as sim:
+    async with simulator_factory(
+        organizations=2, clock=VirtualClock.stepping(BOUNDARY), **SMALL
+    ) as sim:
         async with aiohttp.ClientSession() as session:
             caller = Caller(sim, session, 1)
             nobody = {"clientKey": "ck_nobody", "clientSecret": "x"}
@@ -285,7 +290,7 @@ def test_the_command_line_options_for_organizations() -> None:
     from asyncwifi.cli._simulator_command import simulate_command
 
     proc = SimulatorProcess(organizations=5, fleet_toml="f.toml", live_events_per_second=2.5)
-    params = simulate_command.make_context("simulate", proc.command()[3:]).params
+    params = simulate_command.make_context("simulate", proc.command()[4:]).params
     assert params["organizations"] == 5
     assert params["fleet_toml"] == "f.toml"
     assert params["live_events_per_second"] == 2.5

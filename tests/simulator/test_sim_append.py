@@ -12,8 +12,9 @@ import pytest
 from asyncwifi.errors import ConfigurationError
 from asyncwifi.testing._data import SimulatorData
 from asyncwifi.testing._util import iso_z
+from tests._virtualclock import VirtualClock
 from tests.simulator.conftest import CallerFactory
-from tests.simulator.simhelpers import BOUNDARY, ManualClock
+from tests.simulator.simhelpers import BOUNDARY
 from tests.simulator.test_sim_events import EVENTS, ident, scroll_events
 
 #: not a multiple of the store's chunk (2,048): the last chunk is partial, and cached
@@ -30,7 +31,9 @@ def make_data(seed: int = 5, events: int = COUNT) -> SimulatorData:
         events=events,
         events_start=datetime(2024, 1, 1, tzinfo=UTC),
         events_end=datetime(2024, 1, 31, tzinfo=UTC),
-        clock=ManualClock(),
+        event_shape="nested",
+        hotspot_date="modified",
+        clock=VirtualClock.stepping(BOUNDARY),
     )
 
 
@@ -150,7 +153,7 @@ def index_of(ident_: str) -> int:
 async def test_pages_over_the_new_range_serve_the_new_events(
     make_caller: CallerFactory, shape: str
 ) -> None:
-    clock = ManualClock()
+    clock = VirtualClock.stepping(BOUNDARY)
     caller = await make_caller(clock=clock, events=COUNT, event_shape=shape)
     sim = caller.sim
     path = caller.org(EVENTS, "/events")
@@ -190,7 +193,9 @@ async def test_pages_over_the_new_range_serve_the_new_events(
 async def test_a_scroll_opened_before_an_append_ends_as_it_began(
     make_caller: CallerFactory, shape: str
 ) -> None:
-    caller = await make_caller(clock=ManualClock(), events=COUNT, event_shape=shape)
+    caller = await make_caller(
+        clock=VirtualClock.stepping(BOUNDARY), events=COUNT, event_shape=shape
+    )
     sim = caller.sim
     path = caller.org(EVENTS, "/events")
     opened = {}
@@ -225,7 +230,9 @@ async def test_a_scroll_opened_before_an_append_ends_as_it_began(
 async def test_late_events_are_served_at_once_in_time_order(
     make_caller: CallerFactory, shape: str
 ) -> None:
-    caller = await make_caller(clock=ManualClock(), events=COUNT, event_shape=shape)
+    caller = await make_caller(
+        clock=VirtualClock.stepping(BOUNDARY), events=COUNT, event_shape=shape
+    )
     sim = caller.sim
     path = caller.org(EVENTS, "/events")
     opened = (await caller.get(path, enableScroll="true", size="2000", sortBy="utcTime")).json

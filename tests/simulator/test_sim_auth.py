@@ -10,8 +10,9 @@ import json
 import aiohttp
 
 from asyncwifi.testing import Faults, Simulator
+from tests._virtualclock import VirtualClock
 from tests.simulator.conftest import CallerFactory
-from tests.simulator.simhelpers import LOGIN, Caller, ManualClock, jwt_parts
+from tests.simulator.simhelpers import BOUNDARY, LOGIN, Caller, jwt_parts
 
 EVENTS = "/v1/organizations/{}/events"
 
@@ -81,13 +82,13 @@ async def test_missing_malformed_and_forged_tokens_are_403(
 async def test_a_token_expires_after_its_lifetime(
     make_caller: CallerFactory,
 ) -> None:
-    clock = ManualClock()
+    clock = VirtualClock.stepping(BOUNDARY)
     caller = await make_caller(clock=clock, token_ttl=3600.0)
     path = EVENTS.format(caller.sim.organization)
     assert (await caller.get(path, size="1")).status == 200
-    clock.set(clock.t + 3599)
+    clock.step(3599)
     assert (await caller.get(path, size="1")).status == 200
-    clock.set(clock.t + 1)
+    clock.step(1)
     expired = await caller.get(path, size="1")
     assert expired.status == 403
     assert expired.json == {"message": "Access Denied"}
@@ -114,14 +115,14 @@ async def test_logout_revokes_only_the_presented_token(make_caller: CallerFactor
 
 
 async def test_tokens_revoked_early_by_the_fault(make_caller: CallerFactory) -> None:
-    clock = ManualClock()
+    clock = VirtualClock.stepping(BOUNDARY)
     caller = await make_caller(clock=clock)
     caller.sim.faults = Faults(revoke_tokens_every=600.0)
     path = EVENTS.format(caller.sim.organization)
-    clock.set(clock.t + 30)
+    clock.step(30)
     assert (await caller.login()).status == 200
     assert (await caller.get(path)).status == 200
-    clock.set(clock.t + 600)  # past the next multiple of 600 s
+    clock.step(600)  # past the next multiple of 600 s
     assert (await caller.get(path)).status == 403
     assert caller.sim.counters.faults["revocation"] == 1
     assert (await caller.login()).status == 200

@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from asyncwifi.testing import Simulator
+from tests._virtualclock import VirtualClock
 from tests.simulator.conftest import CallerFactory
-from tests.simulator.simhelpers import Caller, ManualClock
+from tests.simulator.simhelpers import BOUNDARY, Caller
 
 LIST = "/v2/customers/organizations/"
 
@@ -83,6 +84,31 @@ async def test_invalid_parameters_are_409(
     assert fragment in answer.message
 
 
+@pytest.mark.parametrize(
+    ("params", "fragment"),
+    [
+        ({"hasEmail": "1462"}, "hasEmail"),
+        ({"hasPhone": "yes"}, "hasPhone"),
+        ({"ageVerification": "2"}, "ageVerification"),
+        ({"sortReverse": "maybe"}, "sortReverse"),
+        ({"size": "0"}, "size"),
+    ],
+)
+async def test_a_continuation_with_an_invalid_parameter_is_409_too(
+    caller: Caller, params: dict[str, str], fragment: str
+) -> None:
+    """As on the events path: a continuation's filters are its scroll's, but a malformed
+    one is refused, not ignored (issue 40: ``hasEmail=1462`` was a 200)."""
+    first = await caller.get(caller.org(LIST), size="10", hasEmail="true")
+    assert first.status == 200
+    answer = await caller.get(caller.org(LIST), sId=first.json["sId"], **params)
+    assert answer.status == 409
+    assert fragment in answer.message
+    ok = await caller.get(caller.org(LIST), sId=first.json["sId"], hasEmail="false")
+    assert ok.status == 200  # a well-formed one is the scroll's business: still its filter
+    assert all(row["email"] for row in ok.json["customers"])
+
+
 async def test_unknown_segment_is_404_and_other_organizations_403(caller: Caller) -> None:
     assert (await caller.get(caller.org(LIST), segmentId="nope")).status == 404
     other = await caller.get(LIST + "org-someone-else")
@@ -93,13 +119,13 @@ async def test_unknown_segment_is_404_and_other_organizations_403(caller: Caller
 async def test_an_sid_expires_60_clock_seconds_after_the_request_that_issued_it(
     make_caller: CallerFactory,
 ) -> None:
-    clock = ManualClock()
+    clock = VirtualClock.stepping(BOUNDARY)
     caller = await make_caller(clock=clock)
     first = (await caller.get(caller.org(LIST), size="10")).json
-    clock.set(clock.t + 60.0)  # exactly 60 s: still "within 60 seconds" (spec §3)
+    clock.step(60.0)  # exactly 60 s: still "within 60 seconds" (spec §3)
     second = (await caller.get(caller.org(LIST), sId=first["sId"])).json
     assert second["count"] == 10  # in time: the next batch
-    clock.set(clock.t + 60.001)  # more than 60 s after the request that issued the latest sId
+    clock.step(60.001)  # more than 60 s after the request that issued the latest sId
     late = await caller.get(caller.org(LIST), sId=second["sId"])
     assert late.status == 200  # spec §3: no error, just no results
     body = late.json

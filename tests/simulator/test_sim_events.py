@@ -9,8 +9,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from asyncwifi.testing import Simulator
+from tests._virtualclock import VirtualClock
 from tests.simulator.conftest import CallerFactory
-from tests.simulator.simhelpers import Caller, ManualClock
+from tests.simulator.simhelpers import BOUNDARY, Caller
 
 EVENTS = "/v1/organizations/"
 SUB_OBJECT = {
@@ -154,7 +155,7 @@ async def test_type_filter_sort_and_reverse(caller: Caller, simulator: Simulator
 async def test_the_end_and_expired_or_unknown_ids_answer_no_results(
     make_caller: CallerFactory,
 ) -> None:
-    clock = ManualClock()
+    clock = VirtualClock.stepping(BOUNDARY)
     caller = await make_caller(clock=clock, events=300)
     path = caller.org(EVENTS, "/events")
     events, ids = await scroll_events(caller, size="100")
@@ -162,7 +163,7 @@ async def test_the_end_and_expired_or_unknown_ids_answer_no_results(
     again = (await caller.get(path, scrollId=ids[-1])).json
     assert again["count"] == 0
     fresh = (await caller.get(path, enableScroll="true", size="100")).json
-    clock.set(clock.t + 60.5)
+    clock.step(60.5)
     late = await caller.get(path, scrollId=fresh["scrollId"])
     assert late.status == 200
     assert late.json["count"] == 0

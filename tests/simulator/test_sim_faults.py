@@ -9,8 +9,9 @@ import pytest
 
 from asyncwifi._clock import ScaledClock
 from asyncwifi.testing import Faults, Simulator
+from tests._virtualclock import VirtualClock
 from tests.simulator.conftest import CallerFactory
-from tests.simulator.simhelpers import Caller, ManualClock
+from tests.simulator.simhelpers import BOUNDARY, Caller
 
 NEW_HOTSPOT = {
     "venueId": "v1", "name": "AP", "routerType": "generic", "ssid": "Guests",
@@ -26,7 +27,7 @@ async def statuses(caller: Caller, n: int) -> list[int]:
 async def test_errors_are_deterministic_for_a_seed(make_caller: CallerFactory) -> None:
     runs = []
     for seed in (7, 7, 8):
-        caller = await make_caller(clock=ManualClock(), rate_limit_mode="off")
+        caller = await make_caller(clock=VirtualClock.stepping(BOUNDARY), rate_limit_mode="off")
         caller.sim.faults = Faults(seed=seed, error_rate=0.3)
         runs.append(await statuses(caller, 40))
     assert runs[0] == runs[1]
@@ -34,7 +35,7 @@ async def test_errors_are_deterministic_for_a_seed(make_caller: CallerFactory) -
     assert set(runs[0]) - {200} <= {500, 502, 503, 504}
     assert 4 <= sum(s != 200 for s in runs[0]) <= 20
     bodies = set()
-    caller = await make_caller(clock=ManualClock(), rate_limit_mode="off")
+    caller = await make_caller(clock=VirtualClock.stepping(BOUNDARY), rate_limit_mode="off")
     caller.sim.faults = Faults(seed=1, error_rate=1.0, error_statuses=(502,))
     for _ in range(12):
         answer = await caller.get(caller.org("/v2/segments/organizations/"))
@@ -48,7 +49,7 @@ async def test_errors_are_deterministic_for_a_seed(make_caller: CallerFactory) -
 
 
 async def test_faults_apply_only_where_scoped(make_caller: CallerFactory) -> None:
-    caller = await make_caller(clock=ManualClock())
+    caller = await make_caller(clock=VirtualClock.stepping(BOUNDARY))
     caller.sim.faults = Faults(error_rate=1.0, methods=("POST", "PUT", "DELETE"))
     assert await statuses(caller, 3) == [200, 200, 200]
     write = await caller.call("POST", "/v3/hotspots", json_body=NEW_HOTSPOT)
@@ -64,7 +65,7 @@ async def test_faults_apply_only_where_scoped(make_caller: CallerFactory) -> Non
 async def test_a_dropped_connection_after_a_write_still_wrote(
     make_caller: CallerFactory,
 ) -> None:
-    caller = await make_caller(clock=ManualClock())
+    caller = await make_caller(clock=VirtualClock.stepping(BOUNDARY))
     sim = caller.sim
     before, admitted = len(sim.data.hotspots), sim.counters.admitted
     sim.faults = Faults(drop_rate=1.0, methods=("POST",))
@@ -78,7 +79,7 @@ async def test_a_dropped_connection_after_a_write_still_wrote(
 async def test_a_connection_dropped_before_the_gateway_costs_nothing(
     make_caller: CallerFactory,
 ) -> None:
-    caller = await make_caller(clock=ManualClock())
+    caller = await make_caller(clock=VirtualClock.stepping(BOUNDARY))
     sim = caller.sim
     admitted = sim.counters.admitted
     sim.faults = Faults(drop_before_rate=1.0)
@@ -89,7 +90,7 @@ async def test_a_connection_dropped_before_the_gateway_costs_nothing(
 
 
 async def test_truncated_bodies_are_cut_mid_json(make_caller: CallerFactory) -> None:
-    caller = await make_caller(clock=ManualClock())
+    caller = await make_caller(clock=VirtualClock.stepping(BOUNDARY))
     caller.sim.faults = Faults(truncated_rate=1.0)
     answer = await caller.get(caller.org("/v1/organizations/", "/events"), size="50")
     assert answer.status == 200
@@ -99,7 +100,7 @@ async def test_truncated_bodies_are_cut_mid_json(make_caller: CallerFactory) -> 
 
 
 async def test_html_429s_whatever_the_accept_header(make_caller: CallerFactory) -> None:
-    caller = await make_caller(clock=ManualClock(), minute_limit=1)
+    caller = await make_caller(clock=VirtualClock.stepping(BOUNDARY), minute_limit=1)
     caller.sim.faults = Faults(html_429_rate=1.0)
     refused = await caller.get(caller.org("/v2/segments/organizations/"))
     assert refused.status == 429
@@ -127,7 +128,7 @@ async def test_a_latency_spike_outlives_the_scroll_window() -> None:
 
 
 async def test_inbound_jitter_delays_the_count_not_the_send() -> None:
-    clock = ManualClock()
+    clock = VirtualClock.stepping(BOUNDARY)
     async with Simulator(clock=clock) as sim, aiohttp.ClientSession() as session:
         caller = Caller(sim, session)
         sim.faults = Faults(seed=2, inbound_jitter=5.0)

@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 
 from asyncwifi.testing import Faults
+from tests._virtualclock import VirtualClock
 from tests.simulator.conftest import CallerFactory
-from tests.simulator.simhelpers import BOUNDARY, Answer, Caller, ManualClock
+from tests.simulator.simhelpers import BOUNDARY, Answer, Caller
 
 LIMIT_HEADERS = (
     "X-RateLimit-Limit-Minute",
@@ -35,7 +36,7 @@ async def segments(caller: Caller, **headers: str) -> Answer:
 
 
 async def test_limit_headers_and_request_id_on_every_response(make_caller: CallerFactory) -> None:
-    caller = await make_caller(clock=ManualClock(BOUNDARY + 15.2), login=False)
+    caller = await make_caller(clock=VirtualClock.stepping(BOUNDARY + 15.2), login=False)
     org = caller.sim.organization
     answers = [
         await caller.call("POST", "/v1/sts/login/services", json_body={}, auth=False),  # 401
@@ -65,7 +66,7 @@ async def test_limit_headers_and_request_id_on_every_response(make_caller: Calle
 
 
 async def test_fixed_windows_reset_on_the_clock_minute(make_caller: CallerFactory) -> None:
-    clock = ManualClock(BOUNDARY - 0.5)  # 11:59:59.5 UTC
+    clock = VirtualClock.stepping(BOUNDARY - 0.5)  # 11:59:59.5 UTC
     caller = await make_caller(clock=clock, minute_limit=5, login=False)
     assert (await caller.login()).status == 200
     answers = [await segments(caller) for _ in range(5)]
@@ -95,7 +96,7 @@ async def test_a_fractional_retry_after_leads_into_the_next_fixed_window(
     the clock lands in the next UTC minute, which admits again (a clock that moves only
     when told to: the outcome never depends on how busy the machine is)."""
     boundary = BOUNDARY
-    clock = ManualClock(boundary - 20.0)
+    clock = VirtualClock.stepping(boundary - 20.0)
     caller = await make_caller(clock=clock, minute_limit=3, login=False, fractional_reset=True)
     sim = caller.sim
     assert (await caller.login()).status == 200
@@ -112,7 +113,7 @@ async def test_a_fractional_retry_after_leads_into_the_next_fixed_window(
 
 
 async def test_sliding_mode_counts_any_window_of_a_minute(make_caller: CallerFactory) -> None:
-    clock = ManualClock(BOUNDARY - 0.5)
+    clock = VirtualClock.stepping(BOUNDARY - 0.5)
     caller = await make_caller(clock=clock, minute_limit=4, rate_limit_mode="sliding")
     assert [(await segments(caller)).status for _ in range(4)] == [200, 200, 200, 429]
     clock.set(BOUNDARY)  # a fixed window would start afresh here; a sliding one does not
@@ -130,7 +131,7 @@ async def test_skewed_mode_aligns_windows_on_the_gateway_clock(
     make_caller: CallerFactory,
 ) -> None:
     # the gateway's clock is 20 s ahead: its minute starts at our :40
-    clock = ManualClock(BOUNDARY - 20.5)
+    clock = VirtualClock.stepping(BOUNDARY - 20.5)
     caller = await make_caller(
         clock=clock,
         minute_limit=2,
@@ -152,7 +153,7 @@ async def test_skewed_mode_aligns_windows_on_the_gateway_clock(
 async def test_weighted_mode_punishes_a_burst_at_the_start_of_a_window(
     make_caller: CallerFactory,
 ) -> None:
-    clock = ManualClock(BOUNDARY)
+    clock = VirtualClock.stepping(BOUNDARY)
     caller = await make_caller(
         clock=clock,
         minute_limit=4,
@@ -174,7 +175,7 @@ async def test_weighted_mode_punishes_a_burst_at_the_start_of_a_window(
 
 async def test_refused_requests_count_when_asked(make_caller: CallerFactory) -> None:
     for count_refused, day_left in ((False, 100 - 3), (True, 100 - 6)):
-        clock = ManualClock(BOUNDARY + 1)
+        clock = VirtualClock.stepping(BOUNDARY + 1)
         caller = await make_caller(
             clock=clock, minute_limit=2, day_limit=100, count_refused=count_refused
         )
@@ -187,7 +188,9 @@ async def test_refused_requests_count_when_asked(make_caller: CallerFactory) -> 
 
 
 async def test_off_mode_refuses_nothing_but_still_reports(make_caller: CallerFactory) -> None:
-    caller = await make_caller(clock=ManualClock(), minute_limit=2, rate_limit_mode="off")
+    caller = await make_caller(
+        clock=VirtualClock.stepping(BOUNDARY), minute_limit=2, rate_limit_mode="off"
+    )
     answers = [await segments(caller) for _ in range(5)]
     assert {a.status for a in answers} == {200}
     assert remaining(answers[-1])[0] == 0
@@ -196,7 +199,7 @@ async def test_off_mode_refuses_nothing_but_still_reports(make_caller: CallerFac
 
 async def test_the_day_limit_resets_at_midnight_utc(make_caller: CallerFactory) -> None:
     midnight = 1_709_337_600.0  # 2024-03-02T00:00:00Z
-    clock = ManualClock(midnight - 3600)
+    clock = VirtualClock.stepping(midnight - 3600)
     caller = await make_caller(clock=clock, day_limit=3)
     assert [(await segments(caller)).status for _ in range(3)] == [200, 200, 429]
     refused = await segments(caller)
@@ -207,7 +210,7 @@ async def test_the_day_limit_resets_at_midnight_utc(make_caller: CallerFactory) 
 
 
 async def test_fractional_reset_values(make_caller: CallerFactory) -> None:
-    clock = ManualClock(BOUNDARY - 0.25)
+    clock = VirtualClock.stepping(BOUNDARY - 0.25)
     caller = await make_caller(clock=clock, minute_limit=2, fractional_reset=True)
     assert (await segments(caller)).headers["RateLimit-Reset"] == "0.250"
     refused = await segments(caller)
@@ -230,7 +233,7 @@ async def test_fractional_reset_values(make_caller: CallerFactory) -> None:
 async def test_the_429_body_follows_accept(
     make_caller: CallerFactory, accept: str, content_type: str, marker: bytes
 ) -> None:
-    caller = await make_caller(clock=ManualClock(), minute_limit=1)
+    caller = await make_caller(clock=VirtualClock.stepping(BOUNDARY), minute_limit=1)
     refused = await segments(caller, Accept=accept)
     assert refused.status == 429
     assert refused.headers["Content-Type"].startswith(content_type)
@@ -241,7 +244,7 @@ async def test_the_429_body_follows_accept(
 async def test_an_object_limit_executes_then_answers_a_bodyless_429(
     make_caller: CallerFactory,
 ) -> None:
-    clock = ManualClock()
+    clock = VirtualClock.stepping(BOUNDARY)
     caller = await make_caller(clock=clock, object_limits={"hotspots": 2})
     sim = caller.sim
     body = {
@@ -265,13 +268,13 @@ async def test_an_object_limit_executes_then_answers_a_bodyless_429(
     assert "Retry-After" not in write.headers
     assert sim.counters.object_limited == 1
     assert (await caller.get(caller.org("/v2/segments/organizations/"))).status == 200
-    clock.set(clock.t + 86_400)  # the next UTC day (and a new token: the old one expired)
+    clock.step(86_400)  # the next UTC day (and a new token: the old one expired)
     assert (await caller.login()).status == 200
     assert (await caller.get(caller.org("/v3/hotspots/organizations/"))).status == 200
 
 
 async def test_a_hidden_competitor_spends_the_same_quota(make_caller: CallerFactory) -> None:
-    clock = ManualClock(BOUNDARY)
+    clock = VirtualClock.stepping(BOUNDARY)
     caller = await make_caller(clock=clock, login=False)
     caller.sim.faults = Faults(hidden_competitor=30)  # one request every 2 clock seconds
     clock.set(BOUNDARY + 21)
@@ -284,7 +287,7 @@ async def test_a_hidden_competitor_spends_the_same_quota(make_caller: CallerFact
 async def test_approximate_counters_jump_but_enforcement_is_exact(
     make_caller: CallerFactory,
 ) -> None:
-    caller = await make_caller(clock=ManualClock(), minute_limit=20, login=False)
+    caller = await make_caller(clock=VirtualClock.stepping(BOUNDARY), minute_limit=20, login=False)
     caller.sim.faults = Faults(seed=3, remaining_jitter=4)
     answers = [await caller.login() for _ in range(21)]
     shown = [remaining(a)[0] for a in answers[:20]]

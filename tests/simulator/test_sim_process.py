@@ -58,7 +58,8 @@ def test_the_command_line_options() -> None:
         count_refused=True,
         events_start="2025-01-01",
     )
-    args = proc.command()[3:]
+    assert proc.command()[1:4] == ["-m", "asyncwifi.cli", "simulate"]  # never testing -> cli
+    args = proc.command()[4:]
     ctx = simulate_command.make_context("simulate", args)
     params = ctx.params
     assert params["port"] == 0
@@ -70,7 +71,7 @@ def test_the_command_line_options() -> None:
     assert params["count_refused"] is True
     assert params["events_start"] == 1_735_689_600.0
     assert params["fractional_reset"] is False  # as Simulator's default, whatever the speed
-    fractional = SimulatorProcess(speed=100, fractional_reset=True).command()[3:]
+    fractional = SimulatorProcess(speed=100, fractional_reset=True).command()[4:]
     assert simulate_command.make_context("simulate", fractional).params["fractional_reset"]
     speed, start, anchor = AnchoredClock.describe(ScaledClock(50, start=1000.0))
     shared = AnchoredClock(speed, start, anchor)

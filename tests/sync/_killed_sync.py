@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from asyncwifi import ScaledClock
-from asyncwifi.sync import Destination, Syncer, SyncOptions, Write, open_destination
+from asyncwifi.engine import Destination, Write, open_destination
+from asyncwifi.sync import Syncer, SyncOptions
 from asyncwifi.testing import Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
 from tests.sync.conftest import Wrapped

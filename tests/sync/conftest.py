@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 import pytest
 
 from asyncwifi import Client, ScaledClock
-from asyncwifi.sync import Destination, Write
+from asyncwifi.engine import Destination, Write
 from asyncwifi.testing import Simulator
 
 PG_HOST, PG_PORT = "127.0.0.1", 5432
@@ -28,12 +28,16 @@ PG_ADMIN = f"postgresql://postgres@{PG_HOST}:{PG_PORT}/postgres"
 PG_LOCK = Path("/tmp/asyncwifi-tests-postgres.lock")
 
 
-def pg_reachable() -> bool:
-    try:
-        with socket.create_connection((PG_HOST, PG_PORT), timeout=0.5):
-            return True
-    except OSError:
-        return False
+def pg_reachable(tries: int = 5) -> bool:
+    """Whether PostgreSQL accepts a connection (a loaded machine gets a few tries)."""
+    for attempt in range(tries):
+        try:
+            with socket.create_connection((PG_HOST, PG_PORT), timeout=2.0):
+                return True
+        except OSError:
+            if attempt + 1 < tries:
+                time.sleep(0.2)
+    return False
 
 
 def postgres_required() -> bool:
@@ -49,8 +53,13 @@ def skip_unless_required(reason: str) -> NoReturn:
 
 
 def require_postgres() -> None:
-    """Skip (fail under ASYNCWIFI_REQUIRE_POSTGRES=1) when PostgreSQL is unreachable."""
-    if not pg_reachable():
+    """Skip (fail under ASYNCWIFI_REQUIRE_POSTGRES=1) when PostgreSQL is unreachable.
+
+    Asked under the shared lock: the restart test stops the server while it holds the lock
+    exclusively, and a test asking then would find it down (seen in CI)."""
+    with pg_lock(exclusive=False):
+        reachable = pg_reachable()
+    if not reachable:
         skip_unless_required(f"PostgreSQL is not reachable on {PG_HOST}:{PG_PORT}")
 
 
@@ -92,11 +101,11 @@ async def pg_database() -> AsyncIterator[str]:
                 await asyncio.sleep(0.5)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    """A destination URL: a SQLite file, or a PostgreSQL database of this test's own."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'sync.db'}"
+@contextlib.asynccontextmanager
+async def destination_url(kind: str, path: Path) -> AsyncIterator[str]:
+    """A destination URL: a SQLite file at ``path``, or a PostgreSQL database of its own."""
+    if kind == "sqlite":
+        yield f"sqlite:///{path}"
         return
     require_postgres()
     with pg_lock(exclusive=False):
@@ -104,14 +113,23 @@ async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
             yield url
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A destination URL: a SQLite file, or a PostgreSQL database of this test's own."""
+    async with destination_url(request.param, tmp_path / "sync.db") as url:
+        yield url
+
+
 SPEED = 200.0
 
 
 @contextlib.asynccontextmanager
-async def sim_client(**options: Any) -> AsyncIterator[tuple[Simulator, Client]]:
-    """A started simulator and a client on one fast clock (the gateway's limits off: these
-    tests are about what is stored, the limiter has its own)."""
-    clock = ScaledClock(SPEED)
+async def sim_client(
+    *, clock: ScaledClock | None = None, **options: Any
+) -> AsyncIterator[tuple[Simulator, Client]]:
+    """A started simulator and a client on one fast clock (``clock``: the test's own; the
+    gateway's limits off: these tests are about what is stored, the limiter has its own)."""
+    clock = clock if clock is not None else ScaledClock(SPEED)
     options.setdefault("rate_limit_mode", "off")
     async with (
         Simulator(clock=clock, **options) as sim,
@@ -272,3 +290,25 @@ class GearedClock(ScaledClock):
 
     def shift(self, speed: float) -> None:
         self.start, self._m0, self.speed = self.now(), time.monotonic(), speed
+
+    def jump(self, seconds: float) -> None:
+        """Move on ``seconds`` at once (a consumer away that long, in no real time; a
+        sleep in progress still lasts its real time)."""
+        self.start += seconds
+
+
+def ignore_deleted_filter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the simulator a server that ignores the hotspots' ``deleted`` filter (it answers
+    the live list): legal by the reference, and nothing may be deleted on its word."""
+    from aiohttp import web
+
+    from asyncwifi.testing._api_hotspots import HotspotsApi
+
+    original = HotspotsApi.hotspots_list
+
+    async def ignoring(self: Any, request: web.Request) -> web.Response:
+        query = {k: v for k, v in request.query.items() if k != "deleted"}
+        plain = request.clone(rel_url=request.rel_url.with_query(query))
+        return await original(self, plain)
+
+    monkeypatch.setattr(HotspotsApi, "hotspots_list", ignoring)

@@ -10,8 +10,9 @@ from collections import Counter
 
 import pytest
 
+from asyncwifi.engine import open_destination
 from asyncwifi.errors import ValidationError
-from asyncwifi.sync import Syncer, SyncOptions, open_destination
+from asyncwifi.sync import Syncer, SyncOptions
 from tests.sync.conftest import Recording, sim_client
 from tests.sync.test_organizations import SINCE, UNTIL
 

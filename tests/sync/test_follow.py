@@ -15,13 +15,8 @@ from typing import Any
 import pytest
 
 from asyncwifi import Client, ScaledClock
-from asyncwifi.sync import (
-    Destination,
-    EventFeed,
-    Syncer,
-    SyncOptions,
-    open_destination,
-)
+from asyncwifi.engine import Destination, EventFeed, open_destination
+from asyncwifi.sync import Syncer, SyncOptions
 from asyncwifi.testing import Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
 from tests.sync.conftest import SPEED, Recording, shape_options

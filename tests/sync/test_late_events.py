@@ -2,8 +2,8 @@
 the guest leaves, an access point uploading after an outage) are stored exactly once by a
 daemon polling every second, on the flat and nested record shapes, by the lookback that
 re-reads each span of event time once more when it is a lookback old; one later than the
-lookback is found by the audit, stored, and counted apart (metric and warning); the
-re-reads cost at most one request a poll.
+lookback is found by the audit, stored, and counted apart (metric, and a warning said
+once); the re-reads cost at most one request a poll.
 
 Counts and order, not times: "as soon as they are a lookback old" is "by the first to the
 third lookback after the events appeared" (one every half lookback, 5 clock minutes)."""
@@ -22,7 +22,8 @@ from typing import Any, NamedTuple
 import pytest
 
 from asyncwifi import Client, ScaledClock
-from asyncwifi.sync import Destination, EventFeed, Syncer, SyncOptions, Write, open_destination
+from asyncwifi.engine import Destination, EventFeed, Write, open_destination
+from asyncwifi.sync import Syncer, SyncOptions
 from asyncwifi.sync._metrics import SyncMetrics
 from asyncwifi.testing import Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
@@ -205,6 +206,14 @@ async def test_an_event_later_than_the_lookback_is_counted_shown_and_stored(
             assert any("1 events appeared more than the lookback (60 s)" in w for w in warnings)
             assert beyond[0] in store.events
             assert within[0] in store.events
+            # as late again: stored and counted, not said again (said once, with the lookback
+            # that stores such events on time)
+            sim.data.add_events(1, at=sim.clock.now() - 100)
+            await stored(reader, set(sim.data.event_ids()), task)
+            assert syncer.stats.late_events["audit"] == 2
+            told = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+            assert len([w for w in told if "appeared more than the lookback" in w]) == 1
+            assert any("(--lookback 5m)" in w for w in told)
             syncer.stop()
             await asyncio.wait_for(task, timeout=10)
             once(store, sim)

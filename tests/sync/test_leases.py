@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
 
+from asyncwifi.engine import Destination, LeaseLostError, Write, open_destination
+from asyncwifi.engine._destination import rows_of
+from asyncwifi.engine._feeds import BadRecord
 from asyncwifi.errors import AsyncWifiError
-from asyncwifi.sync import Destination, LeaseLostError, Syncer, SyncOptions, Write, open_destination
-from asyncwifi.sync._destination import rows_of
-from asyncwifi.sync._feeds import BadRecord
+from asyncwifi.sync import Syncer, SyncOptions
 from tests.sync.conftest import Recording, pg_database, pg_lock, require_postgres, sim_client
 from tests.sync.test_organizations import SINCE, UNTIL
 from tests.sync.test_sync_pass import rows
@@ -172,7 +177,7 @@ async def test_postgres_a_lease_taken_during_a_write_waits_for_its_commit() -> N
 
 
 async def test_a_held_lease_is_refused_naming_its_holder_until_released(db_url: str) -> None:
-    from asyncwifi.sync._lease import LeaseHeldError, LeaseKeeper
+    from asyncwifi.engine._lease import LeaseHeldError, LeaseKeeper
 
     async with _two_holders(db_url, shared=False) as (a, b):
         first = LeaseKeeper(a, holder="sync one", ttl=60.0)
@@ -191,7 +196,7 @@ async def test_a_held_lease_is_refused_naming_its_holder_until_released(db_url: 
 
 
 async def test_a_lease_no_longer_stamped_expires_and_its_holder_is_told(db_url: str) -> None:
-    from asyncwifi.sync._lease import LeaseKeeper
+    from asyncwifi.engine._lease import LeaseKeeper
 
     async with _two_holders(db_url, shared=False) as (a, b):
         first = LeaseKeeper(a, holder="killed", ttl=0.3)
@@ -203,3 +208,60 @@ async def test_a_lease_no_longer_stamped_expires_and_its_holder_is_told(db_url: 
         await asyncio.wait_for(first.keep(lost.append), 5)  # its next stamp finds it gone
         assert first.lost is not None
         assert lost == [first.lost]
+
+
+# -- a lease whose holder is dead does not outlive it (issue 40) --------------------------------
+
+
+def _sync_holder(pid: int, host: str | None = None) -> str:
+    return f"asyncwifi sync pid {pid} on {host or socket.gethostname()}"
+
+
+def _dead_pid() -> int:
+    """A pid no process has (one that just ended)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+async def test_a_dead_syncs_lease_is_taken_at_once_and_a_live_ones_is_not(db_url: str) -> None:
+    """Each lease below was stamped just now (its ``ttl`` far off). Dead: a sync of this host
+    whose process is gone, or, on PostgreSQL, a sync of another host whose session lock is
+    gone. Alive, it keeps its lease: a sync on another host seen by a file lock only (a
+    SQLite file), a process of this host that runs, a holder that is not a sync."""
+    from asyncwifi.engine._lease import LeaseHeldError, LeaseKeeper
+
+    across = db_url.startswith("postgresql")
+    cases = [
+        (_sync_holder(_dead_pid()), True),
+        (_sync_holder(os.getppid()), False),  # alive, and not holding the lock
+        (_sync_holder(4242, "another-host.example"), across),
+        ("fleet-worker-1 org-fenced attempt 1", False),
+    ]
+    async with _two_holders(db_url, shared=False) as (first, other):
+        for holder, dead in cases:
+            await first.take_lease(holder)  # its stamp: now
+            keeper = LeaseKeeper(other, ttl=60.0)
+            if dead:
+                assert await keeper.claim() >= 1, holder
+                assert await other.lease_holder() is not None
+                await keeper.release()
+            else:
+                with pytest.raises(LeaseHeldError) as held:
+                    await keeper.claim()
+                assert held.value.holder == holder
+                await other.release_organization()
+
+
+async def test_a_live_sync_holding_the_lock_keeps_its_lease_on_every_host(db_url: str) -> None:
+    """The lock is what proves a sync gone: while a live sync holds it, its lease holds,
+    whatever its lease row says (here, a holder of this host whose pid is gone)."""
+    from asyncwifi.engine._lease import LeaseHeldError, LeaseKeeper
+
+    async with _two_holders(db_url, shared=False) as (a, b):
+        running = LeaseKeeper(a, holder=_sync_holder(_dead_pid()), ttl=60.0)
+        await running.claim()
+        with pytest.raises(LeaseHeldError):
+            await LeaseKeeper(b, ttl=60.0).claim()
+        await running.release()  # its lock goes: the next claim is at once
+        assert await LeaseKeeper(b, ttl=60.0).claim() == 2

@@ -1,4 +1,4 @@
-"""The lookback's schedule, sans-I/O (``asyncwifi.sync._lookback``): on a simulated
+"""The lookback's schedule, sans-I/O (``asyncwifi.engine._lookback``): on a simulated
 timeline of polls, every event that appears at most the lookback after its own time is
 read after it appeared (by the forward read or a lookback), every one up to twice the
 lookback at least by the audit; never two re-reads in one poll; no event time re-read
@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from asyncwifi.cli import main
+from asyncwifi.engine._lookback import Lookback, Reread, lookback_of
+from asyncwifi.engine._rereads import Delivered, Rereads
 from asyncwifi.errors import ValidationError
 from asyncwifi.sync import SyncOptions
-from asyncwifi.sync._lookback import Delivered, Lookback, Reread, Rereads, lookback_of
 
 T0 = 1_700_000_000.0
 SETTLE = 60.0

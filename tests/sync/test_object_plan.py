@@ -106,7 +106,13 @@ def test_an_organization_without_access_points_is_planned_as_compass() -> None:
     unknown = plan(Observed(known=False))
     assert unknown.share is None
     assert unknown.allowance == "unknown"
-    assert "nothing observed yet" in unknown.warnings[-1]
+    # said as what it is (no warning, and no cost of 0 objects: it is not known)
+    assert unknown.warnings == ()
+    head, *reads = unknown.describe()
+    assert "nothing observed yet" in head
+    assert "remade after it" in head
+    assert "objects a month" not in head
+    assert not any(r.endswith(": 0") for r in reads)
 
 
 def test_what_was_measured_gives_the_rates_and_fades_after_a_week() -> None:

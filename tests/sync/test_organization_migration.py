@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
+from asyncwifi.engine import open_destination
+from asyncwifi.engine._schema import STEPS
 from asyncwifi.errors import ConfigurationError
-from asyncwifi.sync import Syncer, SyncOptions, open_destination
-from asyncwifi.sync._schema import STEPS
+from asyncwifi.sync import Syncer, SyncOptions
 from tests.sync.conftest import Crash, Recording, pg_database, sim_client
 from tests.sync.test_organizations import SINCE, UNTIL
 from tests.sync.test_sync_pass import rows

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from asyncwifi.engine import open_destination
 from asyncwifi.errors import ConfigurationError, ValidationError
-from asyncwifi.sync import Syncer, SyncOptions, open_destination
+from asyncwifi.sync import Syncer, SyncOptions
 from asyncwifi.testing._api_contacts import modify_contact
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
 from tests.sync.conftest import Recording, sim_client
@@ -90,7 +91,7 @@ async def test_two_organizations_sync_side_by_side_into_one_database(db_url: str
 
 
 async def test_a_checkpoint_is_the_organizations_own(db_url: str) -> None:
-    from asyncwifi.sync import Write
+    from asyncwifi.engine import Write
 
     store = open_destination(db_url, organization=NORTH)
     await store.open()

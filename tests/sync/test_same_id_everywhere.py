@@ -17,9 +17,10 @@ import pytest
 
 from asyncwifi import StreamOptions
 from asyncwifi.backfill import events_backfill
-from asyncwifi.backfill._state import JsonlDestination
+from asyncwifi.engine import open_destination
+from asyncwifi.engine._jsonl import JsonlDestination
 from asyncwifi.models._identity import content_id
-from asyncwifi.sync import Syncer, SyncOptions, open_destination
+from asyncwifi.sync import Syncer, SyncOptions
 from asyncwifi.testing._api_events import patch_event
 from tests.sync.conftest import sim_client
 

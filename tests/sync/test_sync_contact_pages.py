@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from asyncwifi import ScaledClock
-from asyncwifi.sync import Syncer, SyncOptions, open_destination
+from asyncwifi.engine import open_destination
+from asyncwifi.sync import Syncer, SyncOptions
 from asyncwifi.testing import Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_START
 

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from asyncwifi.sync import Syncer, SyncOptions, open_destination
+from asyncwifi.engine import open_destination
+from asyncwifi.sync import Syncer, SyncOptions
 from asyncwifi.testing._data import DEFAULT_EVENTS_START
 from tests.sync._killed_sync import simulator
 from tests.sync.conftest import (

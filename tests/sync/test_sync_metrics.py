@@ -14,8 +14,9 @@ import aiohttp
 import pytest
 
 from asyncwifi import Client, ScaledClock
+from asyncwifi.engine import open_destination
 from asyncwifi.errors import ConfigurationError
-from asyncwifi.sync import Syncer, SyncOptions, open_destination
+from asyncwifi.sync import Syncer, SyncOptions
 from asyncwifi.sync._metrics import SyncMetrics
 from asyncwifi.testing import Faults, Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START

@@ -9,8 +9,9 @@ import sqlite3
 from datetime import UTC, datetime
 from typing import Any
 
-from asyncwifi.sync import Syncer, SyncOptions, open_destination
-from asyncwifi.sync._schema import STEPS
+from asyncwifi.engine import open_destination
+from asyncwifi.engine._schema import STEPS
+from asyncwifi.sync import Syncer, SyncOptions
 from asyncwifi.testing._api_contacts import add_contact, modify_contact
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START, served
 from tests.sync.conftest import sim_client

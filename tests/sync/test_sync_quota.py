@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from asyncwifi import Client, Limit, Limits, ScaledClock
-from asyncwifi.sync import Syncer, SyncOptions, open_destination
+from asyncwifi.engine import open_destination
+from asyncwifi.sync import Syncer, SyncOptions
 from asyncwifi.testing import Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
 

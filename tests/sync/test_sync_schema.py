@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from asyncwifi.engine import Write, open_destination
+from asyncwifi.engine._schema import STEPS, TABLES
 from asyncwifi.errors import SchemaVersionError
-from asyncwifi.sync import Write, open_destination
-from asyncwifi.sync._schema import STEPS, TABLES
 from tests.sync.conftest import pg_database, pg_lock, require_postgres
 
 #: the DDL the sync wrote before ``user_version`` (frozen here: it must not follow the code)

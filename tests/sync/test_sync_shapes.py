@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 import pytest
 
 from asyncwifi import Client, Limit, Limits, ScaledClock
-from asyncwifi.sync import Syncer, SyncOptions, open_destination
+from asyncwifi.engine import open_destination
+from asyncwifi.sync import Syncer, SyncOptions
 from asyncwifi.testing import Faults, Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
 from tests.sync.conftest import SPEED, Crash, Recording, shape_options

@@ -19,7 +19,7 @@ from asyncwifi._clock import ScaledClock
 from asyncwifi._cursor import TimeCursor
 from asyncwifi.cli._app import SimOptions
 from asyncwifi.cli._simulate import build_simulator
-from asyncwifi.sync import open_destination
+from asyncwifi.engine import open_destination
 from asyncwifi.testing import Faults, Simulator
 from asyncwifi.testing._data import DEFAULT_EVENTS_END as EVENTS_END
 from asyncwifi.testing._data import DEFAULT_EVENTS_START as EVENTS_START

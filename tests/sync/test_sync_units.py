@@ -1,10 +1,13 @@
 """The pieces of a sync on their own: a replayed batch writes nothing (both stores), the
-event row builder matches the table's columns, the budget's division, the time cursor."""
+event row builder matches the table's columns, the budget's division, the time cursor; and
+the checkpoint's pieces: an event's UTC time whatever its text (and the machine's zone), the
+checkpoint text and its refusals, and the cursor's fields."""
 
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime, timedelta
+import re
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import msgspec
@@ -12,14 +15,16 @@ import pytest
 
 from asyncwifi import Event, Limit, Limits
 from asyncwifi._clock import ScaledClock
-from asyncwifi._cursor import TimeCursor
+from asyncwifi._cursor import TimeCursor, parse_checkpoint
+from asyncwifi._instant import floor_ms as ms_floor
+from asyncwifi._instant import utc_time, utc_times
 from asyncwifi._stream import Record
+from asyncwifi.engine import Batch, Budget, Write, open_destination
+from asyncwifi.engine._destination import rows_of
+from asyncwifi.engine._schema import STEPS, TABLES
 from asyncwifi.errors import ValidationError
 from asyncwifi.models._identity import content_id
 from asyncwifi.ratelimit import Scheduler
-from asyncwifi.sync import Batch, Budget, Write, open_destination
-from asyncwifi.sync._destination import rows_of
-from asyncwifi.sync._schema import STEPS, TABLES
 from asyncwifi.testing._data import DEFAULT_EVENTS_END, DEFAULT_EVENTS_START
 from tests.sync.conftest import sim_client
 
@@ -194,8 +199,9 @@ def test_a_cursor_restored_mid_window_finishes_that_window() -> None:
 async def test_a_checkpoint_read_waits_out_an_outage(tmp_path: Path) -> None:
     # the database is unreachable when the feed reads where it stopped: the sync waits and
     # retries (the daemon does not end), then syncs every event once
-    from asyncwifi.sync import DestinationUnavailableError, Syncer, SyncOptions
-    from asyncwifi.sync._sqlite import SqliteDestination
+    from asyncwifi.engine import DestinationUnavailableError
+    from asyncwifi.engine._sqlite import SqliteDestination
+    from asyncwifi.sync import Syncer, SyncOptions
 
     class Flaky(SqliteDestination):
         failures = 2
@@ -252,7 +258,7 @@ def test_a_page_added_at_once_leaves_the_cursor_as_record_by_record() -> None:
 
 
 def test_a_page_with_replays_duplicates_or_no_id_is_filtered_record_by_record() -> None:
-    from asyncwifi.sync._feeds import BadRecord, _clean, _fresh
+    from asyncwifi.engine._feeds import BadRecord, _clean, _fresh
 
     batch = _events(6)
     items, raws = batch.items, batch.raws
@@ -273,3 +279,177 @@ def test_a_page_with_replays_duplicates_or_no_id_is_filtered_record_by_record() 
     nameless_raw = bytes(raws[4] or b"")
     assert [(b.error, b.raw) for b in bad] == [("an event with no id", nameless_raw)]
     assert bad[0].id == content_id(nameless_raw)  # the one rule: named by its content
+
+
+# -- the checkpoint's pieces: an event's UTC time, the checkpoint text, the cursor's fields -----
+
+
+def event_time(event: Event) -> datetime | None:
+    """An event's UTC time as the sync reads it (the owner: ``_instant``)."""
+    return utc_time(event.time_text)
+
+
+def event_times(events: list[Event]) -> list[datetime | None]:
+    """A page's times at once, as the feed reads them."""
+    return utc_times(e.time_text for e in events)
+
+
+def _event(date: str | None) -> Event:
+    return msgspec.json.decode(msgspec.json.encode({"id": "e1", "date": date}), type=Event)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2024-01-01T00:00:00Z", T0),
+        ("2024-01-01T00:00:00.250Z", T0 + timedelta(milliseconds=250)),
+        ("2024-01-01T01:00:00+01:00", T0),
+        ("2023-12-31T19:00:00-05:00", T0),
+        ("2024-01-01T00:00:00", T0),  # no zone: UTC, whatever the machine's zone
+        (" 2024-01-01T00:00:00Z", T0),  # odd texts take the general parser
+        ("2024-01-01T00:00:00z", T0),
+        ("not a time", None),
+        (None, None),
+    ],
+)
+def test_an_events_time_is_aware_utc_whatever_its_text(
+    zone_new_york: None, text: str | None, expected: datetime | None
+) -> None:
+    got = event_time(_event(text))
+    assert got == expected
+    if got is not None:
+        assert got.tzinfo is UTC
+    assert event_times([_event(text)]) == [expected]
+
+
+def test_a_pages_times_read_at_once_are_utc_in_any_local_zone(zone_new_york: None) -> None:
+    texts = ["2024-01-01T00:00:00Z", "2024-01-01T01:00:00+01:00", "2024-01-01T00:00:01", None]
+    times = event_times([_event(t) for t in texts])
+    assert times == [T0, T0, T0 + timedelta(seconds=1), None]
+    assert all(t.tzinfo is UTC for t in times if t is not None)
+
+
+def test_a_checkpoint_that_is_not_one_is_refused_quoting_60_characters() -> None:
+    long_text = "x" * 100
+    with pytest.raises(
+        ValidationError, match=f"^{re.escape(f'not a events checkpoint: {long_text[:60]!r}')}$"
+    ):
+        parse_checkpoint(long_text, "events")
+    other = '{"v":1,"kind":"contacts","at":"2024-01-01T00:00:00.000Z","carry":[],"fresh":[]}'
+    message = f"not a version 1 events checkpoint: {other[:60]!r}"
+    with pytest.raises(ValidationError, match=f"^{re.escape(message)}$"):
+        parse_checkpoint(other, "events")
+    assert parse_checkpoint(other, "contacts")["at"] == "2024-01-01T00:00:00.000Z"
+
+
+def test_a_record_out_of_time_order_marks_the_window_untimed() -> None:
+    cursor = TimeCursor.start("events", None, T0)
+    assert cursor.timed is True
+    cursor.add("a", T0 + timedelta(seconds=2))
+    cursor.add("b", T0 + timedelta(seconds=1))  # older than ``at``: the span is untimed
+    assert cursor.timed is False
+    assert cursor == TimeCursor("events", T0 + timedelta(seconds=2), set(), {"a", "b"}, False)
+    # a new span restarts the time-order check (the untimed one was not saved mid-way)
+    assert cursor.begin_span(T0 + timedelta(hours=1)) == T0 + timedelta(hours=1)
+    assert cursor.timed is True
+
+
+@pytest.mark.parametrize(
+    ("when", "expected"),
+    [
+        (T0 + timedelta(microseconds=1_500), T0 + timedelta(milliseconds=1)),
+        (T0 + timedelta(microseconds=1_001), T0 + timedelta(milliseconds=1)),
+        (T0 + timedelta(microseconds=999), T0),
+        (T0 + timedelta(milliseconds=7), T0 + timedelta(milliseconds=7)),
+        (
+            datetime(2024, 1, 1, 1, 0, 0, 2_500, tzinfo=timezone(timedelta(hours=1))),
+            T0 + timedelta(milliseconds=2),
+        ),
+    ],
+)
+def test_ms_floor_cuts_to_the_millisecond_in_utc(
+    zone_new_york: None, when: datetime, expected: datetime
+) -> None:
+    got = ms_floor(when)
+    assert got == expected
+    assert got.tzinfo is UTC
+
+
+def test_a_nested_records_time_is_its_created_at() -> None:
+    nested = msgspec.json.decode(
+        b'{"event":{"type":"visit","id":"n1"},"when":{"createdAt":"2024-01-01T00:00:02Z"},'
+        b'"date":"2020-01-01T00:00:00Z"}',
+        type=Event,
+    )
+    assert event_times([nested]) == [T0 + timedelta(seconds=2)] == [event_time(nested)]
+
+
+def test_a_checkpoint_round_trips_every_id() -> None:
+    cursor = TimeCursor("events", T0 + timedelta(milliseconds=5), {"c1", "c2"}, {"f1", "f2"})
+    restored = TimeCursor.start("events", cursor.encode(), T0)
+    assert (restored.at, restored.carry, restored.fresh) == (cursor.at, cursor.carry, cursor.fresh)
+
+
+def test_a_damaged_checkpoint_is_refused_quoting_60_characters() -> None:
+    damaged = '{"v":1,"kind":"events","carry":[],"fresh":[],"note":"' + "y" * 80 + '"}'
+    message = f"a damaged events checkpoint: {damaged[:60]!r}"
+    with pytest.raises(ValidationError, match=f"^{re.escape(message)}$"):
+        TimeCursor.start("events", damaged, T0)
+
+
+def test_a_page_all_at_the_current_millisecond_keeps_what_is_there() -> None:
+    cursor = TimeCursor("events", T0, {"c1"}, {"f1"})
+    cursor.add_page(
+        ["x", "y"], [T0 + timedelta(microseconds=200), T0 + timedelta(microseconds=900)]
+    )
+    assert (cursor.at, cursor.carry, cursor.fresh) == (T0, {"c1"}, {"f1", "x", "y"})
+
+
+def test_completing_at_the_cursors_own_time_changes_nothing() -> None:
+    cursor = TimeCursor("events", T0, {"c1"}, {"f1"})
+    cursor.complete(T0 + timedelta(microseconds=300))  # the same millisecond
+    assert (cursor.at, cursor.carry, cursor.fresh, cursor.timed) == (T0, {"c1"}, {"f1"}, True)
+
+
+def test_after_a_window_completes_timed_records_move_the_cursor_again() -> None:
+    cursor = TimeCursor.start("events", None, T0)
+    cursor.add("untimed", None)
+    assert cursor.timed is False
+    end = T0 + timedelta(hours=1)
+    cursor.complete(end)
+    assert cursor.timed is True  # without begin_span(): a new span starts timed
+    cursor.add("later", end + timedelta(seconds=1))
+    assert (cursor.at, cursor.carry, cursor.fresh) == (end + timedelta(seconds=1), set(), {"later"})
+
+
+async def test_a_stop_while_it_waits_for_space_keeps_the_dropped_write(tmp_path: Path) -> None:
+    # the daemon waits for space between two tries; a stop in that wait dropped the write
+    # without saying so, and `asyncwifi sync` exited 0 for a pass that did not end
+    from asyncwifi.engine import DestinationFullError
+    from asyncwifi.engine._copy import Stopped
+    from asyncwifi.engine._sqlite import SqliteDestination
+    from asyncwifi.sync import Syncer, SyncOptions
+
+    tries = 0
+
+    async def full() -> None:
+        nonlocal tries
+        tries += 1
+        raise DestinationFullError("database or disk is full (test)", str(tmp_path / "x.db"))
+
+    async with sim_client(events=5, contacts=5) as (_, api):
+        store = SqliteDestination(str(tmp_path / "x.db"))
+        await store.open()
+        options = SyncOptions(retry_initial=60.0, retry_max=60.0)  # a stop finds it asleep
+        syncer = Syncer(api, store, options=options)
+        try:
+            waiting = asyncio.ensure_future(syncer._retrying(full))
+            while syncer.stats.store_down_since is None:
+                await asyncio.sleep(0.01)
+            syncer.stop()
+            with pytest.raises(Stopped):
+                await asyncio.wait_for(waiting, 10)
+            assert tries == 1
+            assert isinstance(syncer.full, DestinationFullError)
+        finally:
+            await store.close()

@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from asyncwifi.errors import AsyncWifiError, DecodeError, ValidationError
-from asyncwifi.models import Contact, Event, ItemError, Policy, decode
+from asyncwifi.models import Contact, Event, ItemError, Policy, decode, decode_page
 from asyncwifi.models._auth import ErrorBody
 from asyncwifi.models._contacts import ContactPage
-from asyncwifi.models._decode import EXCERPT_BYTES, decode_page
+from asyncwifi.models._decode import EXCERPT_BYTES
 from asyncwifi.models._events import EventPage
 from asyncwifi.models._hotspots import HotspotEnvelope, HotspotPage
 from asyncwifi.models._segments import SegmentPage

@@ -34,7 +34,7 @@ def test_a_span_is_said_one_way(seconds: float | None, said: str) -> None:
 
 def test_fleet_status_says_a_lag_the_same_way() -> None:
     pytest.importorskip("temporalio")
-    from asyncwifi.fleet._control import status_line
+    from asyncwifi.cli._temporal import status_line
     from asyncwifi.fleet._workflow import OrganizationStatus
 
     ran = OrganizationStatus(

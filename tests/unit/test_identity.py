@@ -11,9 +11,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from asyncwifi.models import Contact, Event, Hotspot, Segment, decode
+from asyncwifi.models import Contact, Event, Hotspot, Segment, decode, decode_page
 from asyncwifi.models._contacts import ContactPage
-from asyncwifi.models._decode import decode_page
 from asyncwifi.models._events import EventPage
 from asyncwifi.models._hotspots import HotspotPage
 from asyncwifi.models._identity import content_id, record_id, record_ids, undecoded

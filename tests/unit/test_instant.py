@@ -16,6 +16,7 @@ import asyncwifi
 from asyncwifi._instant import (
     MS,
     floor_ms,
+    fmt_time,
     format_instant,
     parse_local,
     parse_timestamp,
@@ -23,7 +24,6 @@ from asyncwifi._instant import (
     utc_time,
     utc_times,
 )
-from asyncwifi.ratelimit._snapshot import fmt_time
 
 PROPERTY = settings(max_examples=300, deadline=None)
 #: every instant of the calendar datetime can hold, in UTC

@@ -29,11 +29,13 @@ from asyncwifi.models import (
     _segments,
     _webhook,
     decode,
+    decode_generic,
+    decode_page,
+    encode,
 )
 from asyncwifi.models._auth import ErrorBody, LoginRequest, LoginResponse
 from asyncwifi.models._base import Model
 from asyncwifi.models._contacts import ContactPage
-from asyncwifi.models._decode import decode_generic, decode_page, encode
 from asyncwifi.models._events import EventPage
 from asyncwifi.models._hotspots import HotspotDeleteResult, HotspotEnvelope, HotspotPage
 from asyncwifi.models._segments import SegmentPage

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,39 @@ def test_pending_runs_the_missing_steps_and_refuses_a_newer_schema() -> None:
     with pytest.raises(SchemaVersionError, match=r"^db has schema version 3, .*\(2\)") as caught:
         pending(steps, 3, what="db")
     assert (caught.value.found, caught.value.supported) == (3, 2)
+
+
+@pytest.mark.parametrize("connects", [True, False])
+async def test_a_start_cancelled_while_connecting_ends_the_thread_quietly(
+    tmp_path: Path, connects: bool
+) -> None:
+    # Ctrl-C while a backfill opened its state file: the thread's answer found start()
+    # gone and died with a traceback (InvalidStateError), leaving the connection open
+    entered, release = asyncio.Event(), asyncio.Event()
+    loop = asyncio.get_running_loop()
+    closed: list[bool] = []
+    raised: list[BaseException] = []
+    loop_hook = threading.excepthook
+
+    def connect() -> sqlite3.Connection:
+        loop.call_soon_threadsafe(entered.set)
+        asyncio.run_coroutine_threadsafe(release.wait(), loop).result(timeout=10)
+        if not connects:
+            raise sqlite3.OperationalError("unable to open database file")
+        return sqlite3.connect(tmp_path / "x.db", check_same_thread=False)
+
+    threading.excepthook = lambda args: raised.append(args.exc_value)  # type: ignore[assignment,return-value]
+    try:
+        bridge = SqliteThread(connect, name="state", on_close=lambda: closed.append(True))
+        start = asyncio.create_task(bridge.start())
+        await entered.wait()
+        start.cancel()
+        await asyncio.sleep(0)  # the cancel reaches the thread's future first
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await start
+    finally:
+        threading.excepthook = loop_hook
+    assert raised == []
+    assert closed == [True]  # the connection (or the attempt) is let go once
+    assert not bridge.running

@@ -9,12 +9,13 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from tests.webhooks.helpers import ClientFactory, FakeClock
+from tests._virtualclock import VirtualClock
+from tests.webhooks.helpers import ClientFactory, webhook_clock
 
 
 @pytest.fixture
-def fake_clock() -> FakeClock:
-    return FakeClock()
+def fake_clock() -> VirtualClock:
+    return webhook_clock()
 
 
 @pytest.fixture

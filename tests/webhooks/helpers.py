@@ -14,6 +14,8 @@ import msgspec
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
+from tests._virtualclock import VirtualClock
+
 SECRET = "s3cret-current"
 OLD_SECRET = "s3cret-previous"
 HEADER = "X-Webhook-Secret"
@@ -22,23 +24,11 @@ NOW = 1_700_000_000.0
 _counter = itertools.count()
 
 
-class FakeClock:
-    """A clock that moves only when told (``advance``); ``sleep`` advances it too."""
-
-    def __init__(self, start: float = NOW) -> None:
-        self.t = start
-
-    def now(self) -> float:
-        return self.t
-
-    async def sleep(self, seconds: float) -> None:
-        self.t += max(0.0, seconds)
-
-    def real(self, seconds: float) -> float:
-        return 0.0 if seconds <= 0 else 0.001
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
+def webhook_clock(start: float = NOW) -> VirtualClock:
+    """The suite's stepping clock for a receiver: moved by hand (``step``) or by a sleep; a
+    clock second lasts a real millisecond at most (a handler's timeout, taken from it, must
+    not fire before the handler runs)."""
+    return VirtualClock.stepping(start, real=0.001)
 
 
 def new_nonce() -> str:

@@ -18,9 +18,9 @@ from tests.webhooks.helpers import (
     OLD_SECRET,
     SECRET,
     ClientFactory,
-    FakeClock,
     auth,
     body_of,
+    webhook_clock,
 )
 
 
@@ -28,7 +28,7 @@ class Recorder:
     """A receiver whose fallback records what it handles (and can be told to fail)."""
 
     def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("clock", FakeClock())
+        kwargs.setdefault("clock", webhook_clock())
         self.receiver = Receiver([SECRET, OLD_SECRET], header_name=HEADER, **kwargs)
         self.seen: list[tuple[WebhookPayload, WebhookContext]] = []
         self.fail_next = 0

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from asyncwifi.models._webhook import WebhookPayload
 from asyncwifi.webhooks import Receiver
 from asyncwifi.webhooks._app import create_app
-from tests.webhooks.helpers import HEADER, NOW, SECRET, ClientFactory, FakeClock, auth, body_of
+from tests.webhooks.helpers import HEADER, NOW, SECRET, ClientFactory, auth, body_of, webhook_clock
 
 FUZZ = settings(
     max_examples=150,
@@ -66,7 +66,7 @@ EXPECTED = {200, 202, 400, 401, 409, 413, 415, 422}
 @pytest.fixture
 async def live(make_client: ClientFactory) -> Any:
     receiver = Receiver(
-        SECRET, header_name=HEADER, max_body_size=512, max_age=3600, clock=FakeClock()
+        SECRET, header_name=HEADER, max_body_size=512, max_age=3600, clock=webhook_clock()
     )
     receiver.fallback(lambda payload, context: None)
     return await make_client(create_app(receiver))

@@ -27,11 +27,11 @@ from asyncwifi.ratelimit._volume import ObjectCounts
 from asyncwifi.testing import Simulator
 from asyncwifi.webhooks import Receiver, create_app, serve
 from tests.client._support import client_for
-from tests.webhooks.helpers import HEADER, NOW, SECRET, ClientFactory, FakeClock, auth, body_of
+from tests.webhooks.helpers import HEADER, NOW, SECRET, ClientFactory, auth, body_of, webhook_clock
 
 
 def receiver(store: RateStore | None, **kw: Any) -> Receiver:
-    kw.setdefault("clock", FakeClock())
+    kw.setdefault("clock", webhook_clock())
     return Receiver(SECRET, header_name=HEADER, objects=store, **kw)
 
 
@@ -80,6 +80,28 @@ async def test_each_accepted_delivery_counts_once_and_nothing_else_counts(
     assert await post(body_of("visit", nonce="n-3")) == 200
     assert await counted(store) == {"webhooks": 4}
     assert await counted(store, NOW + 40 * 86_400) == {}  # the month after: nothing yet
+    await r.aclose()
+
+
+@pytest.mark.parametrize("durable", [False, True])
+async def test_a_redelivered_event_of_a_type_with_no_handler_counts_once(
+    make_client: ClientFactory, tmp_path: Path, durable: bool
+) -> None:
+    store = MemoryStore()
+    r = receiver(store)
+    r.on("signup")(lambda payload, context: None)
+    spool = tmp_path / "spool.sqlite3" if durable else None
+    client = await make_client(create_app(r, spool=spool))
+    statuses = []
+    for nonce in ("v-1", "v-1", "v-2", "v-1"):  # "visit": no handler, acknowledged
+        response = await client.post(
+            "/webhooks", data=body_of("visit", nonce=nonce), headers=auth()
+        )
+        statuses.append((response.status, (await response.json())["status"]))
+    assert statuses == [
+        (200, "ignored"), (200, "duplicate"), (200, "ignored"), (200, "duplicate")
+    ]  # fmt: skip
+    assert await counted(store) == {"webhooks": 2}  # one per delivery (was 4)
     await r.aclose()
 
 
