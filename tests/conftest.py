@@ -1,12 +1,16 @@
-"""Suite-wide options and fixtures: ``--soak-long`` and a shared ``redis_url``."""
+"""Suite-wide options and fixtures: ``--soak-long``, a shared ``redis_url``, and where the
+tests' scaled clocks start (``TEST_CLOCK_START``)."""
 
 from __future__ import annotations
 
 import os
 import socket
+import time
 
 import pytest
 from hypothesis import settings
+
+from asyncwifi._clock import ScaledClock
 
 #: the property tests run the same examples on every run (CI's and the README's command): a
 #: rare case found once by a random draw must not fail one run in many and pass the next.
@@ -15,6 +19,24 @@ settings.register_profile("asyncwifi", derandomize=os.environ.get("ASYNCWIFI_EXP
 settings.load_profile("asyncwifi")
 
 REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
+
+#: where a test's scaled clock starts unless the test says: the first second of today (UTC).
+#: Started at the real time instead, a clock at 400x crossed midnight within a test run late
+#: in the evening, and a day's counts (quota, objects) were cut in two under the assertions
+#: (a test of "the day's objects equal the month's" failed from 23:45 on). From the start
+#: of the day a test has 24 clock hours before the day (or the month) turns, and the date is
+#: still today's.
+TEST_CLOCK_START = time.time() // 86_400 * 86_400 + 1.0
+_scaled_init = ScaledClock.__init__
+
+
+def _from_the_day_start(
+    self: ScaledClock, speed: float = 1.0, *, start: float | None = None
+) -> None:
+    _scaled_init(self, speed, start=TEST_CLOCK_START if start is None else start)
+
+
+ScaledClock.__init__ = _from_the_day_start  # type: ignore[method-assign]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
