@@ -176,6 +176,9 @@ class SqliteThread:
                     loop.call_soon_threadsafe(_resolve, results)
                 except RuntimeError:  # the loop is closed: nobody is waiting any more
                     return
+                # nothing of a done job is held while the thread waits for the next one
+                # (its function may hold what it wrote: a backfill's pages)
+                del job, batch, results
         finally:
             conn.close()
             if self._on_close is not None:

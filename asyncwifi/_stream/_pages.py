@@ -90,17 +90,17 @@ class StreamOptions:
     asked of the server is the resource's :class:`~asyncwifi._stream._kind.ScrollKind`).
 
     ``keep_raw``: keep each record's exact bytes (``page.raw_items``, ``stream.records()``).
-    ``prefetch``: pages fetched ahead of the consumer. ``max_buffered``: pages held in
+    ``prefetch``: pages fetched ahead of the consumer (0: a page is fetched when the consumer
+    asks for it, or when the window needs the next request). ``max_buffered``: pages held in
     memory before they go to a temporary file of at most ``spill_budget`` bytes (so a slow
-    consumer never lets the scroll lapse). ``on_item_error``: called with each record that
-    did not decode (also on ``stream.errors``). ``lane``: the limiter's lane of a fresh
-    query (continuations go in the scroll lane). ``limit``: at most this many records, and
-    pages sized so that no more are read (spec §8: every record served is an object): a
-    first page of at most ``limit``; a scroll that would read past it restarts from its
-    time cursor at the size left (events; the restart reads again the records of its
-    boundary's millisecond, usually one), or reads its last page whole and hands out what
-    is left of the limit (contacts: a scroll cannot change its size, spec §4.5). See
-    docs/guides/streams.md.
+    consumer never lets the scroll lapse). ``on_item_error``: called with each record that did
+    not decode (also on ``stream.errors``). ``lane``: the limiter's lane of a fresh query
+    (continuations go in the scroll lane). ``limit``: at most this many records, and pages sized
+    so that no more are read (spec §8: every record served is an object): a first page of at
+    most ``limit``; a scroll that would read past it restarts from its time cursor at the size
+    left (events; the restart reads again the records of its boundary's millisecond, usually
+    one), or reads its last page whole and hands out what is left of the limit (contacts: a
+    scroll cannot change its size, spec §4.5). See docs/guides/streams.md.
     """
 
     keep_raw: bool = False
@@ -112,7 +112,7 @@ class StreamOptions:
     limit: int | None = None
 
     def __post_init__(self) -> None:
-        require_positive(self.prefetch, "prefetch", integer=True)
+        require_positive(self.prefetch, "prefetch", integer=True, zero=True)
         if self.limit is not None:
             require_positive(self.limit, "limit", integer=True)
         budget = self.spill_budget

@@ -65,8 +65,10 @@ async def _view(stream: ScrollStream[Any], kind: str) -> AsyncIterator[Any]:
                     page = page.first(left)
                 left -= page.count
             if kind == "pages":
-                yield page
-                del page  # not held while the next page is awaited
+                # handed out, not held while suspended here: a consumer done with the page
+                # (a copy loop that committed it) frees it before asking for the next one
+                handed, page = [page], None
+                yield handed.pop()
                 continue
             if kind == "items":
                 items = page.items

@@ -236,7 +236,9 @@ class Producer:
         kind, previous = self.kind, self.last_sent
         deadline = previous + self.horizon if continuation and previous is not None else None
         keep_raw = self.options.keep_raw
-        buffer = None if keep_raw else (self.spare.pop() if self.spare else BodyBuffer())
+        # raw records are views of their body: a buffer of its own, read into as the body
+        # arrives (no second copy joined at the end), kept alive by the records
+        buffer = BodyBuffer() if keep_raw else (self.spare.pop() if self.spare else BodyBuffer())
         fetched: Fetched | None = None
         try:
             while fetched is None:
@@ -272,7 +274,7 @@ class Producer:
         finally:
             # decoded already (a body that spills is written before the next fetch): the
             # buffer is free again
-            if buffer is not None:
+            if not keep_raw:
                 self.spare.append(buffer)
         if self._learning and not continuation and self.asked == self.size:
             self._learning = False  # learnt: a resume asks for this size at once
@@ -372,13 +374,16 @@ class Producer:
         (the scroll's pace: the page goes to the spill file if memory is full)."""
         clock = self.api.clock
         while True:
-            if self.queue.qsize() < self.options.prefetch:
+            queued = self.queue.qsize()
+            # ``prefetch=0``: only when the consumer asks (and the queue is empty)
+            if queued < self.options.prefetch or (not queued and self.waiting):
                 return
             self.taken.clear()
-            in_memory = self.queue.qsize() - self.spill.live
+            self.wanted.clear()
+            in_memory = queued - self.spill.live
             room = in_memory < self.max_buffered or self.spill.room_for(self._last_length)
             if not room or self.last_sent is None:
-                await self.taken.wait()  # past the disk budget: the scroll may lapse
+                await self._taken_or_wanted()  # past the disk budget: the scroll may lapse
                 continue
             # keep the scroll alive: ask for the next page half-way through the window
             remaining = self.last_sent + self.window * 0.5 - clock.now()
@@ -388,7 +393,15 @@ class Producer:
             # that arrives as the event is set, and the stream would never stop
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(clock.real(remaining)):
-                    await self.taken.wait()
+                    await self._taken_or_wanted()
+
+    async def _taken_or_wanted(self) -> None:
+        """Wait until the consumer takes a page or asks for one (``prefetch=0`` waits for
+        the asking; a consumer waiting already has set ``wanted``)."""
+        if self.options.prefetch:
+            await self.taken.wait()
+            return
+        await self.wanted.wait()
 
     def _act(self, decision: Step, gap: float) -> Mapping[str, str]:
         """The query of a resume, or the error of a scroll that cannot go on."""

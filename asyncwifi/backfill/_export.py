@@ -79,7 +79,9 @@ class ExportJob:
         self.max_wait = max_wait
         self.progress = Progress()
         # ``pii``: every line under the PII policy (issue 41; ``engine._pii``)
-        options = CopyOptions(pii=pii)
+        # at most one page more in memory than the parts streaming at once (``engine._room``):
+        # the job's memory is set by its concurrency, not by the events it moves
+        options = CopyOptions(pii=pii, pages_in_memory=concurrency + 1)
         self._copier = Copier(api, destination, options=options, on_write=self._written)
         #: the part of each write in flight, oldest first (for the reporter)
         self._writing: deque[int] = deque()

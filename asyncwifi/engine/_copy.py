@@ -29,9 +29,9 @@ import functools
 import logging
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from asyncwifi._client import Client
 from asyncwifi._defaults import RETRY_INITIAL, RETRY_MAX
@@ -48,7 +48,9 @@ from asyncwifi.engine._guard import MASS_DELETE_ROWS, MASS_DELETE_SHARE, DeleteG
 from asyncwifi.engine._heap import unmap_large_buffers
 from asyncwifi.engine._pii import PiiPolicy
 from asyncwifi.engine._retention import check_retention, recent_rows
+from asyncwifi.engine._room import PageRoom
 from asyncwifi.engine._schema import TABLES
+from asyncwifi.engine._stop import Stopped, StopSwitch, stoppable
 from asyncwifi.errors import ValidationError
 
 __all__ = ["EVENTS", "Copier", "CopyOptions", "CopyStats", "Stopped", "stoppable"]
@@ -93,8 +95,13 @@ class CopyOptions:
     #: local retention (``_retention``): rows older than this (seconds; None: kept) purged
     retention: float | None = None
     retention_by: str = "activity"
+    #: at most this many batches fetched and not yet committed, across every feed the
+    #: copier runs (``_room``; None: the pipeline's own depth, per feed)
+    pages_in_memory: int | None = None
 
     def __post_init__(self) -> None:
+        if self.pages_in_memory is not None:
+            PageRoom(self.pages_in_memory)  # checked here, not at the first page
         DeleteGuard(self.mass_delete_rows, self.mass_delete_share)  # the thresholds checked
         check_retention(self.retention, self.retention_by)
         if self.on_delete not in ("soft", "purge"):
@@ -130,29 +137,7 @@ def _raw(value: object) -> bytes:
     )
 
 
-class Stopped(Exception):
-    """A wait cut short by :meth:`Copier.stop`; the public methods end quietly on it."""
-
-
-def stoppable(
-    method: Callable[Concatenate[C, P], Coroutine[Any, Any, int]],
-) -> Callable[Concatenate[C, P], Coroutine[Any, Any, int]]:
-    """A step that a stop ends early (``Stopped``): it returns the rows changed so far,
-    once the writes in flight settled."""
-
-    @functools.wraps(method)
-    async def run(self: C, /, *args: P.args, **kwargs: P.kwargs) -> int:
-        before = self._total()
-        try:
-            return await method(self, *args, **kwargs)
-        except Stopped:
-            await self.drain()
-            return self._total() - before
-
-    return run
-
-
-class Copier:
+class Copier(StopSwitch):
     """Writes feeds' batches into ``destination`` for the organization behind ``api``
     (module docstring): :meth:`copy` is the loop; ``on_write(table, rows)`` sees each
     committed write; :meth:`stop` ends it between transactions."""
@@ -171,7 +156,9 @@ class Copier:
         self.options = options or CopyOptions()
         self.stats = CopyStats()
         self.on_write = on_write
-        self._stopping = asyncio.Event()
+        pages = self.options.pages_in_memory
+        self._room = None if pages is None else PageRoom(pages)
+        StopSwitch.__init__(self)
         #: destination transactions in flight (shielded from a stop)
         self._writing: set[asyncio.Future[int]] = set()
         #: the writes committing while the next batch is prepared, oldest first
@@ -306,12 +293,20 @@ class Copier:
         """The engine's one loop: every batch of a feed written with its checkpoint (saved
         as ``name``) in one transaction, pipelined, until the feed ends or a stop; the rows
         changed. ``each(batch)`` sees each batch before it is written."""
-        before = self._total()
+        before, room = self._total(), self._room
         try:
-            async for batch in self._until_stopped(batches):
-                if each is not None:
-                    each(batch)
-                await self._apply(batch, name)
+            async for batch in self._until_stopped(batches, room):
+                try:
+                    if each is not None:
+                        each(batch)
+                    write = await self._apply(batch, name)
+                except BaseException:
+                    if room is not None:
+                        room.give()
+                    raise
+                if room is not None:
+                    room.give_after(write)
+                del batch, write  # the page is the write's now: gone at its commit
         finally:
             await self._flush()
         return self._total() - before
@@ -322,11 +317,20 @@ class Copier:
     async def _flush(self, depth: int = 0) -> None:
         """Wait for the oldest writes until at most ``depth`` are in flight (an error of
         one is raised here)."""
-        while len(self._pending) > depth:
-            await self._pending.popleft()
+        pending = self._pending
+        while len(pending) > depth:
+            oldest = pending[0]
+            try:
+                # awaited where it stands: it counts as in flight (its page in memory) until
+                # it committed, so other slices waiting here cannot add one meanwhile
+                await asyncio.shield(oldest)
+            finally:
+                if oldest.done() and pending and pending[0] is oldest:
+                    pending.popleft()
 
-    async def _apply(self, batch: Batch[Any], name: str | None) -> None:
-        """Prepare the batch's write, then hand it over once the previous one committed."""
+    async def _apply(self, batch: Batch[Any], name: str | None) -> asyncio.Future[int] | None:
+        """Prepare the batch's write, then hand it over once the previous one committed; the
+        write (None: the batch had nothing to write)."""
         checkpoints = {name: batch.checkpoint} if name and batch.checkpoint else {}
         self.stats.requests[batch.resource] = (
             self.stats.requests.get(batch.resource, 0) + batch.requests
@@ -335,7 +339,7 @@ class Copier:
             self.stats.late_events[batch.late] += len(batch.items)
             self.stats.lookback_requests += batch.requests
         if not (batch.items or batch.bad or checkpoints or batch.complete):
-            return  # a re-read that found nothing: no transaction
+            return None  # a re-read that found nothing: no transaction
         self.stats.dead_letters += len(batch.bad)
         for bad in batch.bad:
             log.warning("sync: a %s record set aside (dead letter): %s", batch.resource, bad.error)
@@ -365,63 +369,14 @@ class Copier:
             # a write that fails before it waits for ``after`` leaves its error unawaited:
             # it is still "retrieved" (it reaches ``_flush`` through the previous write)
             after.add_done_callback(lambda f: f.cancelled() or f.exception())
-        self._pending.append(asyncio.ensure_future(self._write(write, after)))
-
-    async def _unless_stopped(self, wait: Callable[[], Awaitable[T]]) -> T:
-        """``await wait()`` unless :meth:`stop` comes first: then it is cancelled (and has
-        cleaned up) and ``Stopped`` is raised. The one rule for a stop cutting a wait
-        short: around requests and sleeps, never around a transaction."""
-        if self._stopping.is_set():
-            raise Stopped
-
-        async def waiting() -> T:
-            return await wait()
-
-        task = asyncio.ensure_future(waiting())
-        stopper = asyncio.ensure_future(self._stopping.wait())
-        try:
-            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopper.cancel()
-            if not task.done():
-                task.cancel()
-                await asyncio.wait({task})
-        if task.cancelled():
-            raise Stopped
-        return task.result()  # done first: its outcome, even when a stop came meanwhile
+        written = asyncio.ensure_future(self._write(write, after))
+        self._pending.append(written)
+        return written
 
     async def _sleep(self, seconds: float) -> None:
         """Sleep ``seconds`` of the client's clock, or less if the sync is stopped."""
         with contextlib.suppress(Stopped):
             await self._unless_stopped(lambda: self.api.clock.sleep(seconds))
-
-    async def _until_stopped(self, batches: AsyncIterator[Batch[Any]]) -> AsyncIterator[Batch[Any]]:
-        """``batches`` until a stop is asked: then the feed is closed between transactions
-        (the fetch of the next batch is cancelled: a request in backoff, a poll's sleep)."""
-        try:
-            while True:
-                try:
-                    batch = await self._unless_stopped(lambda: anext(batches, None))
-                except Stopped:
-                    return
-                if batch is None:
-                    return
-                yield batch
-                if self._stopping.is_set():
-                    return
-        finally:
-            aclose = getattr(batches, "aclose", None)
-            if aclose is not None:
-                await aclose()
-
-    def stop(self) -> None:
-        """End the sync after the transaction in progress (if any)."""
-        self._stopping.set()
-
-    @property
-    def stopping(self) -> bool:
-        """Whether :meth:`stop` was called."""
-        return self._stopping.is_set()
 
     async def drain(self) -> None:
         """Wait for the writes in progress to commit (after a cancellation)."""

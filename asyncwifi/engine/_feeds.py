@@ -271,7 +271,8 @@ class EventFeed:
             delivered, begin = 0, cursor.at
             async for batch in self._span(stop):
                 delivered += len(batch.items)
-                yield batch
+                handed, batch = [batch], None  # type: ignore[assignment]  # handed out, not held
+                yield handed.pop()
             if self.timed_shape is False:
                 # about span_records per span: the checkpoint's ids stay bounded
                 scale = self.span_records / max(delivered, 1)
@@ -324,9 +325,11 @@ class EventFeed:
                 # a destination of the bytes (``keys``) needs each record's id, not its
                 # decoded key nor its time: they go now, not at the batch's commit (about
                 # 500 bytes an event, two pages of them a slice while the previous commits)
-                page = items = ids = idents = times = None  # type: ignore[assignment]
-                yield batch
-                del batch
+                page = items = ids = idents = times = raws = bad = named = None  # type: ignore[assignment]
+                # handed out, not held while suspended here: committed, it is freed before
+                # the next page is asked for (``engine._room`` counts on it)
+                handed, batch = [batch], None  # type: ignore[assignment]
+                yield handed.pop()
                 if self.budget is not None and not await self.budget.has(self.resource):
                     cut = True  # the budget is spent: the next span waits, from the cursor
                     break

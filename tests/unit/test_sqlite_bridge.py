@@ -88,3 +88,36 @@ async def test_a_start_cancelled_while_connecting_ends_the_thread_quietly(
     assert raised == []
     assert closed == [True]  # the connection (or the attempt) is let go once
     assert not bridge.running
+
+
+@pytest.mark.parametrize("group_commit", [False, True])
+async def test_the_thread_keeps_nothing_of_a_done_job_while_it_waits_for_the_next(
+    tmp_path: Path, group_commit: bool
+) -> None:
+    # a backfill's job holds the pages it writes: kept until the next job came, the last
+    # group's megabytes stayed alive through every wait for a page
+    import gc
+    import weakref
+
+    class Page:
+        """Stands for what a write holds."""
+
+    bridge = SqliteThread(
+        lambda: sqlite3.connect(tmp_path / "x.db", isolation_level=None, check_same_thread=False),
+        name="test-bridge",
+        group_commit=group_commit,
+    )
+    await bridge.start()
+    try:
+        page = Page()
+        gone = weakref.ref(page)
+        await bridge.run(lambda conn, held=page: conn.execute("SELECT 1"))
+        del page
+        for _ in range(500):  # until the thread, waiting for its next job, let it go
+            gc.collect()
+            if gone() is None:
+                break
+            await asyncio.sleep(0.01)
+        assert gone() is None
+    finally:
+        await bridge.close()
