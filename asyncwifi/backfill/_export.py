@@ -83,8 +83,9 @@ class ExportJob:
         # the job's memory is set by its concurrency, not by the events it moves
         options = CopyOptions(pii=pii, pages_in_memory=concurrency + 1)
         self._copier = Copier(api, destination, options=options, on_write=self._written)
-        #: the part of each write in flight, oldest first (for the reporter)
-        self._writing: deque[int] = deque()
+        #: each write in flight, oldest first: its part, and whether it carries a page of
+        #: records (a span's completion is a checkpoint alone: no page)
+        self._writing: deque[tuple[int, bool]] = deque()
         #: requests each part spent in this run, and the parts finished
         self._spent: dict[int, int] = {}
         self._done: set[int] = set()
@@ -162,7 +163,11 @@ class ExportJob:
             batches, spent = part.open(await self._copier.checkpoint(name))
             before = self.progress.records
             try:
-                await self._copier.copy(batches, name, lambda _b: self._writing.append(part.index))
+                await self._copier.copy(
+                    batches,
+                    name,
+                    lambda b: self._writing.append((part.index, bool(b.items or b.bad))),
+                )
                 break
             except ScrollExpiredError as exc:
                 # everything delivered is committed; open the part again from there
@@ -182,13 +187,14 @@ class ExportJob:
 
     def _written(self, table: str, rows: int) -> None:
         """A batch committed (writes of one commit report one by one, in their order)."""
-        index = self._writing.popleft() if self._writing else -1
+        index, page = self._writing.popleft() if self._writing else (-1, rows > 0)
         progress = self.progress
-        progress.pages_run += 1
         progress.records += rows
         progress.records_run += rows
         self._update()
-        self.reporter.page(progress, slice_index=index, records=rows)
+        if page:  # what the progress calls pages: those that carried records
+            progress.pages_run += 1
+            self.reporter.page(progress, slice_index=index, records=rows)
 
     def _update(self) -> None:
         """The progress figures, read from the engine and the destination."""
