@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -93,6 +94,16 @@ async def test_on_one_read_an_event_later_than_the_lookback_is_found_told_once_a
             await reader.close()
 
 
+async def delivered_all_served(served: Any, feed: EventFeed, within: float = 10.0) -> None:
+    """Every event the simulator served was delivered by ``feed``: once the page the feed
+    may have in flight (served, not yet handed out) arrived. A read that wastes objects
+    never gets there: the assertion fails after ``within`` real seconds."""
+    deadline = time.monotonic() + within
+    while served["events"] != feed.measured[0] and time.monotonic() < deadline:
+        await asyncio.sleep(0.002)
+    assert served["events"] == feed.measured[0]
+
+
 async def follow(feed: EventFeed, while_: Callable[[], Awaitable[None]]) -> None:
     async def consume() -> None:
         async for _batch in feed:
@@ -136,18 +147,20 @@ async def test_the_gap_audit_costs_only_what_it_finds(shape: str) -> None:
                     # read (a lookback late, 300 s) and not yet audited (its slice, up to
                     # 300 s long, is audited once two lookbacks old: 600 s at the earliest);
                     # every record served was delivered: the audits returned nothing
-                    assert served["events"] == feed.measured[0]
+                    await delivered_all_served(served, feed)
                     late.extend(sim.data.add_events(1, at=quiet))
                 await sim.clock.sleep(30)
             while feed.rereads.late["audit"] < 1 and sim.clock.now() - start < 3_600:
                 await sim.clock.sleep(10)
+            await delivered_all_served(served, feed)
 
         await follow(feed, run)
         assert feed.rereads.reads["audit"] >= 3
         assert 0 < feed.rereads.requests <= AUDIT_RANGES * feed.rereads.reads["audit"]
         assert feed.rereads.late == {"lookback": 0, "audit": 1}
         # every record served was delivered once: the audits returned only the late one
-        assert served["events"] == feed.measured[0]
+        # (checked above, before the feed was stopped: a page in flight then is served and
+        # not yet delivered, as it was beside a CPU-bound neighbour: 312 and 303)
 
 
 def test_the_stretches_a_gap_audit_reads_are_the_longest_where_nothing_was_delivered() -> None:
