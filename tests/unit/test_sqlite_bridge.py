@@ -5,8 +5,10 @@ The one rule for schema versions: the steps after the found one; a newer one ref
 from __future__ import annotations
 
 import asyncio
+import gc
 import sqlite3
 import threading
+import weakref
 from pathlib import Path
 
 import pytest
@@ -23,15 +25,20 @@ def _crash(conn: sqlite3.Connection) -> None:
     raise Crash
 
 
-@pytest.mark.parametrize("group_commit", [False, True])
-async def test_a_crashing_job_fails_its_caller_and_the_thread_serves_on(
-    tmp_path: Path, group_commit: bool
-) -> None:
-    bridge = SqliteThread(
+def bridge_on(tmp_path: Path, group_commit: bool) -> SqliteThread:
+    """A bridge to a fresh database file in ``tmp_path`` (not started)."""
+    return SqliteThread(
         lambda: sqlite3.connect(tmp_path / "x.db", isolation_level=None, check_same_thread=False),
         name="test-bridge",
         group_commit=group_commit,
     )
+
+
+@pytest.mark.parametrize("group_commit", [False, True])
+async def test_a_crashing_job_fails_its_caller_and_the_thread_serves_on(
+    tmp_path: Path, group_commit: bool
+) -> None:
+    bridge = bridge_on(tmp_path, group_commit)
     await bridge.start()
     try:
         await bridge.run(lambda conn: conn.execute("CREATE TABLE t (x)"))
@@ -96,17 +103,10 @@ async def test_the_thread_keeps_nothing_of_a_done_job_while_it_waits_for_the_nex
 ) -> None:
     # a backfill's job holds the pages it writes: kept until the next job came, the last
     # group's megabytes stayed alive through every wait for a page
-    import gc
-    import weakref
-
     class Page:
         """Stands for what a write holds."""
 
-    bridge = SqliteThread(
-        lambda: sqlite3.connect(tmp_path / "x.db", isolation_level=None, check_same_thread=False),
-        name="test-bridge",
-        group_commit=group_commit,
-    )
+    bridge = bridge_on(tmp_path, group_commit)
     await bridge.start()
     try:
         page = Page()
