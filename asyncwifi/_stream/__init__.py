@@ -16,8 +16,8 @@ from asyncwifi._stream._pages import (
     StreamOptions,
     limited,
 )
+from asyncwifi._stream._start import scroll_start_wait
 from asyncwifi._stream._stream import ScrollStream
-from asyncwifi._stream._task import scroll_start_wait
 
 __all__ = [
     "DEFAULT_OPTIONS",

@@ -35,6 +35,7 @@ __all__ = [
     "Spill",
     "Spilled",
     "StreamOptions",
+    "kept",
 ]
 
 ItemT = TypeVar("ItemT")
@@ -201,3 +202,13 @@ class Spill:
         self.size = self.live = 0
         if file is not None:
             file.close()
+
+
+def kept(decoded: Any, keep: list[int] | None) -> tuple[list[Any], list[Any] | None]:
+    """The records of a decoded page (and their raw bytes) at the indices ``keep`` (None:
+    all of them)."""
+    items: list[Any] = decoded.items
+    raws: list[Any] | None = decoded.raw_items
+    if keep is None:
+        return items, raws
+    return [items[i] for i in keep], None if raws is None else [raws[i] for i in keep]

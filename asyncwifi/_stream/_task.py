@@ -25,22 +25,14 @@ from typing import Any
 from asyncwifi._core import RequestPipeline
 from asyncwifi._stream._kind import ScrollKind
 from asyncwifi._stream._machine import Cursor, PageOutcome, ScrollMachine, Step
-from asyncwifi._stream._pages import ScrollPage, Spill, Spilled, StreamOptions
+from asyncwifi._stream._pages import ScrollPage, Spill, Spilled, StreamOptions, kept
+from asyncwifi._stream._start import scroll_start_wait
 from asyncwifi._transport import BodyBuffer
 from asyncwifi.errors import ConflictError, ScrollExpiredError
 from asyncwifi.models import ItemError, decode_page, record_ids
-from asyncwifi.ratelimit import Lane, Reservation, Scheduler
+from asyncwifi.ratelimit import Lane, Reservation
 
-__all__ = ["Producer", "scroll_start_wait"]
-
-
-def scroll_start_wait(scheduler: Scheduler, now: float, window: float) -> float:
-    """Seconds until a new scroll could be kept alive (its next request admitted within half
-    its ``window``), 0.0 if now: the one rule the streams and the backfill wait on."""
-    deadline = now + window * 0.5
-    if scheduler.earliest_admission(Lane.SCROLL, deadline=deadline) <= deadline:
-        return 0.0
-    return scheduler.earliest_admission(Lane.SCROLL) - now
+__all__ = ["Producer"]
 
 
 log = logging.getLogger("asyncwifi.scroll")
@@ -131,7 +123,7 @@ class Producer:
     def _read_spilled(self, entry: Spilled) -> ScrollPage[Any]:
         """A spilled page, read back and decoded again; only its fresh records."""
         body = self.spill.take(entry.offset, entry.length)
-        items, raws = _kept(
+        items, raws = kept(
             decode_page(body, self.kind.page_type, keep_raw=self.options.keep_raw), entry.keep
         )
         page = entry.page
@@ -336,7 +328,7 @@ class Producer:
                 [], None, page.errors, self.pages, scroll_id, self.total
             )
             return Spilled(*self.spill.put(body), keep, spilled)
-        items, raws = _kept(page, keep)
+        items, raws = kept(page, keep)
         return ScrollPage(items, raws, page.errors, self.pages, scroll_id, self.total)
 
     def _spills(self, length: int) -> bool:
@@ -396,8 +388,7 @@ class Producer:
                     await self._taken_or_wanted()
 
     async def _taken_or_wanted(self) -> None:
-        """Wait until the consumer takes a page or asks for one (``prefetch=0`` waits for
-        the asking; a consumer waiting already has set ``wanted``)."""
+        """Until the consumer takes a page (``prefetch=0``: until it asks for one)."""
         if self.options.prefetch:
             await self.taken.wait()
             return
@@ -452,12 +443,3 @@ class Producer:
 def _objects(fetched: Fetched) -> int:
     """The objects (spec §8) of a fetched page: its records, bad ones included."""
     return int(fetched[0].objects)
-
-
-def _kept(decoded: Any, keep: list[int] | None) -> tuple[list[Any], list[Any] | None]:
-    """The records of a decoded page (and their raw bytes) at the indices ``keep``."""
-    items: list[Any] = decoded.items
-    raws: list[Any] | None = decoded.raw_items
-    if keep is None:
-        return items, raws
-    return [items[i] for i in keep], None if raws is None else [raws[i] for i in keep]

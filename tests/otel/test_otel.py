@@ -26,6 +26,7 @@ from asyncwifi.errors import ConfigurationError
 from asyncwifi.otel import instrument
 from asyncwifi.testing import Simulator
 from tests._recording import Recording
+from tests._source import parse_source
 from tests._virtualclock import VirtualClock
 
 LOGIN = "/v1/sts/login/services"
@@ -245,7 +246,7 @@ def test_instrumentation_uses_only_the_clients_public_hooks() -> None:
 
     import asyncwifi.otel
 
-    tree = ast.parse(inspect.getsource(asyncwifi.otel))
+    tree = parse_source(inspect.getsource(asyncwifi.otel))
     private = {
         node.attr
         for node in ast.walk(tree)

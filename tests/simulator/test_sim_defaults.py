@@ -15,6 +15,7 @@ import asyncwifi.testing
 from asyncwifi import Limits
 from asyncwifi.testing import Simulator, SimulatorProcess
 from asyncwifi.testing._process import run_simulator, serve_forever
+from tests._source import parse_source
 
 DEFAULTS = Simulator.DEFAULTS
 FIELDS = {f.name for f in dataclasses.fields(DEFAULTS)}
@@ -77,7 +78,7 @@ def test_every_entry_point_takes_the_defaults_it_shares() -> None:
 def _literal_defaults(path: Path, names: set[str]) -> list[str]:
     """Parameters named like a field of the set whose default is written as a literal."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parse_source(path.read_text())):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             args = node.args
             pairs = list(zip(args.args[-len(args.defaults) :], args.defaults, strict=False))

@@ -18,6 +18,7 @@ import asyncwifi
 from asyncwifi import _defaults as table
 from asyncwifi._settings import from_environment, resolve, resolve_all
 from asyncwifi.errors import ConfigurationError, ValidationError
+from tests._source import parse_source
 
 PACKAGE = Path(asyncwifi.__file__).parent
 
@@ -40,7 +41,7 @@ DISTINCTIVE = {
 
 
 def _literals(path: Path) -> list[tuple[int, object]]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parse_source(path.read_text(encoding="utf-8"))
     return [
         (node.lineno, node.value)
         for node in ast.walk(tree)

@@ -12,6 +12,8 @@ import importlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests._source import parse_source
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "asyncwifi"
 
@@ -43,7 +45,7 @@ def _modules(root: Path) -> dict[str, Path]:
 
 def _imports(path: Path, modules: dict[str, Path]) -> Iterator[str]:
     """The modules ``path`` imports when it runs (not those only a type checker reads)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parse_source(path.read_text(encoding="utf-8"))
     typing_only: set[int] = set()
     for node in ast.walk(tree):
         test = node.test if isinstance(node, ast.If) else None
