@@ -51,10 +51,18 @@ class InFlight(Reporter):
         self.count()
 
 
-@pytest.mark.parametrize("concurrency", [1, 4])
+@pytest.mark.parametrize(
+    ("concurrency", "shape", "ttl"),
+    [(1, "nested", 60.0), (4, "nested", 60.0), (4, "flat", 60.0), (4, "dated", 60.0),
+     (4, "nested", 0.5)],
+)  # fmt: skip
 async def test_the_pages_alive_at_once_are_bounded_by_the_concurrency(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, concurrency: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, concurrency: int, shape: str, ttl: float
 ) -> None:
+    # on every record shape ("flat" carries no time: the feed reads spans by ids), and with
+    # scroll ids that expire early (half a clock second: scrolls lapse and resume from their
+    # time cursor at the same size; a scroll without times re-scans in larger pages, whose
+    # exactness is the shapes test's, tests/backfill/test_backfill_shapes.py)
     fsync = os.fsync
 
     def slow_fsync(fd: int) -> None:
@@ -64,7 +72,8 @@ async def test_the_pages_alive_at_once_are_bounded_by_the_concurrency(
     monkeypatch.setattr(os, "fsync", slow_fsync)
     sim = Simulator(
         clock=ScaledClock(40.0), events=12_000, events_start=SINCE,
-        events_end=SINCE + timedelta(days=DAYS), rate_limit_mode="off",
+        events_end=SINCE + timedelta(days=DAYS), rate_limit_mode="off", event_shape=shape,
+        scroll_ttl=ttl,
     )  # fmt: skip
     async with sim, client_for(sim, limits=NO_LIMITS) as api:
         reporter = InFlight(sim)
