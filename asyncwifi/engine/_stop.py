@@ -89,6 +89,11 @@ class StopSwitch:
             if not task.done():
                 task.cancel()
                 await asyncio.wait({task})
+            if task.done() and not task.cancelled():
+                # its error is raised below, or (this wait cancelled: a sibling failed with
+                # the same cause) already reported by whoever failed first: never "never
+                # retrieved"
+                task.exception()
         if task.cancelled():
             raise Stopped
         return task.result()  # done first: its outcome, even when a stop came meanwhile

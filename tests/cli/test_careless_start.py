@@ -80,3 +80,16 @@ async def test_a_list_answered_in_html_names_the_type_and_the_url(tmp_path: Path
     path = f"/v2/segments/organizations/{sim.organization}"
     one_clean_line(result, ExitCode.FAILURE, f"GET {other.base_url}{path}",
                    "with text/html, not JSON (a proxy or a wrong base URL?)")  # fmt: skip
+
+
+async def test_a_backfill_whose_base_url_refuses_is_one_line_from_its_four_slices(
+    tmp_path: Path,
+) -> None:
+    """Four slices fail on the one login: the first's error is the line; the others, cut
+    short, once printed 'Task exception was never retrieved' with two tracebacks each."""
+    async with _sim() as sim:
+        url = "http://127.0.0.1:1"  # nothing listens there: refused at once
+        result = await run_against(url, sim, tmp_path, "events", "backfill", "--since",
+                                   "2024-01-01", "--until", "2024-01-02", "--out",
+                                   str(tmp_path / "events.jsonl"))  # fmt: skip
+    one_clean_line(result, ExitCode.CONFIG, url, "ASYNCWIFI_BASE_URL")
