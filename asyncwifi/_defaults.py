@@ -23,6 +23,7 @@ __all__ = [
     "EVENTS_PAGE_SIZE",
     "FIRST_RUN",
     "FLEET_DEV_POLL",
+    "FLEET_RUN",
     "HEARTBEAT_TIMEOUT",
     "HOLD_TTL",
     "HOTSPOTS_CHANGED",
@@ -104,6 +105,9 @@ NONCE_TTL: Final = 3_600.0
 # -- the fleet (Temporal)
 #: an activity that has not heartbeaten for this long is retried elsewhere (real seconds)
 HEARTBEAT_TIMEOUT: Final = 30.0
+#: how long one fleet activity runs an organization's sync (the daemon's loop, its state
+#: kept) before it returns to its workflow, which takes stock and starts the next (real s)
+FLEET_RUN: Final = 3_600.0
 #: a PostgreSQL transaction idle this long is aborted by the server (real seconds)
 IDLE_TRANSACTION_TIMEOUT: Final = 90.0
 #: ``fleet dev``: its simulated organizations are polled faster than a real one, so that a

@@ -23,7 +23,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from asyncwifi._defaults import FLEET_DEV_POLL, HEARTBEAT_TIMEOUT, IDLE_TRANSACTION_TIMEOUT
+from asyncwifi._defaults import (
+    FLEET_DEV_POLL,
+    FLEET_RUN,
+    HEARTBEAT_TIMEOUT,
+    IDLE_TRANSACTION_TIMEOUT,
+)
 from asyncwifi.cli._config import rate_store_option
 from asyncwifi.cli._exit import CliFailure, ExitCode
 from asyncwifi.cli._options import LOGS, Group, global_options
@@ -149,9 +154,16 @@ def fleet_group() -> None:
 @_temporal_options
 @duration_option("--heartbeat-timeout", min=1.0, default=HEARTBEAT_TIMEOUT,
                  help="Time without a heartbeat before a pass moves elsewhere.")  # fmt: skip
+@duration_option("--run-for", min=0.0, default=FLEET_RUN,
+                 help="How long one activity runs an organization's sync before its "
+                 "workflow takes stock (0: one pass an activity).")  # fmt: skip
 @global_options(LOGS)
 def apply_command(
-    config_path: Path, access: TemporalAccess, task_queue: str, heartbeat_timeout: float
+    config_path: Path,
+    access: TemporalAccess,
+    task_queue: str,
+    heartbeat_timeout: float,
+    run_for: float,
 ) -> None:
     """Start a workflow per organization of the file; stop those removed from it."""
     _require_temporalio()
@@ -162,7 +174,11 @@ def apply_command(
 
         client = await _connect(access)
         report = await apply_fleet(
-            client, config, task_queue=task_queue, heartbeat_timeout=heartbeat_timeout
+            client,
+            config,
+            task_queue=task_queue,
+            heartbeat_timeout=heartbeat_timeout,
+            run_for=run_for,
         )
         click.echo(
             f"fleet: {len(report.started)} started, {len(report.kept)} kept running, "

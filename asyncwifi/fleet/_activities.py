@@ -1,16 +1,20 @@
-"""The pass: one organization's sync, run by a worker as a Temporal activity.
+"""The sync activity: one organization's sync, run by a worker for a while.
 
 Each attempt resolves the organization's key locally (the worker's ``fleet.toml`` and
 environment: no secret enters Temporal), takes the organization's lease on a fresh view of
 the worker's one database (a fencing token: a stale attempt that Temporal gave up on but
-that still runs cannot commit), and runs :meth:`~asyncwifi.sync.Syncer.run_once`. It
-heartbeats once a third of its heartbeat timeout, from a ticker (a request may wait a
-minute on the quota), not at each commit: each heartbeat is a call to the Temporal server,
-which stores it, and a pass of a few seconds needs none. The details are counts: the
-database's checkpoints are the truth, never the heartbeat. The result says the objects of
-the month (spec §8: the limiter's count, every worker's with a shared rate store), the
-allowance and the sync plan's month projection, plain numbers; the worker's metrics
-(``--metrics-port``) carry them too.
+that still runs cannot commit), and runs the sync: for ``run_for`` real seconds the daemon's
+own loop (:meth:`~asyncwifi.sync.Syncer.run_forever`: it follows events, refreshes the rest
+on the plan's cadence and keeps its state between polls), or one pass
+(:meth:`~asyncwifi.sync.Syncer.run_once`) when ``run_for`` is 0. It heartbeats once a third
+of its heartbeat timeout, from a ticker (a request may wait a minute on the quota), not at
+each commit: each heartbeat is a call to the Temporal server, which stores the last. The
+details are the run's counts so far (``fleet status`` reads them): the database's
+checkpoints are the truth, never the heartbeat. The result says the passes, rows, the
+objects of the month (spec §8: the limiter's count, every worker's with a shared rate
+store), the allowance and the sync plan's month projection, plain numbers; the worker's
+metrics (``--metrics-port``) carry them too. Cancelled (a signal of its workflow, the worker
+stopping), the run ends between two transactions and says what it did.
 
 What cannot be done now comes back as a :class:`PassResult` failure that the workflow turns
 into a status and a wait, never a hot loop: a refused key ("unauthorized"), a spent day
@@ -25,7 +29,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -51,6 +55,8 @@ __all__ = ["PassActivities", "fleet_database_url"]
 
 log = logging.getLogger("asyncwifi.fleet")
 UNREACHABLE = "the database is unreachable"
+#: real seconds a cancelled run has to end between two transactions before it is cut
+STOP_PATIENCE = 2.0
 
 
 def fleet_database_url(url: str, idle_transaction_timeout: float | None) -> str:
@@ -115,14 +121,14 @@ class PassActivities:
 
     @activity.defn(name=PASS_ACTIVITY)
     async def sync_pass(self, request: PassRequest) -> PassResult:
-        """One pass of ``request.organization`` (module docstring)."""
+        """A run (or one pass) of ``request.organization``'s sync (module docstring)."""
         try:
             org = self.config[request.organization]
             api = self.clients.client(org)
         except Exception as exc:  # not this worker's organization, a secret not set here
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from None
         try:
-            return await self._run(org, api)
+            return await self._run(org, api, request)
         except ApplicationError:
             raise
         except UnauthorizedError as exc:
@@ -145,7 +151,7 @@ class PassActivities:
             log.warning("fleet: %s: %s%s", org.organization, what, failure)
             raise failure from None
 
-    async def _run(self, org: Organization, api: Client) -> PassResult:
+    async def _run(self, org: Organization, api: Client, request: PassRequest) -> PassResult:
         info = activity.info()
         await self._open()
         view = self.destination.for_organization(org.organization)  # type: ignore[attr-defined,unused-ignore]
@@ -155,57 +161,58 @@ class PassActivities:
         )
         try:  # a frozen worker's open write holds the lease row: alive meanwhile, not retried
             while not (await asyncio.wait({taking}, timeout=every))[0]:
-                activity.heartbeat({"rows": {}, "lease": "waiting"})
+                activity.heartbeat(PassResult(passes=0, error="waiting for the lease"))
         finally:
             taking.cancel()
         taking.result()
-        written: dict[str, int] = {}
+        run = _Run(api)
 
-        def on_write(table: str, rows: int) -> None:
-            written[table] = written.get(table, 0) + rows
+        def on_pass(_: object) -> None:
+            run.passes += 1
+            self.passes[org.organization] = self.passes.get(org.organization, 0) + 1
 
         syncer = Syncer(
-            api, view, options=_options(org), budget=Budget(api.scheduler, org.request_share),
-            on_write=on_write,
+            api, view, options=_options(org, request.poll),
+            budget=Budget(api.scheduler, org.request_share), on_write=run.wrote, on_pass=on_pass,
         )  # fmt: skip
-        ticker = asyncio.create_task(self._tick(api, syncer, written, every))
+        job = asyncio.ensure_future(_sync(syncer, request.run_for, on_pass))
+        ticker = asyncio.create_task(self._tick(run, syncer, every, org.organization))
         try:
-            rows = await syncer.run_once()
-        except asyncio.CancelledError:  # Temporal gave the pass up: end between transactions
+            await asyncio.shield(job)
+        except asyncio.CancelledError:  # the workflow, the worker: end between transactions
+            if job.done():
+                raise
+            run.interrupted = True
             syncer.stop()
-            await syncer.drain()
-            raise
+            await asyncio.wait({job}, timeout=STOP_PATIENCE)
         finally:
             ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await ticker
-        self.passes[org.organization] = self.passes.get(org.organization, 0) + 1
+            if not job.done():  # not ended within its patience: its batch in hand dropped
+                job.cancel()
+            await asyncio.gather(ticker, job, return_exceptions=True)
+            await syncer.drain()
+        if not job.cancelled():
+            job.result()  # a failure of the sync is the run's, cut short or not
+        result = await run.figures(syncer)
+        result.interrupted = run.interrupted
+        _record_objects(org.organization, result.objects_month or 0, result.projection)
         stats = syncer.stats
-        objects = sum((await api.scheduler.objects()).values())
-        result = PassResult(
-            rows=rows,
-            newest_event=None if stats.newest_event is None else format_instant(stats.newest_event),
-            requests_today=sum((await api.scheduler.used()).values()),
-            objects_month=objects,
-            objects_allowance=api.scheduler.limits.allowance.get(ALL),
-            projection=stats.projection,
-        )
-        _record_objects(org.organization, objects, stats.projection)
         if stats.quota_sleeps:  # stopped by the ticker: wait for the reset
             reset, result.error = _spent(api)
             result.failure = "quota"
             result.retry_after = api.clock.real(max(0.0, reset - api.clock.now()))
         elif stats.store_down_since is not None:
             result.failure, result.error = "database", UNREACHABLE
+        if result.failure is not None:
+            result.passes += 1  # the pass that could not end
         return result
 
-    async def _tick(
-        self, api: Client, syncer: Syncer, written: Mapping[str, int], every: float
-    ) -> None:
-        """Heartbeat every ``every`` seconds; end the pass when the day is spent or the
-        database stays down (the workflow waits instead of this activity)."""
+    async def _tick(self, run: _Run, syncer: Syncer, every: float, organization: str) -> None:
+        """Heartbeat the run's counts every ``every`` seconds and when a pass ended (the SDK
+        sends at most one per 0.8 x the heartbeat timeout, the last one kept); end the run
+        when the day is spent or the database stays down (the workflow waits instead)."""
         down_since: float | None = None
-        beat = time.monotonic()
+        beat, said = time.monotonic(), 0
         while True:
             await asyncio.sleep(max(0.2, min(every, 1.0)))  # a spent day seen within a second
             stats = syncer.stats
@@ -213,15 +220,11 @@ class PassActivities:
                 down_since = None
             elif down_since is None:
                 down_since = time.monotonic()
-            if time.monotonic() - beat >= every:
-                beat = time.monotonic()
-                activity.heartbeat(
-                    {
-                        "rows": dict(written),
-                        "store_down": down_since is not None,
-                        "objects_month": api.quota.volume.used,  # what the limiter last read
-                    }
-                )
+            if time.monotonic() - beat >= every or run.passes != said:  # a pass: said soon
+                beat, said = time.monotonic(), run.passes
+                figures = await run.figures(syncer)
+                activity.heartbeat(figures)
+                _record_objects(organization, figures.objects_month or 0, figures.projection)
             too_long = (
                 down_since is not None and time.monotonic() - down_since > self.store_patience
             )
@@ -239,10 +242,50 @@ class PassActivities:
         return text
 
 
-def _options(org: Organization) -> SyncOptions:
+class _Run:
+    """What a run did so far: its passes, the rows it wrote; its figures as a result."""
+
+    def __init__(self, api: Client) -> None:
+        self.api = api
+        self.passes = 0
+        self.rows = 0
+        self.interrupted = False
+
+    def wrote(self, _table: str, rows: int) -> None:
+        self.rows += rows
+
+    async def figures(self, syncer: Syncer) -> PassResult:
+        """The run's counts and the newest figures (the limiter's, the sync's plan)."""
+        scheduler, stats = self.api.scheduler, syncer.stats
+        return PassResult(
+            passes=self.passes,
+            rows=self.rows,
+            newest_event=None if stats.newest_event is None else format_instant(stats.newest_event),
+            requests_today=sum((await scheduler.used()).values()),
+            objects_month=sum((await scheduler.objects()).values()),
+            objects_allowance=scheduler.limits.allowance.get(ALL),
+            projection=stats.projection,
+        )
+
+
+async def _sync(syncer: Syncer, run_for: float, on_pass: Callable[[object], None]) -> None:
+    """One pass (``run_for`` 0), else the daemon's loop for ``run_for`` real seconds (it
+    ends between two transactions)."""
+    if run_for <= 0:
+        await syncer.run_once()
+        on_pass(None)
+        return
+    ending = asyncio.get_running_loop().call_later(run_for, syncer.stop)
+    try:
+        await syncer.run_forever()
+    finally:
+        ending.cancel()
+
+
+def _options(org: Organization, poll: float | None) -> SyncOptions:
     return SyncOptions(
         since=org.since,
-        poll_interval=org.poll,
+        poll_interval=org.poll if poll is None else poll,
         settle=org.settle,
         lookback=org.lookback,
         refresh_every=org.refresh_every,

@@ -4,28 +4,32 @@
 running, keeps the running ones (their workflow id is the lock) and sends them the file's
 settings (``configure``: a changed ``poll`` reaches them), and terminates those of
 organizations no longer in the file. :func:`fleet_status` queries every running
-organization's workflow. Neither needs a secret: the workflows carry organization ids.
-Both take a Temporal client: the command line's ``asyncwifi.cli._temporal.connect`` reaches
-a self-hosted server or Temporal Cloud.
+organization's workflow and adds its run in progress, as its last heartbeat says (up to
+0.8 x the heartbeat timeout old: the SDK sends no more often). Neither needs a secret: the
+workflows carry organization ids. Both take a Temporal client: the command line's
+``asyncwifi.cli._temporal.connect`` reaches a self-hosted server or Temporal Cloud.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, timedelta
+from typing import Any
 
 from temporalio.client import Client as TemporalClient
 from temporalio.common import WorkflowIDConflictPolicy
 
-from asyncwifi._defaults import HEARTBEAT_TIMEOUT
+from asyncwifi._defaults import FLEET_RUN, HEARTBEAT_TIMEOUT
 from asyncwifi.fleet._config import FleetConfig
 from asyncwifi.fleet._workflow import (
     WORKFLOW_NAME,
     OrganizationInput,
     OrganizationStatus,
     OrganizationWorkflow,
+    PassResult,
     Settings,
+    count_run,
     workflow_id,
 )
 
@@ -61,12 +65,16 @@ async def apply_fleet(
     *,
     task_queue: str,
     heartbeat_timeout: float = HEARTBEAT_TIMEOUT,
+    run_for: float = FLEET_RUN,
 ) -> ApplyReport:
-    """Make the running workflows those of ``config`` (module docstring)."""
+    """Make the running workflows those of ``config`` (module docstring); ``run_for``: real
+    seconds one activity runs an organization's sync (0: one pass an activity)."""
+    if run_for < 0:
+        raise ValueError(f"run_for must be 0 or more seconds, got {run_for!r}")
     report = ApplyReport()
     running = await running_organizations(client)
     for name, org in config.organizations.items():
-        settings = Settings(poll=org.poll, heartbeat_timeout=heartbeat_timeout)
+        settings = Settings(poll=org.poll, heartbeat_timeout=heartbeat_timeout, run_for=run_for)
         if name in running:  # kept, with the file's settings now (a changed poll)
             await client.get_workflow_handle(workflow_id(name)).signal(
                 OrganizationWorkflow.configure, settings
@@ -75,7 +83,9 @@ async def apply_fleet(
             continue
         await client.start_workflow(
             OrganizationWorkflow.run,
-            OrganizationInput(name, poll=org.poll, heartbeat_timeout=heartbeat_timeout),
+            OrganizationInput(
+                name, poll=org.poll, heartbeat_timeout=heartbeat_timeout, run_for=run_for
+            ),
             id=workflow_id(name),
             task_queue=task_queue,
             # a workflow started meanwhile (another apply) is the one kept: the id is the lock
@@ -94,13 +104,36 @@ async def apply_fleet(
 
 
 async def fleet_status(client: TemporalClient) -> list[OrganizationStatus]:
-    """Every running organization's status, sorted by organization."""
+    """Every running organization's status, sorted by organization: the runs ended (the
+    workflow's query), then the run in progress (its activity's last heartbeat)."""
     names = sorted(await running_organizations(client))
     gate = asyncio.Semaphore(32)
 
     async def one(name: str) -> OrganizationStatus:
         async with gate:
             handle = client.get_workflow_handle(workflow_id(name))
-            return await handle.query(OrganizationWorkflow.status)
+            # the query first: a run that ends between the two is counted once, not twice
+            status = await handle.query(OrganizationWorkflow.status)
+            running = await _in_progress(client, await handle.describe())
+            if running is not None:
+                count_run(status, *running)
+            return status
 
     return list(await asyncio.gather(*(one(n) for n in names)))
+
+
+async def _in_progress(client: TemporalClient, described: Any) -> tuple[PassResult, str] | None:
+    """The counts of the sync activity in progress and when it said them, as its last
+    heartbeat did (None: no run in progress, or none said yet)."""
+    for pending in described.raw_description.pending_activities:
+        payloads = pending.heartbeat_details.payloads
+        if not payloads:
+            continue
+        try:
+            (said,) = await client.data_converter.decode(payloads, [PassResult])
+        except Exception:  # a heartbeat of another shape (an older worker's): not counted
+            continue
+        if isinstance(said, PassResult):
+            at = pending.last_heartbeat_time.ToDatetime(tzinfo=UTC)
+            return said, at.isoformat(timespec="seconds").replace("+00:00", "Z")
+    return None

@@ -80,7 +80,7 @@ def test_apply_starts_keeps_reconfigures_and_stops(
         assert {a, c} <= client_running
         assert b not in client_running
         assert asyncio.run(configure_signals(temporal_target, a)) == [
-            {"poll": 30.0, "heartbeat_timeout": 30.0}
+            {"poll": 30.0, "heartbeat_timeout": 30.0, "run_for": 3600.0}
         ]
     finally:
         asyncio.run(terminate(temporal_target, [a, b, c]))

@@ -170,6 +170,6 @@ async def test_the_allowance_and_share_reach_the_client_and_the_sync(tmp_path: P
             api = pool.client(config[name])
             assert api.scheduler.limits.allowance == {"all": allowance}
             assert api.scheduler.limits.on_exhausted == "raise"  # the workflow waits
-            assert _options(config[name]).object_share == share
+            assert _options(config[name], None).object_share == share
     finally:
         await pool.aclose()

@@ -23,7 +23,15 @@ from asyncwifi.cli._command import run
 from asyncwifi.fleet._control import apply_fleet
 from asyncwifi.fleet._workflow import workflow_id
 from asyncwifi.testing import Simulator
-from tests.fleet.test_fleet_sync import SIZES, config_of, statuses, stored, until, workers
+from tests.fleet.test_fleet_sync import (
+    SIZES,
+    config_of,
+    events_stored,
+    statuses,
+    stored,
+    until,
+    workers,
+)
 
 SPEED = 20.0
 #: real seconds from the start of the test to the day's reset (UTC midnight, scaled)
@@ -70,6 +78,7 @@ async def test_a_spent_day_waits_for_the_reset_and_status_says_so(
                             for o, s in found.items()
                             if o != spent
                         )
+                        and await events_stored(url, [o for o in orgs if o != spent])
                     )
 
                 await until(told, RESET_IN - 2)
@@ -100,9 +109,13 @@ async def test_a_spent_day_waits_for_the_reset_and_status_says_so(
                     assert tenant.counters.requests == sent
                     await asyncio.sleep(0.1)
 
-                async def resumed() -> bool:
+                async def resumed() -> bool:  # its run reads events beside the refresh
                     found = await statuses(temporal, config)
-                    return found[spent].failure is None and found[spent].passes >= 2
+                    return (
+                        found[spent].failure is None
+                        and found[spent].passes >= 2
+                        and (await stored(url, spent, "events"))[1] == SIZES["events"]
+                    )
 
                 await until(resumed, 20)
                 ids, count = await stored(url, spent, "events")

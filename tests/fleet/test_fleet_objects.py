@@ -44,13 +44,12 @@ class _PlannedSyncer(Syncer):
     shares: ClassVar[dict[str, float]] = {}
     projections: ClassVar[dict[str, int | None]] = {}
 
-    async def run_once(self) -> int:
+    async def make_plan(self) -> Any:
         org = self.api.organization or ""
         _PlannedSyncer.shares[org] = self.options.object_share
-        try:
-            return await super().run_once()
-        finally:
-            _PlannedSyncer.projections[org] = self.stats.projection
+        plan = await super().make_plan()
+        _PlannedSyncer.projections[org] = self.stats.projection
+        return plan
 
 
 async def decoded_histories(temporal: Any, config: FleetConfig) -> str:
@@ -131,24 +130,29 @@ async def test_objects_projection_and_a_spent_allowance_in_status_and_metrics(
             )
         )
         try:
-            await apply_fleet(temporal, config, task_queue=task_queue)
+            # a run heartbeats its counts (fleet status reads them) at most every 0.8 x 3 s
+            await apply_fleet(temporal, config, task_queue=task_queue, heartbeat_timeout=3)
+            counted: dict[str, int] = {}
 
             async def told() -> bool:
                 found = await statuses(temporal, config)
+                if not ready:
+                    return False
+                for org in (roomy, tight):
+                    scheduler = ready[0].clients.client(config[org]).scheduler
+                    counted[org] = sum((await scheduler.objects()).values())
                 return (
                     len(found) == 2
                     and found[roomy].passes >= 1
                     and found[roomy].failure is None
+                    and found[roomy].objects_month == counted[roomy] >= sum(SIZES.values())
                     and found[tight].failure == "quota"
                 )
 
+            # the roomy one's run reads its events while it refreshes the rest: its status
+            # counts every object once its run has read them and said so
             await until(told)
             found = await statuses(temporal, config)
-            (activities,) = ready
-            counted = {}
-            for org in (roomy, tight):
-                scheduler = activities.clients.client(config[org]).scheduler
-                counted[org] = sum((await scheduler.objects()).values())
 
             # the organization with room: every record once at least, as the limiter counts
             ok = found[roomy]

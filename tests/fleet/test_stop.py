@@ -54,8 +54,9 @@ async def test_sigterm_stops_a_worker_mid_pass_promptly(
             (tmp_path / "b").mkdir()
             with worker_processes([url], path, target, task_queue, clock, tmp_path / "b") as _:
 
-                async def done() -> bool:
-                    return (await stored(url, org, "segments"))[1] == SIZES["segments"]
+                async def done() -> bool:  # a run reads events while it refreshes the rest
+                    counts = [(await stored(url, org, k))[1] for k in ("segments", "events")]
+                    return counts == [SIZES["segments"], SIZES["events"]]
 
                 await until(done, 30)
             tenant = sim.tenant(org)  # type: ignore[attr-defined]

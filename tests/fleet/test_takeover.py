@@ -178,8 +178,9 @@ async def test_a_stopped_worker_resumed_after_a_takeover_writes_nothing(
     temporal: Any, task_queue: str, tmp_path: Path
 ) -> None:
     async with fleet(tmp_path, organizations=2) as (sim, url, _):
-        path = write_config(tmp_path / "fleet.toml", sim, settle=0)
-        config = config_of(sim, settle=0)
+        # settle 5: events added now (stamped in whole seconds) are read once settled
+        path = write_config(tmp_path / "fleet.toml", sim, settle=5)
+        config = config_of(sim, settle=5)
         orgs = list(config.organizations)
         target = temporal.service_client.config.target_host
         proxies = [HoldingProxy(PG_PORT) for _ in range(2)]

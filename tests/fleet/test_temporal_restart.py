@@ -55,7 +55,7 @@ async def test_the_fleet_carries_on_after_the_temporal_server_restarts(
     clock = ScaledClock(20.0)
     async with Simulator(organizations=3, seed=random.randrange(1 << 30), clock=clock,  # type: ignore[call-arg]
                          fractional_reset=True, **SIZES) as sim:  # fmt: skip
-        config = config_of(sim, poll=1, settle=0)
+        config = config_of(sim, poll=1, settle=5)  # events added now: read once settled
         orgs = list(config.organizations)
         url = f"sqlite:///{tmp_path / 'fleet.db'}"
         stop = asyncio.Event()

@@ -21,6 +21,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
+from asyncwifi.fleet._control import fleet_status
 from asyncwifi.fleet._worker import workflow_runner
 from asyncwifi.fleet._workflow import (
     PASS_ACTIVITY,
@@ -223,3 +224,142 @@ async def test_the_default_sandbox_accepts_the_workflow_module(
     script = Script()
     async with running(temporal, task_queue, script, runner=SandboxedWorkflowRunner(), poll=60.0):
         await until(lambda: _const(len(script.calls) == 1))
+
+
+class LongRun:
+    """A sync activity that runs as the worker's does: a pass every 0.1 s, heartbeating its
+    counts, until ``run_for`` or a cancellation (then it says what it did)."""
+
+    def __init__(self) -> None:
+        self.requests: list[PassRequest] = []
+        self.cancelled = 0
+
+    @activity.defn(name=PASS_ACTIVITY)
+    async def sync_pass(self, request: PassRequest) -> PassResult:
+        self.requests.append(request)
+        passes, begun = 0, time.monotonic()
+        try:
+            while time.monotonic() - begun < request.run_for:
+                await asyncio.sleep(0.1)
+                passes += 1
+                activity.heartbeat(PassResult(passes=passes, rows=passes))
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            return PassResult(passes=passes, rows=passes, interrupted=True)
+        return PassResult(passes=passes, rows=passes)
+
+
+@asynccontextmanager
+async def long_running(
+    temporal: Any, task_queue: str, script: LongRun, **options: Any
+) -> AsyncIterator[WorkflowHandle[Any, Any]]:
+    org = f"org-{uuid.uuid4().hex[:8]}"
+    async with Worker(
+        temporal,
+        task_queue=task_queue,
+        workflows=[OrganizationWorkflow],
+        activities=[script.sync_pass],
+        workflow_runner=workflow_runner(),
+    ):
+        start = OrganizationInput(org, heartbeat_timeout=1.0, **options)
+        handle = await temporal.start_workflow(
+            OrganizationWorkflow.run, start, id=workflow_id(org), task_queue=task_queue
+        )
+        try:
+            yield handle
+        finally:
+            await handle.terminate()
+
+
+async def live_status(temporal: Any, handle: WorkflowHandle[Any, Any]) -> OrganizationStatus:
+    """What ``fleet status`` says of this organization: its runs ended and the one going."""
+    (found,) = [s for s in await fleet_status(temporal) if workflow_id(s.organization) == handle.id]
+    return found
+
+
+async def scheduled(handle: WorkflowHandle[Any, Any]) -> int:
+    """How many activities the workflow's history has scheduled (its runs)."""
+    history = await handle.fetch_history()
+    return sum(1 for e in history.events if e.HasField("activity_task_scheduled_event_attributes"))
+
+
+async def test_a_run_is_one_activity_and_status_counts_its_passes_as_they_end(
+    temporal: Any, task_queue: str
+) -> None:
+    script = LongRun()
+    async with long_running(temporal, task_queue, script, poll=3600.0, run_for=600.0) as handle:
+
+        async def passes_seen() -> bool:  # heartbeats: at most one each 0.8 s here
+            status = await live_status(temporal, handle)
+            return status.passes >= 10 and status.state == "ok"
+
+        await until(passes_seen)
+        status = await live_status(temporal, handle)
+        assert status.last_success is not None
+        assert status.rows == status.passes
+        assert (await status_of(handle)).passes == 0  # the workflow itself counts runs ended
+        assert len(script.requests) == 1
+        assert await scheduled(handle) == 1
+        assert script.requests[0].run_for == 600.0
+        assert script.requests[0].poll == 3600.0
+
+
+async def test_sync_now_and_pause_cut_a_run_short_and_keep_its_counts(
+    temporal: Any, task_queue: str
+) -> None:
+    script = LongRun()
+    async with long_running(temporal, task_queue, script, poll=3600.0, run_for=600.0) as handle:
+        await until(lambda: _const(len(script.requests) == 1))
+        await asyncio.sleep(0.5)
+        begun = time.monotonic()
+        await handle.signal(OrganizationWorkflow.sync_now)  # at its next heartbeat
+        await until(lambda: _const(len(script.requests) == 2), 10)
+        assert time.monotonic() - begun < 5.0
+        assert script.cancelled == 1
+
+        async def first_run_counted() -> bool:
+            return (await status_of(handle)).passes >= 3  # its passes, said as it ended
+
+        await until(first_run_counted)
+        await handle.signal(OrganizationWorkflow.pause)
+
+        async def paused() -> bool:
+            return (await status_of(handle)).state == "paused"
+
+        await until(paused, 10)
+        assert script.cancelled == 2
+        await asyncio.sleep(1.0)
+        assert len(script.requests) == 2  # no run while paused
+        await handle.signal(OrganizationWorkflow.resume)
+        await until(lambda: _const(len(script.requests) == 3), 10)
+
+
+async def test_configure_cuts_a_run_short_only_when_a_setting_changes(
+    temporal: Any, task_queue: str
+) -> None:
+    script = LongRun()
+    async with long_running(temporal, task_queue, script, poll=3600.0, run_for=600.0) as handle:
+        await until(lambda: _const(len(script.requests) == 1))
+        same = Settings(poll=3600.0, heartbeat_timeout=1.0, run_for=600.0)
+        await handle.signal(OrganizationWorkflow.configure, same)
+        await asyncio.sleep(2.0)  # more than two heartbeats: a cancellation would be seen
+        assert script.cancelled == 0
+        assert len(script.requests) == 1
+        changed = Settings(poll=30.0, heartbeat_timeout=1.0, run_for=600.0)
+        await handle.signal(OrganizationWorkflow.configure, changed)
+        await until(lambda: _const(len(script.requests) == 2), 10)
+        assert script.cancelled == 1
+        assert script.requests[1].poll == 30.0  # the next run has the new settings
+
+
+async def test_a_run_that_ends_is_followed_after_the_poll_interval(
+    temporal: Any, task_queue: str
+) -> None:
+    script = LongRun()
+    async with long_running(temporal, task_queue, script, poll=1.0, run_for=0.5) as handle:
+        await until(lambda: _const(len(script.requests) >= 3))
+        assert script.cancelled == 0
+        assert await scheduled(handle) >= 3
+        status = await status_of(handle)
+        assert status.passes >= 4
+        assert status.failure is None
