@@ -64,7 +64,6 @@ PROFILED = (
 #: organization's (0.5 a second is 1.3 million a month), so that the object plan (spec §8)
 #: polls at the poll interval instead of stretching its cadence to a real allowance
 ALLOWANCE = 100_000_000
-PASSES_PER_RUN = 100  # the workflow's, before it continues as new
 SETTLE = 60.0  # the sync's and the fleet's default settle window (the command has no option)
 TICK = os.sysconf("SC_CLK_TCK")
 #: ``asyncwifi`` from this checkout (the console script's function)
@@ -410,19 +409,21 @@ async def run_fleet(
 
 async def history_per_pass(target: str, orgs: Sequence[str]) -> float:
     """Temporal history events per pass: every organization's workflow run, its history
-    length over the passes its status counts (this run's: a continue-as-new starts anew)."""
+    length over the passes its status counts (this run's: a continue-as-new starts anew;
+    ``fleet status``'s count: the runs ended and the one in progress, by its heartbeat)."""
     from asyncwifi.cli._temporal import connect
-    from asyncwifi.fleet._workflow import OrganizationWorkflow, workflow_id
+    from asyncwifi.fleet import fleet_status
+    from asyncwifi.fleet._workflow import workflow_id
 
     client = await connect(target)
+    passes = {s.organization: s.passes for s in await fleet_status(client)}
     gate = asyncio.Semaphore(16)
 
     async def one(org: str) -> tuple[int, int]:
         async with gate:
             handle = client.get_workflow_handle(workflow_id(org))
             events = (await handle.describe()).raw_description.workflow_execution_info
-            status = await handle.query(OrganizationWorkflow.status)
-            return events.history_length, status.passes % PASSES_PER_RUN or PASSES_PER_RUN
+            return events.history_length, passes.get(org, 0)
 
     counts = await asyncio.gather(*(one(o) for o in orgs))
     return sum(e for e, _ in counts) / max(1, sum(p for _, p in counts))

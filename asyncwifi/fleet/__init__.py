@@ -4,11 +4,11 @@
 
 - ``fleet.toml`` (:func:`load_fleet_config`): the organizations, their keys (secrets stay
   on the workers: Temporal never sees one), and their settings;
-- the workflow (``_workflow``): a pass, then a wait for the poll interval, the quota's
-  reset or a signal (``sync_now``, ``pause``, ``resume``); a ``status`` query;
-- the pass (``_activities``): the sync job (:class:`~asyncwifi.sync.Syncer`) into the
-  worker's database, under the organization's lease (a fencing token), heartbeating every
-  third of its heartbeat timeout;
+- the workflow (``_workflow``): a run of the sync, then a wait for the poll interval, the
+  quota's reset or a signal (``sync_now``, ``pause``, ``resume``); a ``status`` query;
+- the run (``_activities``): the sync daemon (:class:`~asyncwifi.sync.Syncer`) into the
+  worker's database for ``run_for`` (an hour), under the organization's lease (a fencing
+  token), heartbeating its counts every third of its heartbeat timeout;
 - the worker (``_worker``) and the steering (``_control``), which the ``asyncwifi fleet``
   command runs.
 

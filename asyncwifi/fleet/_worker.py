@@ -1,11 +1,13 @@
-"""A fleet worker: the organizations' workflows and their passes, on one task queue.
+"""A fleet worker: the organizations' workflows and their runs, on one task queue.
 
 Start as many as needed, on as many machines: Temporal hands each organization's workflow
-and pass to one of them at a time, and another takes over a worker that dies (its pass's
-heartbeats stop). A worker opens its database once and serves every organization through
-views of it, with one client per organization over one connection pool per base URL.
-``stop`` (SIGINT, SIGTERM in the command) ends it gracefully: no new work is taken, the
-passes in progress end between transactions and are handed to another worker.
+and run to one of them at a time, and another takes over a worker that dies (its run's
+heartbeats stop). A run stays on its worker until it ends (``run_for``): a worker started
+later takes organizations over as their runs end. A worker opens its database once and
+serves every organization through views of it, with one client per organization over one
+connection pool per base URL. ``stop`` (SIGINT, SIGTERM in the command) ends it
+gracefully: no new work is taken, the runs in progress end between transactions, say what
+they did, and the next runs go to another worker.
 """
 
 from __future__ import annotations
@@ -44,9 +46,9 @@ class WorkerOptions:
     clock: Clock | None = None
     #: the name this worker goes by in Temporal and in the leases it takes
     identity: str | None = None
-    #: real seconds the passes in progress get to end when the worker stops before they
-    #: are cancelled (0: at once; a cancelled pass drops its batch in hand, the
-    #: checkpoint is the truth, and Temporal hands the pass on)
+    #: real seconds the runs in progress get before they are cancelled when the worker
+    #: stops (0: at once; a cancelled run ends between transactions within 2 s, else drops
+    #: its batch in hand: the checkpoint is the truth, and the next run goes elsewhere)
     graceful_stop: float = 0.0
     #: real seconds a pass waits for an unreachable database before its workflow waits
     store_patience: float = 60.0
@@ -102,7 +104,7 @@ async def run_worker(
         activities=[activities.sync_pass],
         workflow_runner=workflow_runner(),
         identity=identity,
-        # a pass mostly waits on its key's limits: every organization may have one running
+        # a run mostly waits on its key's limits: every organization may have one running
         max_concurrent_activities=max(10, len(config)),
         # every organization's workflow stays cached (about 0.1 MB each, benchmarks/fleet.py):
         # an evicted one is replayed from its history at its next pass, which costs CPU

@@ -241,7 +241,7 @@ class OrganizationWorkflow:
             PASS_ACTIVITY,
             PassRequest(start.organization, poll=start.poll, run_for=start.run_for),
             result_type=PassResult,
-            start_to_close_timeout=timedelta(days=1),
+            start_to_close_timeout=timedelta(seconds=start.run_for) + timedelta(days=1),
             heartbeat_timeout=timedelta(seconds=start.heartbeat_timeout),
             retry_policy=RetryPolicy(
                 initial_interval=timedelta(seconds=1),
