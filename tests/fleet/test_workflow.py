@@ -50,7 +50,7 @@ class Script:
 
 @asynccontextmanager
 async def running(
-    temporal: Any, task_queue: str, script: Script, runner: Any = None, **options: Any
+    temporal: Any, task_queue: str, script: Script | LongRun, runner: Any = None, **options: Any
 ) -> AsyncIterator[WorkflowHandle[Any, Any]]:
     org = f"org-{uuid.uuid4().hex[:8]}"
     async with Worker(
@@ -226,6 +226,10 @@ async def test_the_default_sandbox_accepts_the_workflow_module(
         await until(lambda: _const(len(script.calls) == 1))
 
 
+#: a run of ten minutes and an hourly poll; a heartbeat timeout of 1 s (one each 0.8 s)
+LONG: dict[str, Any] = {"poll": 3600.0, "run_for": 600.0, "heartbeat_timeout": 1.0}
+
+
 class LongRun:
     """A sync activity that runs as the worker's does: a pass every 0.1 s, heartbeating its
     counts, until ``run_for`` or a cancellation (then it says what it did)."""
@@ -249,28 +253,6 @@ class LongRun:
         return PassResult(passes=passes, rows=passes)
 
 
-@asynccontextmanager
-async def long_running(
-    temporal: Any, task_queue: str, script: LongRun, **options: Any
-) -> AsyncIterator[WorkflowHandle[Any, Any]]:
-    org = f"org-{uuid.uuid4().hex[:8]}"
-    async with Worker(
-        temporal,
-        task_queue=task_queue,
-        workflows=[OrganizationWorkflow],
-        activities=[script.sync_pass],
-        workflow_runner=workflow_runner(),
-    ):
-        start = OrganizationInput(org, heartbeat_timeout=1.0, **options)
-        handle = await temporal.start_workflow(
-            OrganizationWorkflow.run, start, id=workflow_id(org), task_queue=task_queue
-        )
-        try:
-            yield handle
-        finally:
-            await handle.terminate()
-
-
 async def live_status(temporal: Any, handle: WorkflowHandle[Any, Any]) -> OrganizationStatus:
     """What ``fleet status`` says of this organization: its runs ended and the one going."""
     (found,) = [s for s in await fleet_status(temporal) if workflow_id(s.organization) == handle.id]
@@ -287,7 +269,7 @@ async def test_a_run_is_one_activity_and_status_counts_its_passes_as_they_end(
     temporal: Any, task_queue: str
 ) -> None:
     script = LongRun()
-    async with long_running(temporal, task_queue, script, poll=3600.0, run_for=600.0) as handle:
+    async with running(temporal, task_queue, script, **LONG) as handle:
 
         async def passes_seen() -> bool:  # heartbeats: at most one each 0.8 s here
             status = await live_status(temporal, handle)
@@ -308,7 +290,7 @@ async def test_sync_now_and_pause_cut_a_run_short_and_keep_its_counts(
     temporal: Any, task_queue: str
 ) -> None:
     script = LongRun()
-    async with long_running(temporal, task_queue, script, poll=3600.0, run_for=600.0) as handle:
+    async with running(temporal, task_queue, script, **LONG) as handle:
         await until(lambda: _const(len(script.requests) == 1))
         await asyncio.sleep(0.5)
         begun = time.monotonic()
@@ -338,7 +320,7 @@ async def test_configure_cuts_a_run_short_only_when_a_setting_changes(
     temporal: Any, task_queue: str
 ) -> None:
     script = LongRun()
-    async with long_running(temporal, task_queue, script, poll=3600.0, run_for=600.0) as handle:
+    async with running(temporal, task_queue, script, **LONG) as handle:
         await until(lambda: _const(len(script.requests) == 1))
         same = Settings(poll=3600.0, heartbeat_timeout=1.0, run_for=600.0)
         await handle.signal(OrganizationWorkflow.configure, same)
@@ -356,7 +338,9 @@ async def test_a_run_that_ends_is_followed_after_the_poll_interval(
     temporal: Any, task_queue: str
 ) -> None:
     script = LongRun()
-    async with long_running(temporal, task_queue, script, poll=1.0, run_for=0.5) as handle:
+    async with running(
+        temporal, task_queue, script, poll=1.0, run_for=0.5, heartbeat_timeout=1.0
+    ) as handle:
         await until(lambda: _const(len(script.requests) >= 3))
         assert script.cancelled == 0
         assert await scheduled(handle) >= 3
