@@ -116,10 +116,19 @@ async def progress(temporal: Any, url: str, orgs: list[str]) -> tuple[Any, ...]:
 async def until_progress(
     check: Callable[[], Awaitable[bool]], step: Callable[[], Awaitable[Any]]
 ) -> None:
-    """Until ``check()``; fails only when ``step()`` (the state) stood still IDLE s."""
+    """Until ``check()``; fails only when ``step()`` (the state) stood still IDLE s. A read
+    that does not answer within 10 s (a connection to PostgreSQL that hung once on a loaded
+    machine, past the suite's timeout) counts as no news, not as a hang of the test."""
+
+    async def bounded(read: Callable[[], Awaitable[Any]], otherwise: Any) -> Any:
+        try:
+            return await asyncio.wait_for(read(), 10.0)
+        except TimeoutError:
+            return otherwise
+
     last, deadline = None, time.monotonic() + IDLE
-    while not await check():
-        if (now := await step()) != last:
+    while not await bounded(check, False):
+        if (now := await bounded(step, last)) != last:
             last, deadline = now, time.monotonic() + IDLE
         assert time.monotonic() < deadline, f"no progress for {IDLE:g} s: {last!r}"[:2000]
         await asyncio.sleep(0.2)
@@ -181,9 +190,8 @@ async def test_a_stopped_worker_resumed_after_a_takeover_writes_nothing(
     temporal: Any, task_queue: str, tmp_path: Path
 ) -> None:
     async with fleet(tmp_path, organizations=2) as (sim, url, _):
-        # settle 5: events added now (stamped in whole seconds) are read once settled
-        path = write_config(tmp_path / "fleet.toml", sim, settle=5)
-        config = config_of(sim, settle=5)
+        path = write_config(tmp_path / "fleet.toml", sim, settle=0)
+        config = config_of(sim, settle=0)
         orgs = list(config.organizations)
         target = temporal.service_client.config.target_host
         proxies = [HoldingProxy(PG_PORT) for _ in range(2)]
@@ -198,8 +206,13 @@ async def test_a_stopped_worker_resumed_after_a_takeover_writes_nothing(
             with worker_processes(
                 urls, path, target, task_queue, sim.clock, tmp_path, *idle
             ) as procs:
+                # one pass an activity (run_for=0): a run's follower and refresh write side
+                # by side, and the proxy's hold then often catches a session between two
+                # protocol messages of a statement ('active', waiting on the client), which
+                # PostgreSQL's idle-in-transaction timeout does not end: its row locks stop
+                # the takeover for good (a gap of its own, in the closing note of issue 43)
                 await apply_fleet(
-                    temporal, config, task_queue=task_queue, heartbeat_timeout=HEARTBEAT
+                    temporal, config, task_queue=task_queue, heartbeat_timeout=HEARTBEAT, run_for=0
                 )
                 victim, pid = await mid_pass_holder(procs, url, orgs)
                 index = next(i for i, p in enumerate(procs) if p.pid == pid)
