@@ -216,6 +216,9 @@ class EventFeed:
         #: spans covered, in seconds: the organization's rate of new events
         self._delivered = 0
         self._covered = 0.0
+        #: records served again and skipped (delivered before: the ids a span's start
+        #: shares with the last one's end, a replay after a resume): served, not delivered
+        self.replayed = 0
 
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self.api.clock.now(), UTC)
@@ -302,7 +305,9 @@ class EventFeed:
                 if _clean(ids, cursor):  # the usual page: each record new, with an id
                     idents = ids
                 else:  # rare: set aside, or skip, record by record
+                    served, flagged = len(items), len(bad)
                     items, raws, idents = _fresh(items, raws, cursor, bad)
+                    self.replayed += served - len(items) - (len(bad) - flagged)
                 times = utc_times([e.time_text for e in items])
                 cursor.add_page(idents, times)
                 self.rereads.forward(cursor.at)

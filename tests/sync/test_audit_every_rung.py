@@ -97,11 +97,18 @@ async def test_on_one_read_an_event_later_than_the_lookback_is_found_told_once_a
 async def delivered_all_served(served: Any, feed: EventFeed, within: float = 10.0) -> None:
     """Every event the simulator served was delivered by ``feed``: once the page the feed
     may have in flight (served, not yet handed out) arrived. A read that wastes objects
-    never gets there: the assertion fails after ``within`` real seconds."""
+    never gets there: the assertion fails after ``within`` real seconds. An event dated
+    exactly at a forward span's end is served again by the next span, which starts there
+    (``feed.replayed``, skipped): a few at most, and not the audit's (a CI run met one)."""
     deadline = time.monotonic() + within
-    while served["events"] != feed.measured[0] and time.monotonic() < deadline:
+
+    def delivered() -> int:
+        return feed.measured[0] + feed.replayed
+
+    while served["events"] != delivered() and time.monotonic() < deadline:
         await asyncio.sleep(0.002)
-    assert served["events"] == feed.measured[0]
+    assert served["events"] == delivered()
+    assert feed.replayed <= 3, feed.replayed
 
 
 async def follow(feed: EventFeed, while_: Callable[[], Awaitable[None]]) -> None:
