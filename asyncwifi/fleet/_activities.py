@@ -190,7 +190,8 @@ class PassActivities:
             if not job.done():  # not ended within its patience: its batch in hand dropped
                 job.cancel()
             await asyncio.gather(ticker, job, return_exceptions=True)
-            await syncer.drain()
+            if job.cancelled():  # cut inside a write: what the loop's own end would drain
+                await syncer.drain()
         if not job.cancelled():
             job.result()  # a failure of the sync is the run's, cut short or not
         result = await run.figures(syncer)
